@@ -34,9 +34,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("score", help="score sentences with a language model")
     p.add_argument("--model", required=True, help="registry name, hub id or local directory")
-    p.add_argument("--input", required=True, help="CSV, JSON (list of objects) or JSONL file")
+    p.add_argument("--input", required=True, help="CSV, JSON (list of objects), JSONL or Parquet file")
     p.add_argument("--output", required=True, help="CSV or Parquet file (by extension)")
     p.add_argument("--text-column", default="text")
+    p.add_argument("--processes", type=int, default=1,
+                   help="split the input across N processes (one per GPU with --device cuda) "
+                        "through Hugging Face Accelerate")
     _add_scoring_options(p)
     p.set_defaults(func=_cmd_score)
 

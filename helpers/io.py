@@ -1,0 +1,182 @@
+"""Reading sentence tables, writing score tables, and the ``harms score`` command.
+
+Input: CSV, JSON (a list of objects), JSONL or Parquet with a text column.
+Output: CSV or Parquet, chosen by extension. Every problem with an input file
+is one :class:`~helpers.errors.InputError` naming the file, the row (as the user
+sees it: 1-based data row, or the line of a JSONL file) and the problem.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import uuid
+from pathlib import Path
+
+import pandas as pd
+
+from helpers.errors import InputError
+
+READ_FORMATS = {".csv": "csv", ".json": "json", ".jsonl": "jsonl", ".ndjson": "jsonl",
+                ".parquet": "parquet", ".pq": "parquet"}
+WRITE_FORMATS = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
+SCORE_COLUMNS = ["n_tokens", "log_likelihood", "perplexity"]
+
+__all__ = ["read_table", "write_table", "score_file_cli", "SCORE_COLUMNS"]
+
+
+def _format(path: Path, formats: dict[str, str], what: str) -> str:
+    fmt = formats.get(path.suffix.lower())
+    if fmt is None:
+        raise InputError(f"{path}: unknown {what} format {path.suffix or '(no extension)'!r}; "
+                         f"use one of {', '.join(sorted(formats))}")
+    return fmt
+
+
+def _read_json_list(path: Path, text: str) -> tuple[pd.DataFrame, list[str]]:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{path}: malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+    if not isinstance(data, list):
+        raise InputError(f"{path}: expected a JSON list of objects, got a JSON {type(data).__name__}")
+    for i, rec in enumerate(data, 1):
+        if not isinstance(rec, dict):
+            raise InputError(f"{path}: row {i}: expected a JSON object, got {type(rec).__name__}")
+    return pd.DataFrame.from_records(data), [f"row {i}" for i in range(1, len(data) + 1)]
+
+
+def _read_jsonl(path: Path, text: str) -> tuple[pd.DataFrame, list[str]]:
+    records, where = [], []
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"{path}: line {lineno}: malformed JSON (column {exc.colno}): {exc.msg}") from None
+        if not isinstance(rec, dict):
+            raise InputError(f"{path}: line {lineno}: expected a JSON object, got {type(rec).__name__}")
+        records.append(rec)
+        where.append(f"line {lineno}")
+    return pd.DataFrame.from_records(records), where
+
+
+def _describe(value) -> str:
+    if value is None or (isinstance(value, float) and value != value):
+        return "missing (null) text"
+    if isinstance(value, str):
+        return "empty text" if value == "" else "whitespace-only text"
+    return f"text is not a string ({type(value).__name__} {value!r:.40})"
+
+
+def read_table(path, *, text_column: str = "text") -> pd.DataFrame:
+    """A table of sentences from CSV, JSON (list of objects), JSONL or Parquet, validated.
+
+    Raises one :class:`InputError` naming the file and the first bad row for: a
+    missing or unreadable file, malformed JSON/JSONL (with its line), a missing
+    text column (listing the columns present), and empty, whitespace-only,
+    null or non-string text. CSV cells are read verbatim as strings (``NA`` is
+    a word, not a missing value). Returns the table with a fresh RangeIndex.
+    """
+    path = Path(path)
+    fmt = _format(path, READ_FORMATS, "input")
+    if not path.exists():
+        raise InputError(f"{path}: file not found")
+    if path.is_dir():
+        raise InputError(f"{path}: is a directory, not a file")
+    where: list[str] | None = None
+    try:
+        if fmt == "parquet":
+            df = pd.read_parquet(path)
+        elif fmt == "csv":
+            df = pd.read_csv(path, encoding="utf-8")
+            if text_column in df.columns:   # the text verbatim: "NA", "null" or "" are not missing values
+                df[text_column] = pd.read_csv(path, usecols=[text_column], dtype=str, keep_default_na=False,
+                                              encoding="utf-8")[text_column].to_numpy(dtype=object)
+        else:
+            text = path.read_text(encoding="utf-8")
+            df, where = (_read_jsonl if fmt == "jsonl" else _read_json_list)(path, text)
+    except InputError:
+        raise
+    except pd.errors.EmptyDataError:
+        raise InputError(f"{path}: the file is empty") from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    except (OSError, ValueError, pd.errors.ParserError, ImportError) as exc:
+        msg = " ".join(str(exc).split())
+        raise InputError(f"{path}: cannot read {fmt.upper()}: {msg}") from None
+    if text_column not in df.columns:
+        present = ", ".join(map(str, df.columns)) or "none"
+        raise InputError(f"{path}: no column {text_column!r} (columns: {present}); "
+                         "choose the text column with --text-column")
+    if len(df) == 0:
+        raise InputError(f"{path}: no rows")
+    where = where or [f"row {i}" for i in range(1, len(df) + 1)]
+    bad = [i for i, v in enumerate(df[text_column].tolist()) if not (isinstance(v, str) and v.strip())]
+    if bad:
+        first = bad[0]
+        more = f" (and {len(bad) - 1} more bad rows)" if len(bad) > 1 else ""
+        raise InputError(f"{path}: {where[first]}: {_describe(df[text_column].iloc[first])} "
+                         f"in column {text_column!r}{more}")
+    return df.reset_index(drop=True)
+
+
+def write_table(df: pd.DataFrame, path) -> Path:
+    """Write ``df`` (without its index) as CSV or Parquet, by extension, atomically."""
+    path = Path(path)
+    fmt = _format(path, WRITE_FORMATS, "output")
+    tmp = path.parent / f".{path.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp"
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if fmt == "csv":
+            df.to_csv(tmp, index=False)
+        else:
+            df.to_parquet(tmp, index=False)
+        os.replace(tmp, path)
+    except (OSError, ValueError, TypeError, ImportError) as exc:
+        msg = " ".join(str(exc).split())
+        raise InputError(f"{path}: cannot write {fmt.upper()}: {msg}") from None
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    return path
+
+
+def score_file_cli(args) -> None:
+    """``harms score``: read ``--input``, score its text column, write ``--output``.
+
+    The output has every input column plus ``n_tokens``, ``log_likelihood``
+    (natural log, summed over scored tokens) and ``perplexity``; scores are
+    cached per sentence (helpers.cache), so a killed run resumes. With
+    ``--processes N > 1`` the input is split across N processes through
+    Hugging Face Accelerate (helpers.parallel).
+    """
+    from helpers import models, scoring
+
+    text_column = getattr(args, "text_column", "text")
+    df = read_table(args.input, text_column=text_column)
+    _format(Path(args.output), WRITE_FORMATS, "output")     # fail before the (long) scoring
+    objective = None if getattr(args, "objective", "auto") in (None, "auto") else args.objective
+    device = getattr(args, "device", "cpu") or "cpu"
+    options = dict(pll=getattr(args, "pll", "original"), batch_tokens=getattr(args, "batch_tokens", None),
+                   upstream_mask_id=getattr(args, "upstream_mask_id", False),
+                   cache=not getattr(args, "no_cache", False))
+    texts = df[text_column].tolist()
+    processes = getattr(args, "processes", 1) or 1
+    if processes < 1:
+        raise InputError(f"--processes must be at least 1, got {processes}")
+    if processes > 1:
+        from helpers import parallel
+
+        scores = parallel.score_parallel(args.model, texts, num_processes=processes, objective=objective,
+                                         device=device, **options)
+    else:
+        loaded = models.load(args.model, objective=objective, device=device)
+        scores = scoring.score(loaded, texts, progress=True, **options)
+    out = df.drop(columns=[c for c in SCORE_COLUMNS if c in df.columns])
+    for col in SCORE_COLUMNS:
+        out[col] = scores[col].to_numpy()
+    write_table(out, args.output)
+    print(f"harms: scored {len(out)} sentences -> {args.output}", file=sys.stderr)

@@ -1,0 +1,274 @@
+"""helpers.io (read_table / write_table validation) and the ``harms score`` command end to end."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from helpers import io
+from helpers.cli import main
+from helpers.errors import InputError
+
+from conftest import SENTENCES
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(autouse=True)
+def _cache_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("HARMS_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("HARMS_CACHE_CHUNK_SIZE", raising=False)
+
+
+def write(path: Path, content) -> Path:
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    elif isinstance(content, pd.DataFrame):
+        content.to_parquet(path)
+    else:
+        path.write_text(content, encoding="utf-8")
+    return path
+
+
+# ---------------------------------------------------------------- read_table: bad input
+
+BAD_INPUTS = [
+    # name, file, content, expected fragments of the message (besides the file name)
+    ("missing column", "a.csv", "id,sentence\n1,hello\n", ["no column 'text'", "columns: id, sentence"]),
+    ("empty csv text", "b.csv", 'id,text\n1,hello\n2,world\n3,""\n', ["row 3", "empty text"]),
+    ("blank csv cell", "b2.csv", "id,text\n1,hello\n2,\n", ["row 2", "empty text"]),
+    ("whitespace json", "c.json", json.dumps([{"text": "ok"}, {"text": "  \t"}]), ["row 2", "whitespace-only"]),
+    ("number json", "d.json", json.dumps([{"text": "ok"}, {"text": "fine"}, {"text": 42}]),
+     ["row 3", "not a string", "int"]),
+    ("null jsonl", "e.jsonl", '{"text": "a"}\n\n{"text": null}\n', ["line 3", "missing (null) text"]),
+    ("list jsonl", "e2.jsonl", '{"text": ["a", "b"]}\n', ["line 1", "not a string", "list"]),
+    ("malformed json", "f.json", '[{"text": "a"},\n {"text": }]', ["malformed JSON", "line 2"]),
+    ("malformed jsonl", "g.jsonl", '{"text": "a"}\n{"text": "b"\n', ["line 2", "malformed JSON"]),
+    ("json not a list", "h.json", '{"text": "a"}', ["list of objects"]),
+    ("json row not object", "h2.json", '[{"text": "a"}, "b"]', ["row 2", "JSON object"]),
+    ("not utf-8", "i.csv", b"\xff\xfe\x00text\n", ["not UTF-8"]),
+    ("empty file", "j.csv", "", ["empty"]),
+    ("unterminated quote", "k.csv", 'id,text\n1,"unterminated\n', ["cannot read CSV"]),
+    ("garbage parquet", "l.parquet", b"not a parquet file at all", ["cannot read PARQUET"]),
+    ("non-string parquet", "m.parquet", pd.DataFrame({"text": [1.5, 2.5]}), ["row 1", "not a string"]),
+    ("null parquet", "n.parquet", pd.DataFrame({"text": ["a", None]}), ["row 2", "missing (null)"]),
+    ("unknown extension", "o.txt", "hello\n", ["unknown input format", ".txt"]),
+    ("no rows", "p.csv", "id,text\n", ["no rows"]),
+]
+
+
+@pytest.mark.parametrize("name,fname,content,fragments", BAD_INPUTS, ids=[b[0] for b in BAD_INPUTS])
+def test_bad_input_is_one_clear_error_naming_file_and_row(tmp_path, name, fname, content, fragments):
+    path = write(tmp_path / fname, content)
+    with pytest.raises(InputError) as err:
+        io.read_table(path)
+    msg = str(err.value)
+    assert str(path) in msg and "\n" not in msg
+    for frag in fragments:
+        assert frag in msg, (frag, msg)
+
+
+def test_missing_and_directory_paths(tmp_path):
+    with pytest.raises(InputError, match="file not found"):
+        io.read_table(tmp_path / "nope.csv")
+    (tmp_path / "dir.csv").mkdir()
+    with pytest.raises(InputError, match="is a directory"):
+        io.read_table(tmp_path / "dir.csv")
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their mode")
+def test_unreadable_file(tmp_path):
+    path = write(tmp_path / "locked.csv", "text\nhello\n")
+    path.chmod(0)
+    with pytest.raises(InputError, match="locked.csv"):
+        io.read_table(path)
+
+
+def test_first_bad_row_reported_with_count_of_others(tmp_path):
+    path = write(tmp_path / "x.csv", "id,text\n1,fine\n\n2, \n3,ok\n")   # blank lines are not rows
+    with pytest.raises(InputError, match=r"row 2: whitespace-only text in column 'text'"):
+        io.read_table(path)
+    path = write(tmp_path / "y.json", json.dumps([{"text": ""}, {"text": 3}, {"text": None}]))
+    with pytest.raises(InputError, match=r"row 1: empty text .*\(and 2 more bad rows\)"):
+        io.read_table(path)
+
+
+# ---------------------------------------------------------------- read_table / write_table: good input
+
+def test_all_formats_read_the_same_table(tmp_path):
+    df = pd.DataFrame({"id": [1, 2, 3], "sentence": ["NA", "null", "a, quoted \"one\""], "group": ["x", "y", "x"]})
+    paths = {
+        "csv": tmp_path / "t.csv", "json": tmp_path / "t.json", "jsonl": tmp_path / "t.jsonl",
+        "parquet": tmp_path / "t.parquet"}
+    df.to_csv(paths["csv"], index=False)
+    paths["json"].write_text(df.to_json(orient="records"))
+    paths["jsonl"].write_text(df.to_json(orient="records", lines=True))
+    df.to_parquet(paths["parquet"])
+    for fmt, p in paths.items():
+        got = io.read_table(p, text_column="sentence")
+        assert got["sentence"].tolist() == df["sentence"].tolist(), fmt     # "NA"/"null" stay words
+        assert got["id"].tolist() == [1, 2, 3] and list(got.columns) == ["id", "sentence", "group"], fmt
+
+
+def test_write_table_round_trip_and_unknown_extension(tmp_path):
+    df = pd.DataFrame({"text": ["a", "b"], "n_tokens": [1, 2], "log_likelihood": [-1.5, -2.25]})
+    for name in ("o.csv", "sub/o.parquet"):
+        out = io.write_table(df, tmp_path / name)
+        back = pd.read_csv(out) if out.suffix == ".csv" else pd.read_parquet(out)
+        pd.testing.assert_frame_equal(back, df, check_dtype=False)
+    with pytest.raises(InputError, match=r"o\.xlsx: unknown output format '\.xlsx'"):
+        io.write_table(df, tmp_path / "o.xlsx")
+    assert not (tmp_path / "o.xlsx").exists()
+    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
+
+
+# ---------------------------------------------------------------- the CLI end to end
+
+def _input(tmp_path, n=len(SENTENCES)) -> tuple[Path, pd.DataFrame]:
+    df = pd.DataFrame({"id": range(n), "text": [SENTENCES[i % len(SENTENCES)] + f" {i}" for i in range(n)],
+                       "group": ["a", "b"] * (n // 2) + ["a"] * (n % 2)})
+    path = tmp_path / "in.csv"
+    df.to_csv(path, index=False)
+    return path, df
+
+
+def _reference(model_dir, texts):
+    """Scores computed directly (no cache, no CLI) for comparison."""
+    from helpers import models, scoring
+
+    return scoring.sentence_scores(models.load(str(model_dir)), texts, progress=False)
+
+
+def test_cli_csv_to_parquet_has_input_columns_and_scores(tmp_path, tiny_gpt2, capsys):
+    inp, df = _input(tmp_path)
+    out = tmp_path / "out.parquet"
+    assert main(["score", "--model", str(tiny_gpt2), "--input", str(inp), "--output", str(out)]) == 0
+    got = pd.read_parquet(out)
+    assert list(got.columns) == ["id", "text", "group", "n_tokens", "log_likelihood", "perplexity"]
+    pd.testing.assert_frame_equal(got[["id", "text", "group"]], df, check_dtype=False)
+    ref = _reference(tiny_gpt2, df["text"].tolist())
+    assert got["n_tokens"].tolist() == ref["n_tokens"].tolist()
+    np.testing.assert_allclose(got["log_likelihood"], ref["log_likelihood"], rtol=1e-5)
+    np.testing.assert_allclose(got["perplexity"], np.exp(-got["log_likelihood"] / got["n_tokens"]), rtol=1e-9)
+    assert (got["log_likelihood"] < 0).all()
+
+
+def test_cli_jsonl_to_csv_with_text_column(tmp_path, tiny_gpt2):
+    inp = tmp_path / "in.jsonl"
+    inp.write_text("".join(json.dumps({"s": s, "k": i}) + "\n" for i, s in enumerate(SENTENCES[:3])))
+    out = tmp_path / "out.csv"
+    assert main(["score", "--model", str(tiny_gpt2), "--input", str(inp), "--output", str(out),
+                 "--text-column", "s", "--no-cache"]) == 0
+    got = pd.read_csv(out)
+    assert list(got.columns) == ["s", "k", "n_tokens", "log_likelihood", "perplexity"]
+    assert got["s"].tolist() == SENTENCES[:3]
+    assert not (tmp_path / "cache" / "scores").exists()       # --no-cache wrote nothing
+
+
+def _one_error_line(capsys) -> str:
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert err[0].startswith("harms: error: ") and "Traceback" not in err[0]
+    return err[0]
+
+
+def test_cli_unknown_model_exit_2_one_line(tmp_path, capsys):
+    inp, _ = _input(tmp_path, 2)
+    code = main(["score", "--model", "no-such-model-xyz", "--input", str(inp), "--output", str(tmp_path / "o.csv")])
+    assert code == 2
+    assert "no-such-model-xyz" in _one_error_line(capsys)
+    assert not (tmp_path / "o.csv").exists()
+
+
+def test_cli_bad_input_and_bad_output_exit_2_before_loading(tmp_path, capsys):
+    bad = write(tmp_path / "bad.csv", "id,text\n1,fine\n2, \n")
+    assert main(["score", "--model", "no-such-model-xyz", "--input", str(bad), "--output", "o.csv"]) == 2
+    line = _one_error_line(capsys)
+    assert "bad.csv" in line and "row 2" in line
+    good, _ = _input(tmp_path, 2)
+    assert main(["score", "--model", "no-such-model-xyz", "--input", str(good),
+                 "--output", str(tmp_path / "o.xlsx")]) == 2
+    assert "unknown output format" in _one_error_line(capsys)
+
+
+# ---------------------------------------------------------------- killed run resumes
+
+_SLOW_RUN = """
+import sys, time
+import helpers.cache as c
+_write = c._write_chunk
+def slow(*a, **k):          # slow each chunk down so the test can interrupt the run midway
+    p = _write(*a, **k)
+    time.sleep(0.15)
+    return p
+c._write_chunk = slow
+from helpers.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def _chunks(cache_root: Path) -> dict[Path, int]:
+    return {p: p.stat().st_mtime_ns for p in (cache_root / "scores").glob("*/chunk-*.json")}
+
+
+def _rows(files) -> set[str]:
+    return {h for f in files for h in json.loads(Path(f).read_text())["rows"]}
+
+
+def _run_until(cmd, env, cache_root, n_chunks, sig):
+    proc = subprocess.Popen(cmd, env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 90
+    while len(_chunks(cache_root)) < n_chunks:
+        assert proc.poll() is None, proc.communicate()
+        assert time.time() < deadline, "scoring did not start"
+        time.sleep(0.05)
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=60)
+    return proc.returncode, err
+
+
+def test_killed_cli_run_resumes_from_cached_chunks(tmp_path, tiny_gpt2, monkeypatch, capsys):
+    n, chunk = 30, 2
+    inp, df = _input(tmp_path, n)
+    out = tmp_path / "out.csv"
+    cache_root = tmp_path / "cache"
+    env = dict(os.environ, HARMS_CACHE_DIR=str(cache_root), HARMS_CACHE_CHUNK_SIZE=str(chunk),
+               PYTHONPATH=str(REPO), TOKENIZERS_PARALLELISM="false", OMP_NUM_THREADS="1")
+    cmd = [sys.executable, "-c", _SLOW_RUN, "score", "--model", str(tiny_gpt2), "--input", str(inp),
+           "--output", str(out)]
+
+    code, _ = _run_until(cmd, env, cache_root, 3, signal.SIGKILL)          # hard kill
+    assert code == -signal.SIGKILL and not out.exists()
+    after_kill = _chunks(cache_root)
+    assert 3 <= len(after_kill) < n // chunk
+
+    code, err = _run_until(cmd, env, cache_root, len(after_kill) + 2, signal.SIGINT)   # Ctrl-C
+    assert code == 130 and "interrupted" in err and "Traceback" not in err
+    after_int = _chunks(cache_root)
+    assert all(after_int[p] == t for p, t in after_kill.items())          # earlier chunks untouched
+    assert len(after_int) < n // chunk and not out.exists()
+
+    monkeypatch.setenv("HARMS_CACHE_CHUNK_SIZE", str(chunk))
+    from helpers import cache
+    computed = []
+    real_write = cache._write_chunk
+    monkeypatch.setattr(cache, "_write_chunk", lambda d, rows: computed.extend(rows) or real_write(d, rows))
+    assert main(["score", "--model", str(tiny_gpt2), "--input", str(inp), "--output", str(out)]) == 0
+    final = _chunks(cache_root)
+    assert all(final[p] == t for p, t in after_int.items())               # reused, not rewritten
+    assert len(computed) == n - len(_rows(after_int))                      # only the rest was computed
+    assert set(computed).isdisjoint(_rows(after_int))
+    assert _rows(final) == {cache.text_hash(t) for t in df["text"]}
+    got = pd.read_csv(out)
+    ref = _reference(tiny_gpt2, df["text"].tolist())
+    assert got["n_tokens"].tolist() == ref["n_tokens"].tolist()
+    np.testing.assert_allclose(got["log_likelihood"], ref["log_likelihood"], rtol=1e-5)
