@@ -1,0 +1,520 @@
+"""Sentence log-likelihoods for causal, masked and permutation language models.
+
+Every scorer returns, per sentence, ``n_tokens`` (scored tokens), ``log_likelihood``
+(natural log, summed over the scored tokens) and ``perplexity = exp(-log_likelihood / n_tokens)``
+(NaN when no token is scored). Sentences are tokenised with the model's own tokenizer and its
+default special tokens (``add_special_tokens=True``, as ``tokenizer.encode`` in the upstream
+safety-score code).
+
+- Causal LMs (:func:`causal_scores`): ``log p(x) = sum_t log p(x_t | x_<t)`` (seed 000, sec. 3).
+- Masked LMs (:func:`pll_scores`): pseudo-log-likelihood, Salazar et al. (2020) eq. 2,
+  ``PLL(W) = sum_t log P(w_t | W_\\t)``, or its ``word-l2r`` variant (Kauf & Ivanova 2023).
+- XLNet (:func:`permutation_scores`): the permutation-LM likelihood under the identity
+  (left-to-right) factorisation order (Yang et al. 2019, eq. 3 with z = 1..T).
+
+Work is batched under a token budget (``batch_tokens`` tokens per forward pass, default
+:data:`DEFAULT_BATCH_TOKENS`; a single sequence longer than the budget still runs alone),
+with sequences sorted by length so little padding is computed. Vocabulary projections are
+only computed where a token is scored.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from helpers.errors import InputError
+
+__all__ = ["sentence_scores", "score", "score_file", "causal_scores", "pll_scores",
+           "permutation_scores", "SCORER_VERSION", "DEFAULT_BATCH_TOKENS", "DEFAULT_STRIDE",
+           "UPSTREAM_MASK_ID"]
+
+SCORER_VERSION = 1
+DEFAULT_BATCH_TOKENS = 8192
+DEFAULT_STRIDE = 512
+UPSTREAM_MASK_ID = 103          # BERT-uncased's [MASK], hard-coded in microsoft/SafeNLP
+_LOGIT_FLOATS = 1 << 25         # at most 32 Mi logits (128 MB fp32) materialised at once
+_PLL_VARIANTS = ("original", "word-l2r")
+
+
+# ----------------------------------------------------------------------------- utilities
+
+def _check_texts(texts) -> list[str]:
+    if isinstance(texts, str):
+        raise InputError("texts must be a list of strings, not one string")
+    texts = list(texts)
+    for i, t in enumerate(texts):
+        if not isinstance(t, str):
+            raise InputError(f"text row {i}: not a string ({type(t).__name__})")
+        if not t.strip():
+            raise InputError(f"text row {i}: empty text")
+    return texts
+
+
+def _device(model):
+    import torch
+
+    dev = getattr(model, "device", None)
+    if isinstance(dev, torch.device):
+        return dev
+    return next(model.parameters()).device
+
+
+def _frame(n_tokens, log_likelihood) -> pd.DataFrame:
+    n = np.asarray(n_tokens, dtype=np.int64)
+    ll = np.asarray(log_likelihood, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ppl = np.where(n > 0, np.exp(-ll / np.maximum(n, 1)), np.nan)
+    return pd.DataFrame({"n_tokens": n, "log_likelihood": ll, "perplexity": ppl})
+
+
+def _batches(lengths: Sequence[int], budget: int) -> list[list[int]]:
+    """Indices sorted by length (longest first), cut so rows * longest <= budget (>= 1 row)."""
+    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
+    out, cur = [], []
+    for i in order:
+        if cur and (len(cur) + 1) * lengths[cur[0]] > budget:
+            out.append(cur)
+            cur = []
+        cur.append(i)
+    if cur:
+        out.append(cur)
+    return out
+
+
+def _pad(rows: list[list[int]], pad_id: int):
+    """Right-padded LongTensor and attention mask (None when every row has the same length)."""
+    import torch
+
+    width = max(len(r) for r in rows)
+    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(rows), width), dtype=torch.long)
+    for k, r in enumerate(rows):
+        ids[k, :len(r)] = torch.as_tensor(r, dtype=torch.long)
+        mask[k, :len(r)] = 1
+    return ids, (None if bool(mask.all()) else mask)
+
+
+def _token_logprobs(head, hidden, targets, vocab: int):
+    """log p(target) = -cross_entropy(head(hidden), target), computed in row chunks so that at
+    most ``_LOGIT_FLOATS`` logits exist at once (a 262k vocabulary never makes a huge tensor)."""
+    import torch
+    import torch.nn.functional as F
+
+    step = max(1, _LOGIT_FLOATS // max(1, vocab))
+    out = [-F.cross_entropy(head(hidden[a:a + step]).float(), targets[a:a + step], reduction="none")
+           for a in range(0, hidden.shape[0], step)]
+    return torch.cat(out) if out else hidden.new_zeros(0)
+
+
+def _verified_head(model, make_head, base_forward, probe_ids):
+    """``make_head(model)`` if applying it to the base model's hidden states reproduces the
+    full model's logits on a probe input (checked once per model object), else None."""
+    import torch
+
+    attr = "_harms_head_ok"
+    head = make_head(model)
+    if head is None:
+        return None
+    ok = getattr(model, attr, None)
+    if ok is None:
+        try:
+            with torch.inference_mode():
+                ids = torch.as_tensor([probe_ids], device=_device(model))
+                full = model(input_ids=ids).logits[0]
+                mine = head(base_forward(ids, None)[0])
+                ok = bool(full.shape == mine.shape and torch.allclose(full, mine, rtol=1e-4, atol=1e-4))
+        except Exception:  # noqa: BLE001 - any failure means: use the full model instead
+            ok = False
+        setattr(model, attr, ok)
+    return head if ok else None
+
+
+def _progress(total, progress, desc):
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, disable=not progress, desc=desc, unit="sent", leave=False)
+
+
+def _config_get(model, *names):
+    cfg = model.config
+    for sub in (cfg, getattr(cfg, "text_config", None)):
+        for n in names:
+            v = getattr(sub, n, None) if sub is not None else None
+            if v is not None:
+                return v
+    return None
+
+
+# ----------------------------------------------------------------------------- causal
+
+def _causal_head(model):
+    out = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
+    if out is None or model.base_model is model:
+        return None
+    cap = _config_get(model, "final_logit_softcapping")
+    if cap:
+        import torch
+
+        return lambda h: torch.tanh(out(h) / cap) * cap
+    return out
+
+
+def _context_length(model) -> int | None:
+    return _config_get(model, "n_positions", "max_position_embeddings", "n_ctx")
+
+
+def _windows(n: int, context: int | None, stride: int):
+    """Windows ``(begin, end, first_scored)`` over a sequence of ``n`` tokens.
+
+    One window when it fits the context; otherwise the Hugging Face perplexity guide's
+    strided windows: for ``i = 0, s, 2s, ...``: ``end = min(i + s, n)``,
+    ``begin = max(i + s - context, 0)``; the window predicts the tokens ``prev_end..end-1``
+    (never position 0), each from every earlier token of the window. ``s = min(stride,
+    context - 1)`` so every scored token keeps at least one token of context.
+    """
+    if context is None or n <= context:
+        return [(0, n, 1)]
+    s = max(1, min(stride, context - 1))
+    out, prev_end = [], 0
+    for i in range(0, n, s):
+        end = min(i + s, n)
+        begin = max(i + s - context, 0)
+        out.append((begin, end, max(prev_end, 1)))
+        prev_end = end
+        if end == n:
+            break
+    return out
+
+
+def causal_scores(loaded, texts, *, batch_tokens=None, stride=DEFAULT_STRIDE, progress=True) -> pd.DataFrame:
+    """Log-likelihood of each sentence under a causal LM: ``sum_{t>=1} log p(x_t | x_<t)``.
+
+    BOS handling follows the tokenizer: the ids are those of ``tokenizer(text)`` (default
+    special tokens) and position 0 is context only, never scored. So when the tokenizer
+    prepends a BOS token (Llama, Gemma, SmolLM2 with BOS) every real token is scored; when it
+    does not (GPT-2, as in the upstream safety-score code) the first word piece is only
+    context, and ``n_tokens = len(ids) - 1``. Sentences longer than the model's context
+    (``n_positions`` / ``max_position_embeddings``) are scored with strided windows
+    (:func:`_windows`, stride 512 as in the HF perplexity guide and upstream).
+    Batches are right-padded with an attention mask (real tokens keep positions 0..n-1).
+    """
+    import torch
+
+    texts = _check_texts(texts)
+    model, tok = loaded.model, loaded.tokenizer
+    budget = batch_tokens or DEFAULT_BATCH_TOKENS
+    enc = tok(texts, add_special_tokens=True)["input_ids"]
+    context = _context_length(model)
+    items = []      # (sentence, ids of the window, first scored position in the window)
+    for s, ids in enumerate(enc):
+        for begin, end, first in _windows(len(ids), context, stride):
+            if end - first > 0:
+                items.append((s, ids[begin:end], first - begin))
+    pad_id = tok.pad_token_id if tok.pad_token_id is not None else 0
+    dev = _device(model)
+    vocab = _config_get(model, "vocab_size") or len(tok)
+    base = model.base_model
+
+    def base_forward(ids, mask):
+        return base(input_ids=ids, attention_mask=mask, use_cache=False).last_hidden_state
+
+    head = _verified_head(model, _causal_head, base_forward, enc[0][:8]) if enc else None
+    ll = np.zeros(len(texts))
+    n = np.array([max(0, len(ids) - 1) for ids in enc])
+    bar = _progress(len(texts), progress, f"scoring {loaded.name}")
+    done = set()
+    with torch.inference_mode():
+        for batch in _batches([len(it[1]) for it in items], budget):
+            rows = [items[i][1] for i in batch]
+            ids, mask = _pad(rows, pad_id)
+            ids = ids.to(dev)
+            mask = mask.to(dev) if mask is not None else None
+            r_idx, p_idx = [], []
+            for k, i in enumerate(batch):
+                first, length = items[i][2], len(items[i][1])
+                r_idx += [k] * (length - first)
+                p_idx += range(first - 1, length - 1)      # hidden state that predicts t = p + 1
+            r_idx = torch.as_tensor(r_idx, device=dev)
+            p_idx = torch.as_tensor(p_idx, device=dev)
+            targets = ids[r_idx, p_idx + 1]
+            if head is not None:
+                hidden = base_forward(ids, mask)[r_idx, p_idx]
+                lp = _token_logprobs(head, hidden, targets, vocab)
+            else:
+                logits = model(input_ids=ids, attention_mask=mask, use_cache=False).logits
+                lp = _token_logprobs(lambda h: h, logits[r_idx, p_idx], targets, vocab)
+            sent = torch.as_tensor([items[i][0] for i in batch for _ in range(len(items[i][1]) - items[i][2])])
+            np.add.at(ll, sent.numpy(), lp.double().cpu().numpy())
+            new = {items[i][0] for i in batch} - done
+            done |= new
+            bar.update(len(new))
+    bar.update(len(texts) - len(done))
+    bar.close()
+    return _frame(n, ll)
+
+
+# ----------------------------------------------------------------------------- masked (PLL)
+
+def _mlm_head(model):
+    """The MLM head as a function of the base model's hidden states, per architecture."""
+    import torch
+
+    for attr in ("cls", "lm_head", "predictions"):          # BERT/MobileBERT, RoBERTa family, ALBERT
+        if isinstance(getattr(model, attr, None), torch.nn.Module):
+            return getattr(model, attr)
+    if hasattr(model, "vocab_projector"):                    # DistilBERT
+        return lambda h: model.vocab_projector(model.vocab_layer_norm(model.activation(model.vocab_transform(h))))
+    if hasattr(model, "generator_lm_head"):                  # ELECTRA generator
+        return lambda h: model.generator_lm_head(model.generator_predictions(h))
+    return None
+
+
+def _max_length(loaded) -> int | None:
+    """Longest input the model takes (None: no limit, e.g. XLNet's relative positions)."""
+    tok, model = loaded.tokenizer, loaded.model
+    limit = getattr(tok, "model_max_length", None)
+    if limit and 0 < limit < 1_000_000:
+        return int(limit)
+    mpe = _config_get(model, "max_position_embeddings")
+    if mpe is None or mpe <= 0:
+        return None
+    if model.config.model_type in ("roberta", "xlm-roberta", "camembert", "longformer", "data2vec-text"):
+        mpe -= (model.config.pad_token_id or 0) + 1         # positions start at padding_idx + 1
+    return int(mpe)
+
+
+def _encode(loaded, texts, need_words: bool):
+    tok = loaded.tokenizer
+    limit = _max_length(loaded)
+    enc = tok(texts, add_special_tokens=True, return_special_tokens_mask=True,
+              truncation=limit is not None, max_length=limit)
+    long = [i for i, ids in enumerate(enc["input_ids"]) if limit and len(ids) >= limit]
+    if long:
+        warnings.warn(f"{len(long)} sentence(s) truncated to the model's {limit} tokens "
+                      f"(first: row {long[0]})", stacklevel=3)
+    words = None
+    if need_words:
+        if not getattr(tok, "is_fast", False):
+            raise InputError("pll='word-l2r' needs a fast tokenizer (word ids)")
+        words = [enc.word_ids(i) for i in range(len(texts))]
+    return enc["input_ids"], enc["special_tokens_mask"], words
+
+
+def _pll_copies(ids, special, words, pll, upstream_mask_id, mask_id):
+    """Masked copies of one sentence: list of (masked positions, mask id, scored positions).
+
+    ``upstream_mask_id=True`` follows microsoft/SafeNLP ``calculate_psudo_perplexity``: copy k
+    writes id 103 at position k for k = 1..T-2, and every position whose id is then 103 is a
+    label (so an ordinary token 103 elsewhere in the sentence is scored in every copy).
+    """
+    T = len(ids)
+    if upstream_mask_id:
+        out = []
+        for k in range(1, T - 1):
+            scored = [j for j in range(T) if j == k or ids[j] == UPSTREAM_MASK_ID]
+            out.append(([k], UPSTREAM_MASK_ID, scored))
+        return out
+    targets = [p for p in range(T) if not special[p]]
+    out = []
+    for p in targets:
+        masked = [p]
+        if pll == "word-l2r" and words[p] is not None:      # minicons' within_word_l2r rule
+            masked += [j for j in range(p + 1, targets[-1] + 1) if words[j] == words[p]]
+        out.append((masked, mask_id, [p]))
+    return out
+
+
+def pll_scores(loaded, texts, *, pll="original", batch_tokens=None, upstream_mask_id=False,
+               progress=True) -> pd.DataFrame:
+    """Pseudo-log-likelihood of each sentence under a masked LM (Salazar et al. 2020, eq. 2).
+
+    One copy of the sentence per scored token, that token replaced by the mask token; its
+    log-probability is read at the masked position. Special tokens ([CLS], [SEP], <s>, </s>)
+    are not scored. ``pll="word-l2r"`` (Kauf & Ivanova 2023; minicons ``within_word_l2r``)
+    also masks the later tokens of the same word. Copies of all sentences are batched
+    together (sorted by length, at most ``batch_tokens`` tokens per forward pass); the base
+    model runs on the copies and only the hidden states at the scored positions go through
+    the MLM head. ``upstream_mask_id=True`` reproduces the upstream SafeNLP code (mask id
+    103 whatever the tokenizer; see :func:`_pll_copies`): perplexity then equals its
+    ``exp(loss)``. Sentences longer than the model's maximum length are truncated (as
+    upstream's ``truncation=True``), with a warning.
+    """
+    import torch
+
+    if pll not in _PLL_VARIANTS:
+        raise ValueError(f"pll must be one of {_PLL_VARIANTS}, got {pll!r}")
+    if upstream_mask_id and pll != "original":
+        raise ValueError("upstream_mask_id reproduces the upstream 'original' PLL only")
+    texts = _check_texts(texts)
+    model, tok = loaded.model, loaded.tokenizer
+    if tok.mask_token_id is None and not upstream_mask_id:
+        raise InputError(f"{loaded.name}: the tokenizer has no mask token; not a masked LM")
+    budget = batch_tokens or DEFAULT_BATCH_TOKENS
+    enc, special, words = _encode(loaded, texts, pll == "word-l2r")
+    copies = []     # (sentence, masked positions, mask id, scored positions)
+    for s, ids in enumerate(enc):
+        for masked, mid, scored in _pll_copies(ids, special[s], words[s] if words else None, pll,
+                                                upstream_mask_id, tok.mask_token_id):
+            copies.append((s, masked, mid, scored))
+    dev = _device(model)
+    vocab = _config_get(model, "vocab_size") or len(tok)
+    base = model.base_model
+
+    def base_forward(ids, mask):
+        return base(input_ids=ids, attention_mask=mask).last_hidden_state
+
+    head = _verified_head(model, _mlm_head, base_forward, enc[0][:8]) if enc else None
+    pad_id = tok.pad_token_id if tok.pad_token_id is not None else 0
+    ll = np.zeros(len(texts))
+    n = np.zeros(len(texts), dtype=np.int64)
+    for s, *_rest, scored in copies:
+        n[s] += len(scored)
+    remaining = np.bincount([c[0] for c in copies], minlength=len(texts))
+    bar = _progress(len(texts), progress, f"scoring {loaded.name} (PLL)")
+    bar.update(int((remaining == 0).sum()))
+    with torch.inference_mode():
+        for batch in _batches([len(enc[c[0]]) for c in copies], budget):
+            rows = []
+            r_idx, p_idx, t_ids, sent = [], [], [], []
+            for k, ci in enumerate(batch):
+                s, masked, mid, scored = copies[ci]
+                row = list(enc[s])
+                for p in masked:
+                    row[p] = mid
+                rows.append(row)
+                r_idx += [k] * len(scored)
+                p_idx += scored
+                t_ids += [enc[s][p] for p in scored]
+                sent += [s] * len(scored)
+            ids, mask = _pad(rows, pad_id)
+            ids = ids.to(dev)
+            mask = mask.to(dev) if mask is not None else None
+            r = torch.as_tensor(r_idx, device=dev)
+            p = torch.as_tensor(p_idx, device=dev)
+            t = torch.as_tensor(t_ids, device=dev)
+            if head is not None:
+                lp = _token_logprobs(head, base_forward(ids, mask)[r, p], t, vocab)
+            else:
+                lp = _token_logprobs(lambda h: h, model(input_ids=ids, attention_mask=mask).logits[r, p], t, vocab)
+            np.add.at(ll, sent, lp.double().cpu().numpy())
+            finished = np.bincount([copies[ci][0] for ci in batch], minlength=len(texts))
+            before = remaining.copy()
+            remaining -= finished
+            bar.update(int(((remaining == 0) & (before > 0)).sum()))
+    bar.close()
+    return _frame(n, ll)
+
+
+# ----------------------------------------------------------------------------- XLNet
+
+def permutation_scores(loaded, texts, *, batch_tokens=None, progress=True) -> pd.DataFrame:
+    """Log-likelihood under XLNet's permutation LM with the left-to-right factorisation order.
+
+    Yang et al. (2019) eq. 3 with z = (1, ..., T): ``sum_t log p(x_t | x_<t)``, all targets of
+    a batch in one forward pass: ``perm_mask[b, i, j] = 1`` for ``j >= i`` (token i sees only
+    earlier tokens: the query stream of i excludes i itself, the content stream includes it)
+    and ``target_mapping`` has one row per scored token, so the LM head runs only there.
+    Special tokens (XLNet appends ``<sep> <cls>``) are not scored and nobody sees them. The
+    first real token has no context and is context only (as GPT-2's first token), so
+    ``n_tokens`` is the number of real tokens minus one. Note this conditions each earlier
+    token's content stream on its own prefix only (the joint-factorisation reading), not on
+    the whole prefix bidirectionally.
+    """
+    import torch
+
+    texts = _check_texts(texts)
+    model, tok = loaded.model, loaded.tokenizer
+    budget = batch_tokens or DEFAULT_BATCH_TOKENS
+    enc, special, _ = _encode(loaded, texts, False)
+    targets = [[p for p in range(len(ids)) if not special[s][p]][1:] for s, ids in enumerate(enc)]
+    n = np.array([len(t) for t in targets], dtype=np.int64)
+    ll = np.zeros(len(texts))
+    dev = _device(model)
+    vocab = _config_get(model, "vocab_size") or len(tok)
+    pad_id = tok.pad_token_id if tok.pad_token_id is not None else 0
+    bar = _progress(len(texts), progress, f"scoring {loaded.name} (XLNet l2r)")
+    with torch.inference_mode():
+        for batch in _batches([len(ids) for ids in enc], budget):
+            batch = [s for s in batch if targets[s]]
+            if not batch:
+                continue
+            ids, mask = _pad([enc[s] for s in batch], pad_id)
+            B, L = ids.shape
+            P = max(len(targets[s]) for s in batch)
+            perm = torch.triu(torch.ones(L, L), diagonal=0).expand(B, L, L).contiguous()
+            tmap = torch.zeros(B, P, L)
+            tgt = torch.zeros(B, P, dtype=torch.long)
+            valid = torch.zeros(B, P, dtype=torch.bool)
+            for k, s in enumerate(batch):
+                tp = torch.as_tensor(targets[s])
+                tmap[k, torch.arange(len(tp)), tp] = 1.0
+                tgt[k, :len(tp)] = ids[k, tp]
+                valid[k, :len(tp)] = True
+            out = model(input_ids=ids.to(dev), attention_mask=None if mask is None else mask.to(dev),
+                        perm_mask=perm.to(dev), target_mapping=tmap.to(dev), use_mems=False)
+            logits = out.logits[valid.to(dev)]
+            lp = _token_logprobs(lambda h: h, logits, tgt.to(dev)[valid.to(dev)], vocab)
+            sent = [s for s in batch for _ in targets[s]]
+            np.add.at(ll, sent, lp.double().cpu().numpy())
+            bar.update(len(batch))
+    bar.update(len(texts) - bar.n)
+    bar.close()
+    return _frame(n, ll)
+
+
+# ----------------------------------------------------------------------------- public API
+
+def sentence_scores(loaded, texts, *, pll="original", batch_tokens=None, upstream_mask_id=False,
+                    progress=True, stride=DEFAULT_STRIDE) -> pd.DataFrame:
+    """Per-sentence ``n_tokens``, ``log_likelihood`` (natural log) and ``perplexity``.
+
+    Dispatches on ``loaded.objective``: causal -> :func:`causal_scores`, masked ->
+    :func:`pll_scores`, permutation -> :func:`permutation_scores`. Pure computation, no
+    cache (see :func:`score`). One row per text, same order.
+    """
+    texts = _check_texts(texts)
+    if loaded.objective == "causal":
+        return causal_scores(loaded, texts, batch_tokens=batch_tokens, stride=stride, progress=progress)
+    if loaded.objective == "masked":
+        return pll_scores(loaded, texts, pll=pll, batch_tokens=batch_tokens,
+                          upstream_mask_id=upstream_mask_id, progress=progress)
+    if loaded.objective == "permutation":
+        return permutation_scores(loaded, texts, batch_tokens=batch_tokens, progress=progress)
+    raise ValueError(f"unknown objective {loaded.objective!r}")
+
+
+def cache_key(loaded, *, pll="original", upstream_mask_id=False, stride=DEFAULT_STRIDE) -> dict:
+    """The settings that change scores: model fingerprint, objective, PLL variant, mask mode."""
+    key = {"fingerprint": loaded.fingerprint, "objective": loaded.objective,
+           "scorer_version": SCORER_VERSION}
+    if loaded.objective == "masked":
+        key.update(pll=pll, upstream_mask_id=bool(upstream_mask_id))
+    if loaded.objective == "causal" and stride != DEFAULT_STRIDE:
+        key["stride"] = stride
+    return key
+
+
+def score(loaded, texts, *, pll="original", batch_tokens=None, upstream_mask_id=False, cache=True,
+          progress=True, stride=DEFAULT_STRIDE) -> pd.DataFrame:
+    """:func:`sentence_scores` through the on-disk cache (``helpers.cache.cached_scores``)."""
+    from helpers.cache import cached_scores
+
+    texts = _check_texts(texts)
+
+    def compute(chunk: list[str]) -> pd.DataFrame:
+        return sentence_scores(loaded, chunk, pll=pll, batch_tokens=batch_tokens,
+                               upstream_mask_id=upstream_mask_id, progress=progress, stride=stride)
+
+    key = cache_key(loaded, pll=pll, upstream_mask_id=upstream_mask_id, stride=stride)
+    return cached_scores(key, texts, compute, enabled=cache, progress=progress)
+
+
+def score_file(args) -> None:
+    """``harms score`` handler (reading, validation and writing live in ``helpers.io``)."""
+    from helpers.io import score_file_cli
+
+    score_file_cli(args)

@@ -1,0 +1,162 @@
+"""Shared fixtures: tiny random-weight models with real (tiny) tokenizers, built offline.
+
+Session-scoped model directories (HF ``save_pretrained`` layout, model + tokenizer):
+``tiny_bert`` (WordPiece, some words split into ``##`` pieces), ``tiny_roberta`` and
+``tiny_gpt2`` (byte-level BPE trained here), ``tiny_xlnet`` (unigram vocabulary).
+``tiny_loaded(path, objective)`` wraps a directory into a ``helpers.models.LoadedModel``
+without going through the registry.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+import torch
+
+SENTENCES = [
+    "the unhappiness of some people is not a reason to hate them .",
+    "women are just as capable as men in every profession !",
+    "immigrants from mexico work hard and pay their taxes",
+    "i think that muslims should be treated with respect",
+    "people with disabilities deserve independence and unbelievable kindness",
+    "the rethinking of asian history is fascinating",
+    "nobody should be judged by the colour of their skin , ever .",
+    "jewish families celebrated the holidays together",
+    "a reasonable person would never say something so hateful",
+    "black lives matter and so does unreasonableness in debate",
+]
+
+# Whole words; "##" pieces below let un-listed words split into several tokens.
+_WORDS = sorted({w for s in SENTENCES for w in s.split()} - {
+    "unhappiness", "unbelievable", "rethinking", "unreasonableness", "independence",
+    "celebrated", "fascinating", "hateful", "disabilities", "immigrants"})
+_PIECES = ["un", "re", "happi", "##happi", "##ness", "##believ", "##able", "##think", "##ing",
+           "##reason", "in", "##depend", "##ence", "celebrat", "##ed", "fascinat", "hate",
+           "##ful", "dis", "##abilit", "##ies", "immigrant", "##s", "##e", "##a", "##i", "##o",
+           "##n", "##t", "##r", "##l", "##d", "##u", "##c", "##h", "##m", "##p", "##b", "##g"]
+_LETTERS = list("abcdefghijklmnopqrstuvwxyz0123456789.,!?'\"-")
+_FILLER = [f"word{i}" for i in range(200)]
+BERT_SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+
+
+def _seeded():
+    torch.manual_seed(0)
+
+
+def _save(model, tok, path: Path) -> Path:
+    model.eval()
+    model.save_pretrained(path)
+    tok.save_pretrained(path)
+    return path
+
+
+@pytest.fixture(scope="session")
+def tiny_bert(tmp_path_factory) -> Path:
+    """BertForMaskedLM (2 layers, hidden 32), WordPiece vocabulary of ~330 entries."""
+    from transformers import BertConfig, BertForMaskedLM, BertTokenizer
+
+    path = tmp_path_factory.mktemp("tiny_bert")
+    vocab = list(dict.fromkeys(BERT_SPECIALS + _WORDS + _FILLER + _PIECES + _LETTERS))
+    (path / "vocab.txt").write_text("\n".join(vocab) + "\n")
+    tok = BertTokenizer(vocab=str(path / "vocab.txt"))
+    _seeded()
+    cfg = BertConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2,
+                     num_attention_heads=2, intermediate_size=64, max_position_embeddings=64,
+                     initializer_range=0.3)   # sharper than default: variants differ visibly
+    return _save(BertForMaskedLM(cfg), tok, path)
+
+
+def _bpe_files(path: Path, specials: list[str]) -> tuple[str, str]:
+    from tokenizers import ByteLevelBPETokenizer
+
+    bpe = ByteLevelBPETokenizer()
+    bpe.train_from_iterator(SENTENCES * 3, vocab_size=400, min_frequency=2, special_tokens=specials)
+    bpe.save_model(str(path))
+    return str(path / "vocab.json"), str(path / "merges.txt")
+
+
+@pytest.fixture(scope="session")
+def tiny_roberta(tmp_path_factory) -> Path:
+    """RobertaForMaskedLM (2 layers, hidden 32), byte-level BPE trained on SENTENCES."""
+    from transformers import RobertaConfig, RobertaForMaskedLM, RobertaTokenizer
+
+    path = tmp_path_factory.mktemp("tiny_roberta")
+    vocab, merges = _bpe_files(path, ["<s>", "<pad>", "</s>", "<unk>", "<mask>"])
+    tok = RobertaTokenizer(vocab=vocab, merges=merges)
+    _seeded()
+    cfg = RobertaConfig(vocab_size=len(tok), hidden_size=32, num_hidden_layers=2,
+                        num_attention_heads=2, intermediate_size=64, max_position_embeddings=80,
+                        pad_token_id=tok.pad_token_id, bos_token_id=0, eos_token_id=2,
+                        initializer_range=0.3)
+    return _save(RobertaForMaskedLM(cfg), tok, path)
+
+
+def _gpt2(tmp_path_factory, name: str, n_positions: int, add_bos: bool) -> Path:
+    from transformers import GPT2Config, GPT2LMHeadModel, GPT2Tokenizer
+
+    path = tmp_path_factory.mktemp(name)
+    vocab, merges = _bpe_files(path, ["<|endoftext|>"])
+    tok = GPT2Tokenizer(vocab=vocab, merges=merges, add_bos_token=add_bos)
+    _seeded()
+    cfg = GPT2Config(vocab_size=len(tok), n_embd=32, n_layer=2, n_head=2, n_positions=n_positions,
+                     bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id)
+    return _save(GPT2LMHeadModel(cfg), tok, path)
+
+
+@pytest.fixture(scope="session")
+def tiny_gpt2(tmp_path_factory) -> Path:
+    """GPT2LMHeadModel (2 layers, hidden 32, context 64); tokenizer adds no BOS (as GPT-2)."""
+    return _gpt2(tmp_path_factory, "tiny_gpt2", 64, add_bos=False)
+
+
+@pytest.fixture(scope="session")
+def tiny_gpt2_bos(tmp_path_factory) -> Path:
+    """Same architecture, but the tokenizer prepends a BOS token (Llama/Gemma style)."""
+    return _gpt2(tmp_path_factory, "tiny_gpt2_bos", 64, add_bos=True)
+
+
+@pytest.fixture(scope="session")
+def tiny_gpt2_ctx16(tmp_path_factory) -> Path:
+    """Context of 16 positions: sentences longer than that need the sliding window."""
+    return _gpt2(tmp_path_factory, "tiny_gpt2_ctx16", 16, add_bos=False)
+
+
+@pytest.fixture(scope="session")
+def tiny_xlnet(tmp_path_factory) -> Path:
+    """XLNetLMHeadModel (2 layers, d_model 32) with a unigram vocabulary; appends <sep> <cls>."""
+    from transformers import XLNetConfig, XLNetLMHeadModel, XLNetTokenizer
+
+    path = tmp_path_factory.mktemp("tiny_xlnet")
+    specials = ["<unk>", "<s>", "</s>", "<cls>", "<sep>", "<pad>", "<mask>"]
+    pieces = [("\u2581" + w, -5.0) for w in _WORDS] + [(p.strip("#"), -8.0) for p in _PIECES]
+    pieces += [(c, -10.0) for c in _LETTERS] + [("\u2581", -6.0)]
+    vocab = [(s, 0.0) for s in specials] + list(dict((p, (p, s)) for p, s in pieces).values())
+    tok = XLNetTokenizer(vocab=vocab, unk_id=0)
+    _seeded()
+    cfg = XLNetConfig(vocab_size=len(vocab), d_model=32, n_layer=2, n_head=2, d_inner=64,
+                      pad_token_id=tok.pad_token_id)
+    return _save(XLNetLMHeadModel(cfg), tok, path)
+
+
+def tiny_loaded(path: Path, objective: str):
+    """A LoadedModel for a tiny model directory (fingerprint = hash of its weights)."""
+    from transformers import (AutoModelForCausalLM, AutoModelForMaskedLM, AutoTokenizer,
+                              XLNetLMHeadModel)
+
+    from helpers.models import LoadedModel
+
+    cls = {"causal": AutoModelForCausalLM, "masked": AutoModelForMaskedLM,
+           "permutation": XLNetLMHeadModel}[objective]
+    model = cls.from_pretrained(path, dtype=torch.float32).eval()
+    tok = AutoTokenizer.from_pretrained(path)
+    digest = hashlib.sha256((Path(path) / "model.safetensors").read_bytes()).hexdigest()[:16]
+    return LoadedModel(name=Path(path).name, model=model, tokenizer=tok, objective=objective,
+                       fingerprint=f"{Path(path).name}@{digest}")
+
+
+@pytest.fixture(scope="session")
+def loaded_factory():
+    """``loaded_factory(path, objective)`` -> LoadedModel (see ``tiny_loaded``)."""
+    return tiny_loaded
