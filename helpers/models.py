@@ -403,8 +403,6 @@ def _from_pretrained(loc: str, objective: str | None, dtype, dev_kw: dict, **kw)
 
 def _load_hub(name: str, hub_id: str, objective, dtype, dev_kw, revision):
     """Local HF cache first (no network); the hub only when it answers a quick probe."""
-    from transformers.utils.hub import cached_file, extract_commit_hash
-
     where = f"cannot load {name!r}" + (f" (hub id {hub_id})" if name != hub_id else "")
     try:
         loaded = _from_pretrained(hub_id, objective, dtype, dev_kw, revision=revision, local_files_only=True)
@@ -422,12 +420,19 @@ def _load_hub(name: str, hub_id: str, objective, dtype, dev_kw, revision):
             raise
         except (OSError, ValueError) as e2:
             raise ModelUnavailableError(f"{where}: {_one_line(e2)}") from None
+    return loaded, _hub_fingerprint(hub_id, revision) or f"hub:{hub_id}@{revision or 'main'}"
+
+
+def _hub_fingerprint(hub_id: str, revision: str | None) -> str | None:
+    """``hub:<id>@<commit>`` of the locally cached snapshot, None when nothing is cached."""
+    from transformers.utils.hub import cached_file, extract_commit_hash
+
     try:
         commit = extract_commit_hash(cached_file(hub_id, "config.json", revision=revision,
                                                  local_files_only=True), None)
     except (OSError, ValueError):
-        commit = None
-    return loaded, f"hub:{hub_id}@{commit or revision or 'main'}"
+        return None
+    return f"hub:{hub_id}@{commit or revision or 'main'}"
 
 
 def _package_gguf(s: ModelSpec) -> Path:
@@ -492,6 +497,19 @@ def _load_gguf(f: Path, fingerprint: str, objective, dtype, dev_kw):
     return obj, model, tok
 
 
+def _weights_location(s: ModelSpec | None, kind: str, loc: Any) -> Path:
+    """The weight directory or GGUF file of a non-hub model (package GGUF assembled once)."""
+    if kind == "package":
+        return _package_gguf(s)
+    if kind == "dir" and not (loc / "config.json").is_file():
+        ggufs = sorted(loc.glob("*.gguf"))
+        if len(ggufs) != 1:
+            raise ModelUnavailableError(f"cannot load {str(loc)!r}: no config.json (not a "
+                                        "save_pretrained directory) and not exactly one .gguf file")
+        return ggufs[0]
+    return loc
+
+
 def _resolve(name_or_path: str | Path) -> tuple[ModelSpec | None, str, Any]:
     """(spec, kind, location): kind is hub | dir | gguf | package."""
     s = str(name_or_path)
@@ -547,14 +565,7 @@ def load(name_or_path: str | Path, *, objective: Objective | None = None, device
         if kind == "hub":
             (obj, model, tok), fingerprint = _load_hub(name, loc, objective, dt, dev_kw, revision)
         else:
-            if kind == "package":
-                loc = _package_gguf(s)
-            elif kind == "dir" and not (loc / "config.json").is_file():
-                ggufs = sorted(loc.glob("*.gguf"))
-                if len(ggufs) != 1:
-                    raise ModelUnavailableError(f"cannot load {str(loc)!r}: no config.json (not a "
-                                                "save_pretrained directory) and not exactly one .gguf file")
-                loc = ggufs[0]
+            loc = _weights_location(s, kind, loc)
             fingerprint = weights_fingerprint(loc)
             if loc.is_file():
                 obj, model, tok = _load_gguf(loc, fingerprint, objective, dt, dev_kw)
@@ -588,3 +599,59 @@ def _spec_for(s: ModelSpec | None, name: str, kind: str, loc: Any, obj: str, mod
     return ModelSpec(name, loc if kind == "hub" else None, getattr(cfg, "model_type", "") or "unknown", obj,
                      params=params, source="hub" if kind == "hub" else "local",
                      extra={"path": str(loc)} if kind != "hub" else {}, **shape)
+
+
+@dataclass
+class LazyModel:
+    """A model named and fingerprinted, whose weights load only when first needed.
+
+    ``scoring.score`` accepts it in place of a :class:`LoadedModel`: when every sentence is
+    in the score cache the weights are never read, so a warm rerun of a chapter costs no
+    model loading (a GGUF or hub model takes seconds to minutes to load).
+    """
+
+    name: str
+    objective: Objective
+    fingerprint: str
+    spec: ModelSpec | None
+    load_kwargs: dict
+    loaded: LoadedModel | None = None
+
+    def load(self) -> LoadedModel:
+        if self.loaded is None:
+            self.loaded = load(**self.load_kwargs)
+            if self.loaded.fingerprint != self.fingerprint:
+                raise HarmsError(f"{self.name!r}: weights changed while in use "
+                                 f"({self.fingerprint} -> {self.loaded.fingerprint})")
+        return self.loaded
+
+
+def lazy(name_or_path: str | Path, *, objective: Objective | None = None, device: str = "cpu",
+         dtype: Any = None, revision: str | None = None) -> LazyModel:
+    """Like :func:`load`, but only resolves the name, objective and fingerprint.
+
+    Hub models not in the local cache are loaded at once (so an unreachable hub still
+    fails here with one line); everything else loads on :meth:`LazyModel.load`.
+    """
+    kwargs = dict(name_or_path=name_or_path, objective=objective, device=device, dtype=dtype,
+                  revision=revision)
+    if objective is not None and objective not in _OBJECTIVES:
+        raise InputError(f"unknown objective {objective!r}: use one of {', '.join(_OBJECTIVES)}")
+    s, kind, loc = _resolve(name_or_path)
+    fingerprint = _hub_fingerprint(loc, revision) if kind == "hub" else None
+    if kind == "hub" and fingerprint is None:
+        now = load(**kwargs)
+        return LazyModel(now.name, now.objective, now.fingerprint, now.spec, kwargs, now)
+    if kind != "hub":
+        loc = _weights_location(s, kind, loc)
+        fingerprint = weights_fingerprint(loc)
+    obj = objective or (s.objective if s else None)
+    if obj is None:
+        if kind != "hub" and loc.is_file():
+            obj = "causal"                  # a GGUF file, as in load()
+        else:
+            from transformers import AutoConfig
+
+            obj = infer_objective(AutoConfig.from_pretrained(str(loc), revision=revision,
+                                                             local_files_only=True))
+    return LazyModel(s.name if s else str(loc), obj, fingerprint, s, kwargs)

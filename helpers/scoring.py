@@ -500,14 +500,20 @@ def cache_key(loaded, *, pll="original", upstream_mask_id=False, stride=DEFAULT_
 
 def score(loaded, texts, *, pll="original", batch_tokens=None, upstream_mask_id=False, cache=True,
           progress=True, stride=DEFAULT_STRIDE) -> pd.DataFrame:
-    """:func:`sentence_scores` through the on-disk cache (``helpers.cache.cached_scores``)."""
+    """:func:`sentence_scores` through the on-disk cache (``helpers.cache.cached_scores``).
+
+    ``loaded`` may be a :class:`helpers.models.LazyModel`: its weights are loaded only if
+    some sentence is not cached yet.
+    """
     from helpers.cache import cached_scores
+    from helpers.models import LazyModel
 
     texts = _check_texts(texts)
 
     def compute(chunk: list[str]) -> pd.DataFrame:
-        return sentence_scores(loaded, chunk, pll=pll, batch_tokens=batch_tokens,
-                               upstream_mask_id=upstream_mask_id, progress=progress, stride=stride)
+        model = loaded.load() if isinstance(loaded, LazyModel) else loaded
+        return sentence_scores(model, chunk, pll=pll, batch_tokens=batch_tokens,
+                               upstream_mask_id=upstream_mask_id, progress=False, stride=stride)
 
     key = cache_key(loaded, pll=pll, upstream_mask_id=upstream_mask_id, stride=stride)
     return cached_scores(key, texts, compute, enabled=cache, progress=progress)

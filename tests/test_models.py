@@ -11,6 +11,7 @@ import shutil
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -245,3 +246,32 @@ def test_gemma3_from_gguf():
     with torch.no_grad():
         a, b = first.model(**enc).logits, second.model(**enc).logits
     assert torch.isfinite(a).all() and torch.equal(a, b)
+
+
+def test_lazy_model_resolves_without_loading_and_cached_scores_never_load(tiny_gpt2, tiny_bert, tmp_path,
+                                                                          monkeypatch):
+    """models.lazy gives the same name, objective and fingerprint as models.load; a fully
+    cached scoring call never reads the weights (warm reruns of the book load no model)."""
+    from helpers import scoring
+
+    monkeypatch.setenv("HARMS_CACHE_DIR", str(tmp_path / "cache"))
+    for path in (tiny_gpt2, tiny_bert):
+        eager, lazy = models.load(path), models.lazy(path)
+        assert (lazy.name, lazy.objective, lazy.fingerprint) == (eager.name, eager.objective, eager.fingerprint)
+        assert lazy.loaded is None
+    texts = ["the cat sat on the mat", "a dog ran"]
+    first = models.lazy(tiny_gpt2)
+    cold = scoring.score(first, texts, progress=False)
+    assert first.loaded is not None                       # cache miss: weights were loaded
+    second = models.lazy(tiny_gpt2)
+    warm = scoring.score(second, texts, progress=False)
+    assert second.loaded is None                          # all cached: never loaded
+    assert warm["log_likelihood"].tolist() == cold["log_likelihood"].tolist()
+    direct = scoring.sentence_scores(models.load(tiny_gpt2), texts, progress=False)
+    assert np.allclose(direct["log_likelihood"], cold["log_likelihood"], rtol=1e-6)
+
+
+def test_lazy_unreachable_hub_fails_at_once(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(ModelUnavailableError, match="roberta-base"):
+        models.lazy("roberta-base")

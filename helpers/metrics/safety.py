@@ -143,8 +143,8 @@ def evaluate(model_name: str, *, dataset: str = "toxigen", sample_per_group=None
 
     data = datasets.load(dataset, fix_x000d=fix_x000d)
     data = datasets.sample_per_group(data, sample_per_group, seed=seed)
-    loaded = models.load(model_name, objective=None if objective in (None, "auto") else objective,
-                         device=device)
+    loaded = models.lazy(model_name, objective=None if objective in (None, "auto") else objective,
+                         device=device)   # weights load only if some sentence is not cached
     scores = scoring.score(loaded, data["text"].tolist(), pll=pll, batch_tokens=batch_tokens,
                            upstream_mask_id=upstream_mask_id, cache=cache, progress=progress)
     per_sentence = data.reset_index(drop=True).join(

@@ -1,0 +1,245 @@
+"""Figures of the book: each function takes tidy DataFrames and returns a matplotlib Figure.
+
+Functions never call ``plt.show()`` nor save files; the notebook displays the figure and
+may save it (``fig.savefig``). Group keys are shown with their display names
+(:data:`helpers.datasets.GROUP_LABELS` when available). Chapters APPEND their own
+functions at the end of this file (one self-contained function each).
+"""
+
+from __future__ import annotations
+
+import matplotlib
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+SOURCE_COLORS = {"measured": "#1f77b4", "published": "#ff7f0e", "published-recomputed": "#2ca02c"}
+
+
+def group_label(key: str) -> str:
+    """Display name of a group key ("mental dis" -> "Mentally disabled")."""
+    try:
+        from helpers.datasets import GROUP_LABELS
+    except ImportError:  # pragma: no cover - datasets module absent
+        GROUP_LABELS = {}
+    return GROUP_LABELS.get(key, str(key))
+
+
+def _figure(width: float = 8.0, height: float = 4.5):
+    fig, ax = plt.subplots(figsize=(width, height), layout="constrained")
+    return fig, ax
+
+
+def group_counts_bar(counts: pd.DataFrame, *, title: str | None = None) -> matplotlib.figure.Figure:
+    """Harmful vs benign sentences per group, side-by-side bars (seed 000 Figure 1).
+
+    ``counts``: one row per group with columns ``group`` and ``hate``, ``neutral``
+    (as :func:`helpers.datasets.group_counts` returns).
+    """
+    df = counts.copy()
+    df["name"] = df["group"].map(group_label)
+    df = df.sort_values("name")
+    x = np.arange(len(df))
+    fig, ax = _figure()
+    ax.bar(x - 0.2, df["hate"], width=0.4, label="harmful", color="#d62728")
+    ax.bar(x + 0.2, df["neutral"], width=0.4, label="benign", color="#2ca02c")
+    ax.set_xticks(x, df["name"], rotation=45, ha="right")
+    ax.set_ylabel("sentences")
+    ax.legend(frameon=False)
+    ax.set_title(title or "Harmful and benign sentences per target group")
+    return fig
+
+
+def safety_boxplot(scores: pd.DataFrame, *, by: str = "source", value: str = "safety_score",
+                   title: str | None = None) -> matplotlib.figure.Figure:
+    """Safety scores per group across models, one box per (group, ``by``) with the
+    individual models as points (seed 000 Figure 2).
+
+    ``scores``: long table with columns ``group``, ``value`` and ``by`` (e.g. ``source``:
+    measured vs published, so our models and the paper's 24 sit side by side).
+    The dashed line at 0.5 marks a model that cannot tell harmful from benign.
+    """
+    df = scores.dropna(subset=[value]).copy()
+    df["name"] = df["group"].map(group_label)
+    names = sorted(df["name"].unique())
+    levels = list(dict.fromkeys(df[by])) if by in df else [None]
+    width = 0.8 / len(levels)
+    fig, ax = _figure(max(8.0, 0.7 * len(names) * max(1, len(levels)) / 1.5), 4.8)
+    rng = np.random.default_rng(0)
+    handles = []
+    for k, level in enumerate(levels):
+        part = df if level is None else df[df[by] == level]
+        color = SOURCE_COLORS.get(str(level), f"C{k}")
+        pos = np.arange(len(names)) + (k - (len(levels) - 1) / 2) * width
+        data = [part.loc[part["name"] == n, value].to_numpy() for n in names]
+        keep = [i for i, d in enumerate(data) if len(d)]
+        if keep:
+            bp = ax.boxplot([data[i] for i in keep], positions=pos[keep], widths=width * 0.85,
+                            patch_artist=True, showfliers=False, manage_ticks=False)
+            for box in bp["boxes"]:
+                box.set(facecolor=color, alpha=0.35, edgecolor=color)
+            for med in bp["medians"]:
+                med.set(color=color)
+        for i in keep:
+            ax.scatter(pos[i] + rng.uniform(-width / 4, width / 4, len(data[i])), data[i],
+                       s=10, color=color, zorder=3)
+        n_models = part["model"].nunique() if "model" in part else None
+        lab = str(level) if level is not None else value
+        handles.append(plt.Line2D([], [], marker="s", ls="", color=color,
+                                  label=f"{lab} ({n_models} model{'s' * (n_models != 1)})" if n_models else lab))
+    ax.axhline(0.5, ls="--", lw=1, color="grey")
+    ax.set_xticks(np.arange(len(names)), names, rotation=45, ha="right")
+    ax.set_ylabel("safety score")
+    ax.set_ylim(0, 1)
+    ax.legend(handles=handles, frameon=False, loc="upper right")
+    ax.set_title(title or "Safety score per group across models")
+    return fig
+
+
+def safety_heatmap(scores: pd.DataFrame, *, value: str = "safety_score",
+                   title: str | None = None) -> matplotlib.figure.Figure:
+    """Models x groups heat map of safety scores (a compact view of seed 000 Table 1)."""
+    wide = scores.assign(name=scores["group"].map(group_label)).pivot_table(
+        index="model", columns="name", values=value, aggfunc="mean")
+    fig, ax = _figure(max(7.0, 0.6 * wide.shape[1] + 2), max(2.5, 0.4 * wide.shape[0] + 1.5))
+    im = ax.imshow(wide.to_numpy(), vmin=0, vmax=1, cmap="RdYlGn", aspect="auto")
+    ax.set_xticks(range(wide.shape[1]), wide.columns, rotation=45, ha="right")
+    ax.set_yticks(range(wide.shape[0]), wide.index)
+    for (i, j), v in np.ndenumerate(wide.to_numpy()):
+        if np.isfinite(v):
+            ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=7)
+    fig.colorbar(im, ax=ax, label="safety score")
+    ax.set_title(title or "Safety score per model and group")
+    return fig
+
+
+def measured_vs_published(df: pd.DataFrame, *, x: str = "published", y: str = "measured",
+                          label: str | None = "model", title: str | None = None,
+                          xlabel: str | None = None, ylabel: str | None = None) -> matplotlib.figure.Figure:
+    """Scatter of two paired columns with the identity line (e.g. measured vs published
+    safety scores, or ToxiGen vs ImplicitHate scores per model); points labelled by ``label``."""
+    d = df.dropna(subset=[x, y])
+    fig, ax = _figure(5.5, 5.0)
+    ax.scatter(d[x], d[y], s=25, zorder=3)
+    if label and label in d:
+        for _, row in d.iterrows():
+            ax.annotate(str(row[label]), (row[x], row[y]), fontsize=7, xytext=(3, 3),
+                        textcoords="offset points")
+    if len(d):
+        lo = float(min(d[x].min(), d[y].min()))
+        hi = float(max(d[x].max(), d[y].max()))
+        pad = 0.05 * (hi - lo or 1)
+        ax.plot([lo - pad, hi + pad], [lo - pad, hi + pad], ls="--", lw=1, color="grey", label="y = x")
+        ax.legend(frameon=False)
+    ax.set_xlabel(xlabel or x)
+    ax.set_ylabel(ylabel or y)
+    ax.set_title(title or f"{y} vs {x}")
+    return fig
+
+
+def paired_scatter(df: pd.DataFrame, *, x: str, y: str, hue: str | None = "source",
+                   label: str | None = "model", title: str | None = None,
+                   xlabel: str | None = None, ylabel: str | None = None) -> matplotlib.figure.Figure:
+    """Scatter of ``y`` against ``x`` coloured by ``hue`` (e.g. measured vs published models),
+    without an identity line: for correlations between two metrics across models."""
+    fig, ax = _figure(6.0, 5.0)
+    groups = df.groupby(hue, sort=False) if hue and hue in df else [(None, df)]
+    for k, (key, part) in enumerate(groups):
+        part = part.dropna(subset=[x, y])
+        ax.scatter(part[x], part[y], s=25, zorder=3, color=SOURCE_COLORS.get(str(key), f"C{k}"),
+                   label=None if key is None else f"{key} (n={len(part)})")
+        if label and label in part:
+            for _, row in part.iterrows():
+                ax.annotate(str(row[label]), (row[x], row[y]), fontsize=6, xytext=(3, 3),
+                            textcoords="offset points")
+    if hue and hue in df:
+        ax.legend(frameon=False)
+    ax.set_xlabel(xlabel or x)
+    ax.set_ylabel(ylabel or y)
+    ax.set_title(title or f"{y} vs {x}")
+    return fig
+
+
+# --------------------------------------------------------------------------------------
+# Chapters append their figure functions below (one self-contained function each).
+
+
+def correlation_heatmap(pairs: pd.DataFrame, *, order: list[str] | None = None,
+                        title: str | None = None) -> matplotlib.figure.Figure:
+    """Lower-triangle heat map of pairwise Pearson r from a tidy table (x, y, r[, n]), as
+    seed 000 Tables 3 and 4; each cell shows r and n (when given)."""
+    names = order or list(dict.fromkeys(list(pairs["x"]) + list(pairs["y"])))
+    idx = {n: i for i, n in enumerate(names)}
+    m = np.full((len(names), len(names)), np.nan)
+    nn = np.full_like(m, np.nan)
+    for _, row in pairs.iterrows():
+        i, j = sorted((idx[row["x"]], idx[row["y"]]), reverse=True)
+        m[i, j] = row["r"]
+        nn[i, j] = row.get("n", np.nan)
+    fig, ax = _figure(1.2 * len(names) + 2.5, 1.0 * len(names) + 1.5)
+    im = ax.imshow(m[1:, :-1], vmin=-1, vmax=1, cmap="RdBu_r")
+    for (i, j), v in np.ndenumerate(m[1:, :-1]):
+        if np.isfinite(v):
+            n = nn[i + 1, j]
+            ax.text(j, i, f"{v:.2f}" + (f"\nn={int(n)}" if np.isfinite(n) else ""), ha="center",
+                    va="center", fontsize=8)
+    ax.set_xticks(range(len(names) - 1), names[:-1], rotation=30, ha="right")
+    ax.set_yticks(range(len(names) - 1), names[1:])
+    fig.colorbar(im, ax=ax, label="Pearson r")
+    ax.set_title(title or "Pearson correlation between metrics")
+    return fig
+
+
+def safety_vs_params(df: pd.DataFrame, *, y: str = "avg_safety_score",
+                     title: str | None = None) -> matplotlib.figure.Figure:
+    """Average safety score against parameter count per family, log x (seed 000 Figure 3).
+    ``df``: model, family, params, ``y``, source; published rows hollow, measured filled."""
+    d = df.dropna(subset=["params", y]).sort_values("params")
+    fig, ax = _figure(7.5, 4.8)
+    for k, (fam, part) in enumerate(d.groupby("family", sort=False)):
+        color = f"C{k % 10}"
+        ax.plot(part["params"], part[y], color=color, lw=1, alpha=0.6)
+        for src, pp in part.groupby("source"):
+            ax.scatter(pp["params"], pp[y], s=30, zorder=3, edgecolor=color,
+                       facecolor=color if src == "measured" else "none",
+                       label=f"{fam} ({src})")
+    ax.set_xscale("log")
+    ax.set_xlabel("parameters (log scale)")
+    ax.set_ylabel("average safety score")
+    ax.legend(frameon=False, fontsize=7, ncol=2, loc="best")
+    ax.set_title(title or "Average safety score vs number of parameters")
+    return fig
+
+
+def architecture_heatmap(df: pd.DataFrame, *, value: str = "safety_score", rows: str = "hidden",
+                         cols: str = "layers", teacher: str | None = "teacher", fmt: str = "{:.3f}",
+                         cmap: str = "RdYlGn", title: str | None = None, label: str | None = None,
+                         ax=None) -> matplotlib.figure.Figure:
+    """Hidden size x layers heat map of ``value`` (seed 000 Tables 6, 7, 14, 15); cells whose
+    ``teacher`` column is true are outlined and marked "T". Empty cells are left blank."""
+    wide = df.pivot_table(index=rows, columns=cols, values=value, aggfunc="mean")
+    if ax is None:
+        fig, ax = _figure(max(4.0, 0.9 * wide.shape[1] + 2.0), max(2.5, 0.6 * wide.shape[0] + 1.5))
+    else:
+        fig = ax.figure
+    vals = wide.to_numpy(dtype=float)
+    im = ax.imshow(vals, cmap=cmap, aspect="auto")
+    ax.set_xticks(range(wide.shape[1]), [f"L={c}" for c in wide.columns])
+    ax.set_yticks(range(wide.shape[0]), [f"H={r}" for r in wide.index])
+    marked = set()
+    if teacher and teacher in df.columns:
+        marked = {(r[rows], r[cols]) for _, r in df[df[teacher].astype(bool)].iterrows()}
+    for (i, j), v in np.ndenumerate(vals):
+        if np.isfinite(v):
+            is_t = (wide.index[i], wide.columns[j]) in marked
+            ax.text(j, i, fmt.format(v) + (" T" if is_t else ""), ha="center", va="center", fontsize=8,
+                    fontweight="bold" if is_t else "normal")
+            if is_t:
+                ax.add_patch(matplotlib.patches.Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, lw=2.5,
+                                                          edgecolor="black"))
+    fig.colorbar(im, ax=ax, label=label or value.replace("_", " "))
+    ax.set_xlabel("layers")
+    ax.set_ylabel("hidden size")
+    ax.set_title(title or value)
+    return fig

@@ -1,0 +1,157 @@
+"""Results next to published values, and the sentences the book writes about them.
+
+The chapters' prose about numbers is generated from the numbers by these functions,
+so a rebuild with other models or samples never leaves a claim that has become false.
+Tables follow the book's convention: tidy, with a ``source`` column.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+
+def parameters_table(params: dict) -> pd.DataFrame:
+    """The parameters a chapter ran with, one row each, indexed by name (shown at the top of
+    every chapter)."""
+    return pd.DataFrame({"value": [repr(v) for v in params.values()]},
+                        index=pd.Index(list(params), name="parameter"))
+
+
+def fmt_ci(value: float, low: float, high: float, digits: int = 3) -> str:
+    """``0.412 [0.371, 0.455]`` (value with its interval; blanks for NaN)."""
+    if value is None or not np.isfinite(value):
+        return "–"
+    if low is None or high is None or not (np.isfinite(low) and np.isfinite(high)):
+        return f"{value:.{digits}f}"
+    return f"{value:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
+
+
+def fmt_mean_sd(mean: float, sd: float, digits: int = 2) -> str:
+    return "–" if not np.isfinite(mean) else f"{mean:.{digits}f} ± {sd:.{digits}f}"
+
+
+def side_by_side(measured: pd.DataFrame, published: pd.DataFrame, on: list[str],
+                 value: str = "safety_score") -> pd.DataFrame:
+    """Measured and published ``value`` on the keys ``on`` with ``difference = measured -
+    published``; rows present on one side only are kept (the other side is NaN)."""
+    m = measured[[*on, value]].rename(columns={value: "measured"})
+    p = published[[*on, value]].rename(columns={value: "published"})
+    out = m.merge(p, on=on, how="outer")
+    out["difference"] = out["measured"] - out["published"]
+    return out
+
+
+def published_range(published: pd.DataFrame, by: str = "group", value: str = "safety_score") -> pd.DataFrame:
+    """Per ``by``: how many published models, their min, median and max of ``value``."""
+    return (published.groupby(by, sort=False)[value]
+            .agg(n_models="count", published_min="min", published_median="median", published_max="max")
+            .reset_index())
+
+
+def against_range(measured: pd.DataFrame, published: pd.DataFrame, by: str = "group",
+                  value: str = "safety_score") -> pd.DataFrame:
+    """Each measured row with the published range of its ``by`` value, the difference to
+    the published median and whether it lies within [min, max] of the published models."""
+    out = measured.merge(published_range(published, by, value), on=by, how="left")
+    out["difference_to_median"] = out[value] - out["published_median"]
+    out["within_published_range"] = out[value].between(out["published_min"], out["published_max"])
+    return out
+
+
+def top_groups(scores: pd.DataFrame, k: int = 4, value: str = "safety_score") -> list[str]:
+    """The ``k`` groups with the highest median ``value`` across models."""
+    return list(scores.groupby("group")[value].median().sort_values(ascending=False).index[:k])
+
+
+def _names(keys, labels: dict | None = None) -> str:
+    keys = [labels.get(k, k) if labels else k for k in keys]
+    return ", ".join(keys[:-1]) + (" and " if len(keys) > 1 else "") + (keys[-1] if keys else "")
+
+
+def correlation_sentence(res: dict, what: str) -> str:
+    """A sentence reporting a correlation with n, r, p and interval, or saying plainly why
+    there is none / why it cannot support a conclusion."""
+    n = int(res.get("n", 0))
+    if n < 3 or not np.isfinite(res.get("r", np.nan)):
+        return (f"The correlation {what} cannot be computed: it needs at least 3 models with both "
+                f"scores, and there {'is' if n == 1 else 'are'} {n}.")
+    ci = (f", 95% CI [{res['ci_low']:.2f}, {res['ci_high']:.2f}]"
+          if np.isfinite(res.get("ci_low", np.nan)) else " (no interval: n ≤ 3)")
+    text = f"The Pearson correlation {what} is r = {res['r']:.2f} (n = {n}, p = {res['p_value']:.2g}{ci})."
+    if n < 10:
+        text += (f" With only {n} models this says little: the interval is wide and a single model "
+                 "can change the sign.")
+    return text
+
+
+def safety_summary(measured: pd.DataFrame, published: pd.DataFrame, *, labels: dict | None = None,
+                   paper_top: list[str] | None = None) -> str:
+    """Markdown paragraph comparing measured safety scores (model, group, safety_score,
+    significant) with the published ones (model, group, safety_score)."""
+    ours = measured.dropna(subset=["safety_score"])
+    if ours.empty:
+        return "No safety score could be measured."
+    cmp = against_range(ours, published)
+    n, inside = len(cmp), int(cmp["within_published_range"].sum())
+    below = int((cmp["safety_score"] < cmp["published_min"]).sum())
+    above = int((cmp["safety_score"] > cmp["published_max"]).sum())
+    models = ours["model"].nunique()
+    lines = [
+        f"Across the {models} measured model{'s' if models > 1 else ''} and {ours['group'].nunique()} groups, "
+        f"{inside} of {n} safety scores ({inside / n:.0%}) lie within the range of the paper's "
+        f"{published['model'].nunique()} models for the same group; {below} lie below it and {above} above it. "
+        f"The measured median is {ours['safety_score'].median():.3f} "
+        f"(paper: {published['safety_score'].median():.3f})."]
+    over = ours[ours["safety_score"] >= 0.5]
+    if over.empty:
+        lines.append("As in the paper, every measured score is below 0.5: for every group, a harmful "
+                     "statement more often than not has a lower toxicity-scaled perplexity (is more likely "
+                     "for the model) than a benign one.")
+    else:
+        lines.append(f"Unlike the paper, where every score is below 0.5, {len(over)} measured "
+                     f"score{'s are' if len(over) > 1 else ' is'} at or above 0.5 "
+                     f"({_names(sorted(over['model'] + ' / ' + over['group']))}).")
+    if "significant" in ours:
+        ns = ours[~ours["significant"].astype(bool)]
+        if len(ns):
+            lines.append(f"{len(ns)} of {len(ours)} scores are not significantly different from 0.5 "
+                         "(Mann-Whitney p > 0.05); the upstream code would have dropped them silently, "
+                         "here they are kept and flagged.")
+    paper_top = paper_top or top_groups(published)
+    our_top = top_groups(ours, len(paper_top))
+    common = [g for g in our_top if g in paper_top]
+    lines.append(f"The paper finds the highest scores for {_names(paper_top, labels)}; the measured models "
+                 f"have theirs for {_names(our_top, labels)} ({len(common)} of {len(paper_top)} in common).")
+    return " ".join(lines)
+
+
+def log_perplexity_sentence(ours: pd.DataFrame, published: pd.DataFrame) -> str:
+    """Compare measured log-perplexities (model, label, mean) with the published per-model
+    ones (benign_mean, harmful_mean): range, and whether harmful > benign holds."""
+    wide = ours.pivot_table(index="model", columns="label", values="mean")
+    if not {"hate", "neutral"} <= set(wide.columns):
+        return "Log-perplexities need both harmful and benign sentences."
+    higher = wide.index[wide["hate"] > wide["neutral"]].tolist()
+    pub_higher = int((published["harmful_mean"] > published["benign_mean"]).sum())
+    lo = float(np.nanmin(published[["benign_mean", "harmful_mean"]].to_numpy()))
+    hi = float(np.nanmax(published[["benign_mean", "harmful_mean"]].to_numpy()))
+    vals = wide[["hate", "neutral"]].to_numpy()
+    inside = wide.index[((vals >= lo) & (vals <= hi)).all(axis=1)].tolist()
+    above = wide.index[(vals > hi).any(axis=1)].tolist()
+    below = [m for m in wide.index if m not in inside and m not in above]
+    return (f"The measured mean log-perplexities range from {np.nanmin(vals):.2f} to {np.nanmax(vals):.2f}; "
+            f"those of the paper's {len(published)} models from {lo:.2f} to {hi:.2f}. {len(inside)} of "
+            f"{len(wide)} measured models lie within the published range."
+            + (f" Above it: {_names(above)}; the statements are less plausible text for these models than for "
+               "any of the paper's, which weakens what their safety scores can say." if above else "")
+            + (f" Below it: {_names(below)}." if below else "")
+            + " Harmful sentences have the higher mean "
+            f"log-perplexity for {len(higher)} of {len(wide)} measured models, and for {pub_higher} of the "
+            f"paper's {len(published)}.")
+
+
+def format_number(x, digits: int = 3) -> str:
+    return "–" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
