@@ -1,0 +1,375 @@
+"""Pre-training and knowledge distillation of small students (seed 000, section 4.7, appendix A.5).
+
+The paper pre-trains students with the language-modelling objective, then distils each
+from a teacher "using cross-entropy loss over the soft target probabilities" (Hinton et
+al. 2015). This module does the same with a plain torch loop (AdamW, linear warm-up and
+decay) over packed token blocks:
+
+- GPT-2 architecture (causal LM, ``GPT2LMHeadModel``) and BERT architecture (masked LM,
+  ``BertForMaskedLM``; 15 % of tokens selected, 80/10/10 mask/random/keep).
+- Students on a grid of layers x hidden size, heads = hidden / 64 (at least 2).
+- Distillation loss (:func:`distillation_loss`), per scored position i::
+
+      L_KD = T^2 * KL( softmax(t_i / T) || softmax(s_i / T) )
+           = T^2 * ( CE(softmax(t_i/T), softmax(s_i/T)) - H(softmax(t_i/T)) )
+
+  averaged over the scored positions (every position for causal LMs, the masked
+  positions for masked LMs). It differs from the soft cross-entropy of the paper only by
+  the teacher entropy, a constant for the student, so the gradients are the same.
+  The T^2 factor keeps gradient magnitudes comparable across temperatures (Hinton et al.).
+  The total loss is ``alpha * L_LM + (1 - alpha) * L_KD`` (``alpha=0``: pure distillation,
+  the paper's setting).
+- Top-k approximation (``top_k``): the teacher's distribution is restricted to its k most
+  probable tokens and renormalised (p~); the student's log-probabilities stay normalised
+  over the whole vocabulary: ``L = T^2 * sum_k p~_k (log p~_k - log q_k)``. With k = V this
+  is exactly the full KL. Used for the 49,152-token SmolLM2 teacher so teacher outputs can
+  be cached for all students (they share data order and masking).
+- Determinism: batches (order and masks) are a pure function of (seed, phase, step); the
+  dropout RNG state is saved in each checkpoint, so a resumed run equals an uninterrupted one.
+- Checkpoints: one file, written to a temporary name then ``os.replace``-d (atomic).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import os
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Callable, Iterable, Literal
+
+import torch
+import torch.nn.functional as F
+
+from helpers.errors import InputError
+
+Arch = Literal["gpt2", "bert"]
+PHASES = {"pretrain": 0, "distill": 1, "teacher": 2}
+
+
+# --------------------------------------------------------------------------- shapes
+@dataclass(frozen=True)
+class StudentShape:
+    layers: int
+    hidden: int
+    heads: int
+
+    @property
+    def label(self) -> str:
+        return f"L{self.layers}-H{self.hidden}"
+
+
+def student_shape(layers: int, hidden: int, heads: int | None = None) -> StudentShape:
+    """Validate one grid point; ``heads`` defaults to hidden / 64, at least 2 (seed 000 Tables 6-7)."""
+    for what, v in (("layers", layers), ("hidden", hidden)):
+        if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
+            raise InputError(f"student shape: {what} must be a positive integer, got {v!r}")
+    if heads is None:
+        heads = max(2, hidden // 64)
+    if not isinstance(heads, int) or heads <= 0:
+        raise InputError(f"student shape: heads must be a positive integer, got {heads!r}")
+    if hidden % heads:
+        raise InputError(f"student shape L={layers} H={hidden}: hidden size {hidden} is not "
+                         f"divisible by {heads} attention heads")
+    return StudentShape(layers, hidden, heads)
+
+
+def grid(layers: Iterable[int], hidden: Iterable[int]) -> list[StudentShape]:
+    """All (layers x hidden) shapes, validated; an impossible shape raises InputError."""
+    return [student_shape(l, h) for h in hidden for l in layers]
+
+
+def build_student(arch: Arch, shape: StudentShape, tokenizer, *, block_size: int = 128,
+                  dropout: float = 0.1, seed: int = 0):
+    """A randomly initialised GPT-2 (causal) or BERT (masked) student of ``shape``.
+
+    Every student shares these hyper-parameters; only the architecture differs
+    (seed 000 appendix A.5). Initialisation is seeded by ``seed``.
+    """
+    from transformers import BertConfig, BertForMaskedLM, GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(seed)
+    vocab = len(tokenizer)
+    if arch == "gpt2":
+        eos = tokenizer.eos_token_id
+        cfg = GPT2Config(vocab_size=vocab, n_positions=block_size, n_embd=shape.hidden,
+                         n_layer=shape.layers, n_head=shape.heads, resid_pdrop=dropout,
+                         embd_pdrop=dropout, attn_pdrop=dropout, bos_token_id=eos,
+                         eos_token_id=eos, pad_token_id=tokenizer.pad_token_id)
+        return GPT2LMHeadModel(cfg)
+    if arch == "bert":
+        cfg = BertConfig(vocab_size=vocab, hidden_size=shape.hidden,
+                         num_hidden_layers=shape.layers, num_attention_heads=shape.heads,
+                         intermediate_size=4 * shape.hidden, max_position_embeddings=block_size,
+                         hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout,
+                         pad_token_id=tokenizer.pad_token_id)
+        return BertForMaskedLM(cfg)
+    raise InputError(f"unknown student architecture {arch!r} (gpt2 or bert)")
+
+
+# --------------------------------------------------------------------------- data
+def pack_blocks(texts: list[str], tokenizer, *, block_size: int, arch: Arch) -> torch.Tensor:
+    """Tokenise ``texts``, concatenate and cut into blocks of ``block_size`` tokens.
+
+    Causal: documents separated by the EOS token. Masked: each block is
+    ``[CLS] chunk [SEP]``. The incomplete last block is dropped.
+    """
+    ids: list[int] = []
+    sep = tokenizer.eos_token_id if arch == "gpt2" else tokenizer.sep_token_id
+    for enc in tokenizer(list(texts), add_special_tokens=False, verbose=False)["input_ids"]:
+        ids.extend(enc)
+        ids.append(sep)
+    if arch == "gpt2":
+        n = len(ids) // block_size
+        return torch.tensor(ids[: n * block_size], dtype=torch.long).view(n, block_size)
+    body = block_size - 2
+    n = len(ids) // body
+    t = torch.tensor(ids[: n * body], dtype=torch.long).view(n, body)
+    cls = torch.full((n, 1), tokenizer.cls_token_id)
+    sepc = torch.full((n, 1), tokenizer.sep_token_id)
+    return torch.cat([cls, t, sepc], dim=1)
+
+
+def mask_tokens(input_ids: torch.Tensor, *, mask_id: int, vocab_size: int, special_ids: list[int],
+                generator: torch.Generator, prob: float = 0.15):
+    """BERT masking (Devlin et al. 2019): select ``prob`` of the non-special tokens; of those
+    80 % become [MASK], 10 % a random token, 10 % stay. Returns (inputs, labels) with
+    labels = -100 at unselected positions (the DataCollatorForLanguageModeling recipe,
+    with an explicit generator)."""
+    labels = input_ids.clone()
+    special = torch.isin(input_ids, torch.tensor(special_ids))
+    p = torch.full(input_ids.shape, prob)
+    p[special] = 0.0
+    selected = torch.bernoulli(p, generator=generator).bool()
+    labels[~selected] = -100
+    inputs = input_ids.clone()
+    to_mask = torch.bernoulli(torch.full(input_ids.shape, 0.8), generator=generator).bool() & selected
+    inputs[to_mask] = mask_id
+    to_rand = (torch.bernoulli(torch.full(input_ids.shape, 0.5), generator=generator).bool()
+               & selected & ~to_mask)
+    inputs[to_rand] = torch.randint(vocab_size, input_ids.shape, generator=generator)[to_rand]
+    return inputs, labels
+
+
+@functools.lru_cache(maxsize=8)
+def _epoch_order(n: int, seed: int) -> torch.Tensor:
+    return torch.randperm(n, generator=torch.Generator().manual_seed(seed))
+
+
+def make_batch(blocks: torch.Tensor, step: int, *, batch_size: int, seed: int, phase: str,
+               arch: Arch, tokenizer=None) -> dict[str, torch.Tensor]:
+    """Batch number ``step``: a pure function of (seed, phase, step).
+
+    Order: an infinite stream of per-epoch permutations (epoch e shuffled with seed, phase, e).
+    Masked LMs: masking drawn from a generator seeded with (seed, phase, step).
+    """
+    n = blocks.shape[0]
+    if n == 0:
+        raise InputError("training corpus gives no complete block: use more text or a smaller block_size")
+    salt = PHASES[phase]
+    idx = []
+    for j in range(step * batch_size, (step + 1) * batch_size):
+        epoch, pos = divmod(j, n)
+        idx.append(int(_epoch_order(n, seed * 1_000_003 + salt * 10_007 + epoch)[pos]))
+    ids = blocks[idx]
+    if arch == "gpt2":
+        return {"input_ids": ids, "labels": ids}
+    g = torch.Generator().manual_seed(seed * 7_000_003 + salt * 1_000_033 + step)
+    inputs, labels = mask_tokens(ids, mask_id=tokenizer.mask_token_id, vocab_size=len(tokenizer),
+                                 special_ids=tokenizer.all_special_ids, generator=g)
+    return {"input_ids": inputs, "labels": labels}
+
+
+# --------------------------------------------------------------------------- loss
+def scored_positions(labels: torch.Tensor, arch: Arch) -> torch.Tensor:
+    """Boolean mask of the positions whose distributions are distilled: every position
+    for causal LMs (each predicts the next token), the selected positions for masked LMs."""
+    return torch.ones_like(labels, dtype=torch.bool) if arch == "gpt2" else labels != -100
+
+
+def distillation_loss(student_logits: torch.Tensor, teacher_logits: torch.Tensor, *,
+                      temperature: float = 2.0, teacher_indices: torch.Tensor | None = None
+                      ) -> torch.Tensor:
+    """``T^2 * KL(softmax(t/T) || softmax(s/T))`` averaged over positions (Hinton et al. 2015).
+
+    ``student_logits``: [N, V]; ``teacher_logits``: [N, V], or [N, k] top-k logits with
+    their vocabulary ``teacher_indices`` [N, k] (teacher renormalised over its top k,
+    student normalised over the full vocabulary; k = V gives the exact KL).
+    """
+    if temperature <= 0:
+        raise InputError(f"distillation temperature must be positive, got {temperature}")
+    T = float(temperature)
+    log_q = F.log_softmax(student_logits.float() / T, dim=-1)
+    if teacher_indices is not None:
+        log_q = log_q.gather(-1, teacher_indices.long())
+    log_p = F.log_softmax(teacher_logits.float() / T, dim=-1)
+    kl = (log_p.exp() * (log_p - log_q)).sum(-1)
+    return T * T * kl.mean()
+
+
+@dataclass
+class TrainConfig:
+    """Hyper-parameters shared by every student (seed 000 A.5: students differ only in shape)."""
+
+    steps: int = 100
+    batch_size: int = 8
+    lr: float = 1e-3
+    warmup: float = 0.1            # fraction of steps with linear warm-up
+    weight_decay: float = 0.01
+    grad_clip: float = 1.0
+    temperature: float = 2.0
+    alpha: float = 0.0             # weight of the hard LM loss during distillation
+    seed: int = 0
+    checkpoint_every: int = 50
+
+
+TeacherFn = Callable[[int, dict], tuple[torch.Tensor, torch.Tensor | None]]
+
+
+def _atomic_save(obj, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    torch.save(obj, tmp)
+    os.replace(tmp, path)
+
+
+def train(model, blocks: torch.Tensor, cfg: TrainConfig, *, arch: Arch, tokenizer=None,
+          phase: str = "pretrain", teacher: TeacherFn | None = None,
+          checkpoint: str | Path | None = None, progress: bool = True,
+          callback: Callable[[int, float], None] | None = None) -> dict:
+    """Train ``model`` in place for ``cfg.steps`` steps; returns a summary dict.
+
+    ``phase="pretrain"``/``"teacher"``: the LM loss. ``phase="distill"``: ``teacher(step, batch)``
+    returns (logits, indices-or-None) for the batch's scored positions (see
+    :func:`distillation_loss`); loss = alpha * LM + (1 - alpha) * KD.
+    ``checkpoint``: file written atomically every ``cfg.checkpoint_every`` steps and at the end;
+    when it exists, training resumes from it (model, optimizer, scheduler, step, RNG).
+    ``callback(step, loss)`` runs after every step (tests use it to simulate a crash).
+    """
+    from tqdm import tqdm
+    from transformers import get_linear_schedule_with_warmup
+
+    if phase not in PHASES:
+        raise InputError(f"unknown training phase {phase!r} ({', '.join(PHASES)})")
+    if phase == "distill" and teacher is None:
+        raise InputError("phase='distill' needs a teacher")
+    decay = [p for n, p in model.named_parameters() if p.ndim >= 2]
+    no_decay = [p for n, p in model.named_parameters() if p.ndim < 2]
+    groups = [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+    try:                                     # the fused kernel (as the transformers Trainer's default)
+        opt = torch.optim.AdamW(groups, lr=cfg.lr, fused=True)
+    except (RuntimeError, TypeError):
+        opt = torch.optim.AdamW(groups, lr=cfg.lr)
+    sched = get_linear_schedule_with_warmup(opt, int(cfg.warmup * cfg.steps), cfg.steps)
+    step, losses, seconds = 0, [], 0.0
+    ckpt = Path(checkpoint) if checkpoint else None
+    torch.manual_seed(cfg.seed * 31 + PHASES[phase])      # dropout RNG
+    if ckpt is not None and ckpt.exists():
+        state = torch.load(ckpt, weights_only=False)
+        model.load_state_dict(state["model"])
+        opt.load_state_dict(state["optimizer"])
+        sched.load_state_dict(state["scheduler"])
+        step, losses, seconds = state["step"], state["losses"], state["seconds"]
+        torch.set_rng_state(state["rng"])
+
+    def save():
+        if ckpt is not None:
+            _atomic_save({"model": model.state_dict(), "optimizer": opt.state_dict(),
+                          "scheduler": sched.state_dict(), "step": step, "losses": losses,
+                          "seconds": seconds, "rng": torch.get_rng_state(),
+                          "config": asdict(cfg), "phase": phase}, ckpt)
+
+    model.train()
+    bar = tqdm(total=cfg.steps, initial=step, desc=phase, disable=not progress, leave=False)
+    tokens = 0
+    while step < cfg.steps:
+        t0 = time.perf_counter()
+        batch = make_batch(blocks, step, batch_size=cfg.batch_size, seed=cfg.seed, phase=phase,
+                           arch=arch, tokenizer=tokenizer)
+        need_lm = phase != "distill" or cfg.alpha > 0
+        out = model(input_ids=batch["input_ids"], labels=batch["labels"] if need_lm else None)
+        loss = out.loss if phase != "distill" else 0.0
+        if phase == "distill":
+            t_logits, t_idx = teacher(step, batch)
+            pos = scored_positions(batch["labels"], arch)
+            kd = distillation_loss(out.logits[pos], t_logits, temperature=cfg.temperature,
+                                   teacher_indices=t_idx)
+            loss = cfg.alpha * out.loss + (1 - cfg.alpha) * kd if cfg.alpha > 0 else kd
+        loss.backward()
+        if cfg.grad_clip:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+        opt.step()
+        sched.step()
+        opt.zero_grad(set_to_none=True)
+        step += 1
+        tokens += batch["input_ids"].numel()
+        seconds += time.perf_counter() - t0
+        losses.append(loss.item())
+        bar.update(1)
+        bar.set_postfix(loss=f"{losses[-1]:.3f}")
+        if ckpt is not None and (step % cfg.checkpoint_every == 0 or step == cfg.steps):
+            save()
+        if callback is not None:
+            callback(step, losses[-1])
+    bar.close()
+    model.eval()
+    tail = losses[-max(1, len(losses) // 10):]
+    return {"phase": phase, "steps": step, "final_loss": float(sum(tail) / len(tail)) if tail else math.nan,
+            "losses": losses, "seconds": seconds, "tokens_this_run": tokens}
+
+
+# --------------------------------------------------------------------------- teachers
+def teacher_targets(teacher_model, *, arch: Arch, top_k: int | None = None,
+                    cache: dict | None = None) -> TeacherFn:
+    """Wrap a teacher as ``fn(step, batch) -> (logits, indices)`` for :func:`train`.
+
+    The teacher runs in eval mode without gradients on the student's (masked) input; only the
+    scored positions are kept, optionally as top-k logits. ``cache`` (a dict keyed by step)
+    shares the results across students, which see identical batches.
+    """
+    teacher_model.eval()
+
+    def fn(step: int, batch: dict):
+        if cache is not None and step in cache:
+            return cache[step]
+        with torch.no_grad():
+            ids = batch["input_ids"]
+            logits = teacher_model(input_ids=ids, attention_mask=torch.ones_like(ids)).logits
+        logits = logits[scored_positions(batch["labels"], arch)]
+        res = (logits, None) if top_k is None else tuple(logits.topk(top_k, dim=-1))
+        if cache is not None:
+            cache[step] = res
+        return res
+
+    return fn
+
+
+# --------------------------------------------------------------------------- evaluation
+@torch.no_grad()
+def heldout_perplexity(model, blocks: torch.Tensor, *, arch: Arch, tokenizer=None,
+                       batch_size: int = 8, seed: int = 0) -> float:
+    """Held-out perplexity on packed blocks.
+
+    Causal: ``exp`` of the mean next-token NLL over all predicted tokens. Masked: masked-token
+    perplexity, ``exp`` of the mean NLL at 15 % positions masked 80/10/10 with a fixed seed
+    (not the pseudo-perplexity, which masks every token in turn).
+    """
+    model.eval()
+    total, count = 0.0, 0
+    g = torch.Generator().manual_seed(seed)
+    for i in range(0, blocks.shape[0], batch_size):
+        ids = blocks[i:i + batch_size]
+        if arch == "gpt2":
+            logits = model(input_ids=ids, attention_mask=torch.ones_like(ids)).logits[:, :-1]
+            tgt = ids[:, 1:]
+        else:
+            ids, labels = mask_tokens(ids, mask_id=tokenizer.mask_token_id, vocab_size=len(tokenizer),
+                                      special_ids=tokenizer.all_special_ids, generator=g)
+            logits = model(input_ids=ids).logits
+            tgt = labels
+        nll = F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), tgt.reshape(-1),
+                              ignore_index=-100, reduction="sum")
+        total += float(nll)
+        count += int((tgt != -100).sum())
+    return math.exp(total / max(count, 1))
