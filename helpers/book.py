@@ -31,7 +31,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 from helpers.errors import HarmsError, InputError
-from helpers.paths import REPO_ROOT, results_dir
+from helpers.paths import REPO_ROOT, cache_dir, results_dir
 
 BOOK_DIR = REPO_ROOT / "book"
 NOTEBOOKS_DIR = REPO_ROOT / "notebooks"
@@ -49,14 +49,19 @@ def notebooks(directory: Path = NOTEBOOKS_DIR) -> list[Path]:
 
 
 def load_profile(profile: str, path: Path = BOOK_DIR / "profiles.yml") -> dict:
-    """``{"zoo": bool, "parameters": {notebook stem or "*": {name: value}}}`` of a profile."""
+    """``{"zoo": bool, "zoo_dir": str | None, "parameters": {notebook stem or "*": {name: value}}}``.
+
+    ``zoo_dir`` (relative to the cache directory) keeps a profile's zoo apart from the
+    default one, so a CI run never overwrites the models of a full build.
+    """
     import yaml
 
     profiles = (yaml.safe_load(Path(path).read_text()) or {}).get("profiles", {})
     if profile not in profiles:
         raise InputError(f"{path}: unknown profile {profile!r}; known: {', '.join(profiles)}")
     cfg = profiles[profile] or {}
-    return {"zoo": bool(cfg.get("zoo", False)), "parameters": cfg.get("parameters") or {}}
+    return {"zoo": bool(cfg.get("zoo", False)), "zoo_dir": cfg.get("zoo_dir"),
+            "parameters": cfg.get("parameters") or {}}
 
 
 def declared_parameters(notebook: Path) -> dict:
@@ -243,6 +248,8 @@ def build(profile: str = "default", execute_only: bool = False, *,
 
     chapters_dir = Path(book_dir) / "chapters"
     chapters_dir.mkdir(parents=True, exist_ok=True)
+    if cfg["zoo_dir"] and "HARMS_ZOO_DIR" not in os.environ:   # inherited by the notebook kernels
+        os.environ["HARMS_ZOO_DIR"] = str(cache_dir() / cfg["zoo_dir"])
     if cfg["zoo"] and importlib.util.find_spec("helpers.zoo") is not None:
         from helpers import zoo
 

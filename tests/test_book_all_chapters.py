@@ -1,0 +1,41 @@
+"""The whole book, every chapter, in the reduced "ci" profile: zoo (its own tiny one),
+papermill execution of every notebook, Jupyter Book build. A chapter that fails, or that
+shows an error cell, fails this test; each chapter must write its tidy result tables."""
+
+from __future__ import annotations
+
+import shutil
+
+import nbformat
+import pandas as pd
+import pytest
+
+from helpers import book, paths
+
+pytestmark = pytest.mark.book
+
+
+def test_every_chapter_executes_and_the_book_builds(tmp_path, monkeypatch):
+    monkeypatch.setenv("HARMS_RESULTS_DIR", str(tmp_path / "results"))   # inherited by the kernels
+    monkeypatch.delenv("HARMS_ZOO_DIR", raising=False)                   # the ci profile picks zoo-ci
+    src = tmp_path / "book"
+    src.mkdir()
+    for f in ("_config.yml", "intro.md", "profiles.yml"):
+        shutil.copy(book.BOOK_DIR / f, src / f)
+
+    html = book.build("ci", book_dir=src)
+
+    chapters = book.notebooks(book.NOTEBOOKS_DIR)
+    assert len(chapters) >= 4
+    for nb_path in chapters:
+        nb = nbformat.read(src / "chapters" / nb_path.name, as_version=4)
+        errors = [o for c in nb.cells for o in c.get("outputs", []) if o["output_type"] == "error"]
+        assert not errors, f"{nb_path.name}: {errors[0]['ename']}: {errors[0]['evalue']}"
+        assert (html / "chapters" / f"{nb_path.stem}.html").is_file()
+        tables = list((tmp_path / "results" / nb_path.stem).glob("*.csv"))
+        assert tables, f"{nb_path.name} wrote no result table"
+        for t in tables:
+            df = pd.read_csv(t)
+            assert len(df.columns) >= 2, t
+    # the ci profile trained its own zoo, apart from the default build's
+    assert any((paths.cache_dir() / "zoo-ci").glob("*/manifest.json"))
