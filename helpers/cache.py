@@ -40,7 +40,7 @@ DEFAULT_CHUNK_SIZE = 256
 _STALE_TMP_SECONDS = 24 * 3600
 _COMPACT_ABOVE = 64        # merge the directory into one file when it holds more chunks than this
 
-__all__ = ["cached_scores", "key_dir", "text_hash", "CorruptCacheWarning"]
+__all__ = ["cached_scores", "memoize", "key_dir", "text_hash", "CorruptCacheWarning"]
 
 
 class CorruptCacheWarning(UserWarning):
@@ -65,10 +65,11 @@ def key_dir(key: dict) -> Path:
     return paths.cache_dir() / "scores" / _sha256(_canonical(key))[:16]
 
 
-def _atomic_write(path: Path, data: str) -> None:
+def _atomic_write(path: Path, data: str | bytes) -> None:
     tmp = path.parent / f".tmp-{os.getpid()}-{uuid.uuid4().hex}{path.suffix}"
     try:
-        with open(tmp, "w", encoding="utf-8") as fh:
+        with open(tmp, "wb" if isinstance(data, bytes) else "w",
+                  **({} if isinstance(data, bytes) else {"encoding": "utf-8"})) as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
@@ -210,3 +211,33 @@ def cached_scores(key: dict, texts: Sequence[str], compute: Callable[[list[str]]
     values = [known[h] for h in hashes]
     return _frame([v[0] for v in values], [v[1] for v in values])
 
+
+
+def memoize(key: dict, compute: Callable[[], object], *, enabled: bool = True):
+    """Result of ``compute()`` cached on disk under ``key`` (a whole-result cache).
+
+    For per-model results that are not per-sentence scores (StereoSet, CMA, generations
+    with their classifier labels): ``key`` must hold the model fingerprint and every
+    setting that changes the result. Stored as ``cache_dir()/results/<hash>.pkl``: the
+    SHA-256 of the pickled payload, a newline, the payload; written atomically. A file
+    that fails its checksum is reported (:class:`CorruptCacheWarning`), deleted and
+    recomputed. Only this package writes these files: unpickling trusts the cache dir.
+    """
+    import pickle
+
+    if not enabled:
+        return compute()
+    path = paths.cache_dir() / "results" / f"{_sha256(_canonical(key))[:24]}.pkl"
+    if path.is_file():
+        raw = path.read_bytes()
+        digest, _, payload = raw.partition(b"\n")
+        if digest.decode("ascii", "replace") == hashlib.sha256(payload).hexdigest():
+            return pickle.loads(payload)
+        warnings.warn(f"corrupt result cache file {path}: checksum mismatch; deleted, recomputing",
+                      CorruptCacheWarning, stacklevel=2)
+        path.unlink(missing_ok=True)
+    value = compute()
+    payload = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _atomic_write(path, hashlib.sha256(payload).hexdigest().encode("ascii") + b"\n" + payload)
+    return value

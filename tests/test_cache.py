@@ -213,3 +213,32 @@ def test_many_small_chunks_are_compacted_without_loss():
     out = cache.cached_scores(KEY, texts, c, progress=False)
     assert c.calls == [] and len(chunk_files()) == 1
     np.testing.assert_array_equal(out["log_likelihood"].to_numpy(), expected(texts)[1])
+
+
+def test_memoize_reuses_detects_corruption_and_separates_keys(tmp_path, monkeypatch):
+    import pandas as pd
+
+    from helpers.cache import memoize
+
+    monkeypatch.setenv("HARMS_CACHE_DIR", str(tmp_path))
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return pd.DataFrame({"x": [1.5, 2.5]}), {"n": len(calls)}
+
+    first = memoize({"model": "a", "k": 1}, compute)
+    again = memoize({"k": 1, "model": "a"}, compute)          # key order does not matter
+    assert len(calls) == 1 and again[1] == {"n": 1}
+    pd.testing.assert_frame_equal(first[0], again[0])
+    memoize({"model": "b", "k": 1}, compute)                   # another key: computed
+    assert len(calls) == 2
+    for f in (tmp_path / "results").glob("*.pkl"):             # garble every stored payload
+        raw = f.read_bytes()
+        f.write_bytes(raw[:-3] + b"xyz")
+    with pytest.warns(cache.CorruptCacheWarning, match="checksum"):
+        redone = memoize({"model": "a", "k": 1}, compute)
+    assert len(calls) == 3 and redone[1] == {"n": 3}
+    assert memoize({"model": "a", "k": 1}, compute)[1] == {"n": 3} and len(calls) == 3
+    memoize({"model": "a", "k": 1}, compute, enabled=False)
+    assert len(calls) == 4
