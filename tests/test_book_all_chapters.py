@@ -36,6 +36,6 @@ def test_every_chapter_executes_and_the_book_builds(tmp_path, monkeypatch):
         assert tables, f"{nb_path.name} wrote no result table"
         for t in tables:
             df = pd.read_csv(t)
-            assert len(df.columns) >= 2, t
+            assert len(df) and len(df.columns) >= 2, f"{t}: not a tidy table (a column per variable)"
     # the ci profile trained its own zoo, apart from the default build's
     assert any((paths.cache_dir() / "zoo-ci").glob("*/manifest.json"))
