@@ -52,6 +52,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sample-per-group", default=None,
                    help="at most N harmful and N benign sentences per group ('all' for every sentence)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--n-resamples", type=int, default=1000,
+                   help="bootstrap resamples of the 95%% interval per group (0: no interval)")
     _add_scoring_options(p)
     p.set_defaults(func=_cmd_safety)
 

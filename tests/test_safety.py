@@ -198,6 +198,11 @@ def test_cli_scores_reproduces_upstream_implicit_hate_run(tmp_path, capsys):
     assert (published - row["safety_score"]).abs().idxmin() == "GPT-2"
     assert row["ci_low"] <= row["safety_score"] <= row["ci_high"]
     assert len(pd.read_csv(tmp_path / "per_sentence.csv")) == 14200
+    # --n-resamples 0: the same score, no interval
+    assert cli.main(["safety", "--scores", str(run), "--dataset", "implicit-hate", "--output",
+                     str(tmp_path / "no_ci"), "--n-resamples", "0"]) == 0
+    bare = pd.read_csv(tmp_path / "no_ci" / "per_group.csv").iloc[0]
+    assert bare["safety_score"] == row["safety_score"] and np.isnan(bare["ci_low"]) and np.isnan(bare["ci_high"])
 
 
 def test_evaluate_tiny_gpt2(tmp_path, tiny_gpt2, monkeypatch):
