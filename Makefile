@@ -16,6 +16,8 @@ export HARMS_CACHE_DIR ?= $(CURDIR)/.cache/harms
 export HARMS_PEER_PYTHON := $(CURDIR)/$(PEERS)/bin/python
 export MPLBACKEND := Agg
 export TOKENIZERS_PARALLELISM := false
+# torch: transparent huge pages for large tensors (see helpers/__init__.py)
+export THP_MEM_ALLOC_ENABLE ?= 1
 
 .PHONY: book test test-all venv peers chromium benchmarks clean
 

@@ -15,4 +15,12 @@ One module per concept (see ``../shared/DESIGN.md`` for the flow)::
 Nothing heavy is imported here: ``import helpers`` stays fast.
 """
 
+import os as _os
+
+# PyTorch's CPU allocator asks for transparent huge pages for large tensors when this is set
+# (read once, at torch's first allocation: effective when helpers is imported before torch;
+# the Makefile exports it for every run). Training the zoo spends a third of its CPU time in
+# page faults without it (measured: 1.6x faster training steps with it).
+_os.environ.setdefault("THP_MEM_ALLOC_ENABLE", "1")
+
 __version__ = "0.1.0"

@@ -13,7 +13,8 @@ safety-score code).
   (left-to-right) factorisation order (Yang et al. 2019, eq. 3 with z = 1..T).
 
 Work is batched under a token budget (``batch_tokens`` tokens per forward pass, default
-:data:`DEFAULT_BATCH_TOKENS`; a single sequence longer than the budget still runs alone),
+:data:`DEFAULT_CPU_BATCH_TOKENS` on a CPU, :data:`DEFAULT_BATCH_TOKENS` on an accelerator; a
+single sequence longer than the budget still runs alone),
 with sequences sorted by length so little padding is computed. Vocabulary projections are
 only computed where a token is scored.
 """
@@ -29,11 +30,15 @@ import pandas as pd
 from helpers.errors import InputError
 
 __all__ = ["sentence_scores", "score", "score_file", "causal_scores", "pll_scores",
-           "permutation_scores", "SCORER_VERSION", "DEFAULT_BATCH_TOKENS", "DEFAULT_STRIDE",
+           "permutation_scores", "SCORER_VERSION", "DEFAULT_BATCH_TOKENS", "DEFAULT_CPU_BATCH_TOKENS",
+           "DEFAULT_STRIDE",
            "UPSTREAM_MASK_ID"]
 
 SCORER_VERSION = 1
-DEFAULT_BATCH_TOKENS = 8192
+DEFAULT_BATCH_TOKENS = 8192     # tokens per forward pass on an accelerator
+DEFAULT_CPU_BATCH_TOKENS = 1024 # on a CPU: smaller passes stay in cache (measured on 2 cores, 120
+                                # ToxiGen sentences: SmolLM2 1.8x and BERT-base-shaped PLL 1.2x
+                                # faster than with 8192; scores are the same)
 DEFAULT_STRIDE = 512
 UPSTREAM_MASK_ID = 103          # BERT-uncased's [MASK], hard-coded in microsoft/SafeNLP
 _LOGIT_FLOATS = 1 << 25         # at most 32 Mi logits (128 MB fp32) materialised at once
@@ -61,6 +66,10 @@ def _device(model):
     if isinstance(dev, torch.device):
         return dev
     return next(model.parameters()).device
+
+
+def _default_budget(model) -> int:
+    return DEFAULT_CPU_BATCH_TOKENS if _device(model).type == "cpu" else DEFAULT_BATCH_TOKENS
 
 
 def _frame(n_tokens, log_likelihood) -> pd.DataFrame:
@@ -206,7 +215,7 @@ def causal_scores(loaded, texts, *, batch_tokens=None, stride=DEFAULT_STRIDE, pr
 
     texts = _check_texts(texts)
     model, tok = loaded.model, loaded.tokenizer
-    budget = batch_tokens or DEFAULT_BATCH_TOKENS
+    budget = batch_tokens or _default_budget(model)
     enc = tok(texts, add_special_tokens=True)["input_ids"]
     context = _context_length(model)
     items = []      # (sentence, ids of the window, first scored position in the window)
@@ -353,7 +362,7 @@ def pll_scores(loaded, texts, *, pll="original", batch_tokens=None, upstream_mas
     model, tok = loaded.model, loaded.tokenizer
     if tok.mask_token_id is None and not upstream_mask_id:
         raise InputError(f"{loaded.name}: the tokenizer has no mask token; not a masked LM")
-    budget = batch_tokens or DEFAULT_BATCH_TOKENS
+    budget = batch_tokens or _default_budget(model)
     enc, special, words = _encode(loaded, texts, pll == "word-l2r")
     copies = []     # (sentence, masked positions, mask id, scored positions)
     for s, ids in enumerate(enc):
@@ -428,7 +437,7 @@ def permutation_scores(loaded, texts, *, batch_tokens=None, progress=True) -> pd
 
     texts = _check_texts(texts)
     model, tok = loaded.model, loaded.tokenizer
-    budget = batch_tokens or DEFAULT_BATCH_TOKENS
+    budget = batch_tokens or _default_budget(model)
     enc, special, _ = _encode(loaded, texts, False)
     targets = [[p for p in range(len(ids)) if not special[s][p]][1:] for s, ids in enumerate(enc)]
     n = np.array([len(t) for t in targets], dtype=np.int64)

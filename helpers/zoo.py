@@ -149,17 +149,21 @@ class ZooConfig:
     teacher_shape: tuple | None = None         # (layers, hidden) of zoo-bert-teacher; None = largest grid point
     pretrain_steps: int = 40
     distill_steps: int = 20
-    teacher_steps: int = 2000                  # pre-training steps of zoo-bert-teacher
-    masked_pretrain_steps: int | None = 400    # override for the (8k-vocabulary, cheaper) masked students
-    masked_distill_steps: int | None = 200
-    causal_pretrain_steps: int | None = 30     # override for the (49k-vocabulary) causal students
-    causal_distill_steps: int | None = 15      # (teacher SmolLM2 runs ~230 tokens/s on 2 cores)
-    batch_size: int = 4
+    teacher_steps: int = 400                   # pre-training steps of zoo-bert-teacher
+    masked_pretrain_steps: int | None = 80     # override for the masked students (8k WordPiece)
+    masked_distill_steps: int | None = 80
+    causal_pretrain_steps: int | None = 50     # override for the (49k-vocabulary) causal students
+    causal_distill_steps: int | None = 30      # (teacher SmolLM2 runs ~400 tokens/s on 2 cores)
+    batch_size: int = 8
+    masked_batch_size: int | None = 16         # override for the masked family (at 4 x 128 the teacher
+                                               # stayed at unigram level)
+    mask_prob: float = 0.4                     # masked family: 40 % of tokens masked in training (Wettig et
+                                               # al. 2023; more signal per step than BERT's 15 %)
     block_size: int = 128                      # also the students' context (ToxiGen sentences fit)
     lr: float = 2e-3
     warmup: float = 0.1
     weight_decay: float = 0.01
-    temperature: float = 2.0
+    temperature: float = 1.0                   # at T = 2 SmolLM2's top 64 hold only ~22 % of its mass
     alpha: float = 0.0
     top_k: int | None = 64                     # causal teacher: top-k approximation (None = full KL)
     masked_vocab: int = 8000
@@ -181,7 +185,7 @@ PROFILES: dict[str, dict] = {
     # CI: a handful of steps on a tiny grid, block 32: under ~2 minutes incl. loading SmolLM2
     "ci": dict(causal_layers=(1, 2), causal_hidden=(64,), masked_layers=(1, 2), masked_hidden=(64,),
                pretrain_steps=4, distill_steps=3, teacher_steps=8, causal_pretrain_steps=4, causal_distill_steps=3,
-               masked_pretrain_steps=4, masked_distill_steps=3, block_size=128, batch_size=1,
+               masked_pretrain_steps=4, masked_distill_steps=3, block_size=128, batch_size=1, masked_batch_size=1,
                eval_blocks=2, masked_vocab=2000, corpus="gensim-lee", checkpoint_every=4),
 }
 PROFILES["paper"] = PROFILES["default"]   # the paper profile evaluates hub models; zoo as default
@@ -253,14 +257,14 @@ def _load_info() -> dict:
 
 
 # --------------------------------------------------------------------------- training
-def _train_one(name: str, arch: str, shape, tokenizer, blocks, held, cfg: ZooConfig, *, objective: str,
+def _train_one(name: str, arch: str, shape, tokenizer, blocks, held, cfg: ZooConfig, *, objective: str, batch_size: int,
                family: str, pretrain_steps: int, distill_steps: int, teacher_name: str | None,
                teacher_fn, ckpt_dir: Path, progress: bool, extra: dict) -> dict:
     t0 = time.time()
     load0 = _load_info()
     model = distill.build_student(arch, shape, tokenizer, block_size=cfg.block_size,
                                   dropout=cfg.dropout, seed=cfg.seed)
-    base = dict(batch_size=cfg.batch_size, lr=cfg.lr, warmup=cfg.warmup, weight_decay=cfg.weight_decay,
+    base = dict(batch_size=batch_size, mask_prob=cfg.mask_prob, lr=cfg.lr, warmup=cfg.warmup, weight_decay=cfg.weight_decay,
                 temperature=cfg.temperature, alpha=cfg.alpha, seed=cfg.seed,
                 checkpoint_every=cfg.checkpoint_every)
     phase = "teacher" if family == "zoo-teacher-bert" else "pretrain"
@@ -272,7 +276,7 @@ def _train_one(name: str, arch: str, shape, tokenizer, blocks, held, cfg: ZooCon
         dis = distill.train(model, blocks, distill.TrainConfig(steps=distill_steps, **base), arch=arch,
                             tokenizer=tokenizer, phase="distill", teacher=teacher_fn,
                             checkpoint=ckpt_dir / "distill.pt", progress=progress)
-    ppl = distill.heldout_perplexity(model, held, arch=arch, tokenizer=tokenizer, batch_size=cfg.batch_size,
+    ppl = distill.heldout_perplexity(model, held, arch=arch, tokenizer=tokenizer, batch_size=batch_size,
                                      seed=cfg.seed)
     import transformers
 
@@ -285,12 +289,14 @@ def _train_one(name: str, arch: str, shape, tokenizer, blocks, held, cfg: ZooCon
                          "block_size": cfg.block_size},
         "teacher": teacher_name, "corpus": cfg.corpus, "corpus_description": CORPORA[cfg.corpus],
         "steps": {"pretrain": pretrain_steps, "distill": distill_steps},
-        "tokens": {"pretrain": pretrain_steps * cfg.batch_size * cfg.block_size,
-                   "distill": distill_steps * cfg.batch_size * cfg.block_size},
+        "batch_size": batch_size,
+        "tokens": {"pretrain": pretrain_steps * batch_size * cfg.block_size,
+                   "distill": distill_steps * batch_size * cfg.block_size},
         "final_loss": {"pretrain": pre["final_loss"], "distill": dis["final_loss"] if dis else None},
         "loss_kind": {"pretrain": "LM cross-entropy (nats/token)",
                       "distill": f"T^2 KL(teacher||student), T={cfg.temperature}, alpha={cfg.alpha}"
-                                 + (f", teacher top-{cfg.top_k}" if objective == "causal" and cfg.top_k else "")},
+                                 + (f", teacher top-{cfg.top_k} + tail bucket" if objective == "causal" and cfg.top_k
+                                    else "")},
         "heldout_perplexity": ppl,
         "perplexity_kind": ("exp mean next-token NLL on held-out blocks" if objective == "causal" else
                             "masked-token perplexity: exp mean NLL at 15% positions masked 80/10/10 "
@@ -301,7 +307,8 @@ def _train_one(name: str, arch: str, shape, tokenizer, blocks, held, cfg: ZooCon
         "training_seconds": round(pre["seconds"] + (dis["seconds"] if dis else 0.0), 2),
         "wall_seconds": round(time.time() - t0, 2),
         "hyperparameters": {k: v for k, v in dataclasses.asdict(cfg).items()
-                            if k in _TRAIN_FIELDS + ("temperature", "alpha", "top_k", "masked_vocab")},
+                            if k in _TRAIN_FIELDS + ("temperature", "alpha", "top_k", "masked_vocab", "masked_batch_size",
+                                     "mask_prob")},
         "config_key": extra.pop("config_key"),
         "machine": {**load0, "loadavg_1min_end": _load_info().get("loadavg_1min"), "python": sys.version.split()[0],
                     "torch": torch.__version__, "transformers": transformers.__version__},
@@ -348,7 +355,7 @@ def ensure_default_zoo(profile: str = "default", progress: bool = True, **overri
         ds = cfg.causal_distill_steps if cfg.causal_distill_steps is not None else cfg.distill_steps
         key = cfg.key(*_TRAIN_FIELDS, "causal_teacher", "temperature", "alpha", "top_k",
                       "pretrain_steps", "distill_steps", "causal_pretrain_steps", "causal_distill_steps",
-                      "eval_blocks")
+                      "eval_blocks", kd_targets="top-k+tail")
         todo = [s for s in shapes if not _fresh(model_name("gpt2", s), key)]
         names_c = [model_name("gpt2", s) for s in shapes]
         if todo:
@@ -361,7 +368,8 @@ def ensure_default_zoo(profile: str = "default", progress: bool = True, **overri
             held = distill.pack_blocks(held_lines, tok, block_size=cfg.block_size, arch="gpt2")[: cfg.eval_blocks]
             cache_file = root / "_checkpoints" / f"teacher-{key}.pt"
             cache = _teacher_cache(cache_file)
-            fn = distill.teacher_targets(teacher.model, arch="gpt2", top_k=cfg.top_k, cache=cache)
+            fn = distill.teacher_targets(teacher.model, arch="gpt2", top_k=cfg.top_k, temperature=cfg.temperature,
+                                         cache=cache)
             tppl_file = root / "_checkpoints" / f"teacher-ppl-{key}.json"
             if not tppl_file.is_file():
                 tppl = distill.heldout_perplexity(teacher.model, held, arch="gpt2", batch_size=cfg.batch_size)
@@ -369,7 +377,8 @@ def ensure_default_zoo(profile: str = "default", progress: bool = True, **overri
                 tppl_file.write_text(json.dumps({"name": cfg.causal_teacher, "heldout_perplexity": tppl}))
             for s in todo:
                 n = model_name("gpt2", s)
-                _train_one(n, "gpt2", s, tok, blocks, held, cfg, objective="causal", family=_FAMILY["gpt2"],
+                _train_one(n, "gpt2", s, tok, blocks, held, cfg, objective="causal", batch_size=cfg.batch_size,
+                           family=_FAMILY["gpt2"],
                            pretrain_steps=ps, distill_steps=ds, teacher_name=cfg.causal_teacher, teacher_fn=fn,
                            ckpt_dir=root / "_checkpoints" / f"{n}-{key}", progress=progress,
                            extra={"config_key": key, "top_k": cfg.top_k, "tokenizer": f"{cfg.causal_teacher} "
@@ -388,12 +397,15 @@ def ensure_default_zoo(profile: str = "default", progress: bool = True, **overri
         # the zoo's own teacher holds the teacher, not a student distilled from a copy of its shape
         shapes = [s for s in distill.grid(cfg.masked_layers, cfg.masked_hidden)
                   if not (own_teacher and (s.layers, s.hidden) == (tshape.layers, tshape.hidden))]
+        mbs = cfg.masked_batch_size or cfg.batch_size
         tkey = cfg.key(*_TRAIN_FIELDS, "masked_vocab", "teacher_shape", "teacher_steps", "masked_layers",
-                       "masked_hidden", "eval_blocks")
+                       "masked_hidden", "eval_blocks", "mask_prob", masked_batch_size=mbs)
         mps = cfg.masked_pretrain_steps or cfg.pretrain_steps
         mds = cfg.masked_distill_steps if cfg.masked_distill_steps is not None else cfg.distill_steps
         key = cfg.key(*_TRAIN_FIELDS, "masked_vocab", "masked_teacher", "teacher_shape", "teacher_steps",
-                      "temperature", "alpha", "eval_blocks", masked_pretrain_steps=mps, masked_distill_steps=mds)
+                      "temperature", "alpha", "eval_blocks", "mask_prob", masked_pretrain_steps=mps,
+                      masked_distill_steps=mds,
+                      masked_batch_size=mbs)
         todo = [s for s in shapes if not _fresh(model_name("bert", s), key)]
         need_teacher = own_teacher and not _fresh("zoo-bert-teacher", tkey)
         if todo or need_teacher:
@@ -415,7 +427,7 @@ def ensure_default_zoo(profile: str = "default", progress: bool = True, **overri
             blocks = distill.pack_blocks(train_lines, tok, block_size=cfg.block_size, arch="bert")
             held = distill.pack_blocks(held_lines, tok, block_size=cfg.block_size, arch="bert")[: cfg.eval_blocks]
             if need_teacher:
-                _train_one("zoo-bert-teacher", "bert", tshape, tok, blocks, held, cfg, objective="masked",
+                _train_one("zoo-bert-teacher", "bert", tshape, tok, blocks, held, cfg, objective="masked", batch_size=mbs,
                            family="zoo-teacher-bert", pretrain_steps=cfg.teacher_steps, distill_steps=0,
                            teacher_name=None, teacher_fn=None,
                            ckpt_dir=root / "_checkpoints" / f"zoo-bert-teacher-{tkey}", progress=progress,
@@ -431,7 +443,8 @@ def ensure_default_zoo(profile: str = "default", progress: bool = True, **overri
                 fn = distill.teacher_targets(tmodel, arch="bert", top_k=None, cache={})
                 for s in todo:
                     n = model_name("bert", s)
-                    _train_one(n, "bert", s, tok, blocks, held, cfg, objective="masked", family=_FAMILY["bert"],
+                    _train_one(n, "bert", s, tok, blocks, held, cfg, objective="masked", batch_size=mbs,
+                               family=_FAMILY["bert"],
                                pretrain_steps=mps, distill_steps=mds,
                                teacher_name=cfg.masked_teacher, teacher_fn=fn,
                                ckpt_dir=root / "_checkpoints" / f"{n}-{key}", progress=progress,

@@ -75,6 +75,47 @@ def test_topk_distillation_loss():
     assert math.isclose(float(got), 4 * ref / 5, rel_tol=1e-5)
 
 
+def test_topk_with_tail_bucket_is_the_exact_kl_over_topk_plus_rest():
+    g = torch.Generator().manual_seed(3)
+    s, t = torch.randn(6, 13, generator=g) * 2, torch.randn(6, 13, generator=g) * 2
+    T, k = 1.5, 4
+    fn = distill.teacher_targets(_FixedLogits(t), arch="gpt2", top_k=k, temperature=T)
+    v, i = fn(0, {"input_ids": torch.zeros(1, 6, dtype=torch.long), "labels": torch.zeros(1, 6, dtype=torch.long)})
+    assert v.shape == (6, k + 1) and bool((i[:, -1] == distill.TAIL).all())
+    # the k + 1 columns at temperature T are exactly the teacher's probabilities (top k, then the rest)
+    p_full = torch.softmax(t / T, -1)
+    top = t.topk(k, -1).indices
+    assert torch.allclose(torch.softmax(v / T, -1)[:, :k], p_full.gather(-1, top), atol=1e-6)
+    assert torch.allclose(torch.softmax(v / T, -1)[:, k], 1 - p_full.gather(-1, top).sum(-1), atol=1e-6)
+    # brute force in numpy: KL over the k + 1 outcomes {top tokens, everything else}
+    P, Q = p_full.numpy().astype(np.float64), torch.softmax(s / T, -1).numpy().astype(np.float64)
+    ref = 0.0
+    for n in range(6):
+        idx = top[n].numpy()
+        rest = np.setdiff1d(np.arange(13), idx)
+        pk, qk = np.append(P[n, idx], P[n, rest].sum()), np.append(Q[n, idx], Q[n, rest].sum())
+        ref += float((pk * np.log(pk / qk)).sum())
+    got = distill.distillation_loss(s, v, temperature=T, teacher_indices=i)
+    assert math.isclose(float(got), T * T * ref / 6, rel_tol=1e-4)
+    # k = V: the tail is empty and the loss is the full KL
+    fn_all = distill.teacher_targets(_FixedLogits(t), arch="gpt2", top_k=13, temperature=T)
+    v, i = fn_all(0, {"input_ids": torch.zeros(1, 6, dtype=torch.long), "labels": torch.zeros(1, 6, dtype=torch.long)})
+    full = distill.distillation_loss(s, t, temperature=T)
+    assert torch.allclose(distill.distillation_loss(s, v, temperature=T, teacher_indices=i), full, atol=1e-5)
+
+
+class _FixedLogits(torch.nn.Module):
+    """A stand-in teacher returning fixed logits [1, N, V] whatever the input."""
+
+    def __init__(self, logits):
+        super().__init__()
+        self.logits = logits
+
+    def forward(self, input_ids, attention_mask=None):
+        from types import SimpleNamespace
+        return SimpleNamespace(logits=self.logits[None])
+
+
 # ----------------------------------------------------------------------------- shapes
 def test_grid_rejects_impossible_shapes():
     assert distill.student_shape(2, 128).heads == 2 and distill.student_shape(4, 512).heads == 8
@@ -113,6 +154,14 @@ def test_batches_are_a_function_of_seed_and_step(tok):
     other = distill.make_batch(b, 3, batch_size=4, seed=1, phase="pretrain", arch="bert", tokenizer=tok)
     assert torch.equal(one["input_ids"], two["input_ids"]) and torch.equal(one["labels"], two["labels"])
     assert not torch.equal(one["labels"], other["labels"])
+    # the masking rate is a setting (the zoo's masked family trains at 40 %, Wettig et al. 2023)
+    for prob in (0.15, 0.4):
+        lab = torch.cat([distill.make_batch(b, s, batch_size=4, seed=0, phase="pretrain", arch="bert", tokenizer=tok,
+                                            mask_prob=prob)["labels"] for s in range(20)])
+        ids = torch.cat([distill.make_batch(b, s, batch_size=4, seed=0, phase="pretrain", arch="gpt2")["input_ids"]
+                         for s in range(20)])
+        plain = ~torch.isin(ids, torch.tensor(tok.all_special_ids))     # specials are never selected
+        assert abs(float((lab[plain] != -100).float().mean()) - prob) < 0.02
     # one epoch visits every block exactly once
     n = b.shape[0]
     seen = torch.cat([distill.make_batch(b, s, batch_size=1, seed=0, phase="pretrain", arch="gpt2")["input_ids"]
