@@ -48,7 +48,7 @@ def main() -> None:
 
     hf_logging.set_verbosity_error()
     train_lines, _ = zoo.load_corpus("gensim-lee")
-    tok = zoo.train_wordpiece(train_lines, vocab_size=8000)
+    tok = zoo.train_subword_tokenizer(train_lines, vocab_size=8000)
     tok.eos_token = "[SEP]"
     blocks = distill.pack_blocks(train_lines, tok, block_size=a.block_size, arch="gpt2")
     shape = distill.student_shape(a.layers, a.hidden)

@@ -29,9 +29,10 @@ decay) over packed token blocks:
       L = T^2 * ( sum_k p_k (log p_k - log q_k) + p_tail (log p_tail - log q_tail) )
 
   With k = V the tail is empty and this is exactly the full KL. Without the tail bucket
-  (teacher renormalised over its top k; ``tail=False``) nothing keeps the student's mass on
-  tokens outside the teacher's top k, and held-out perplexity grows during distillation
-  (measured on the zoo: 2,400 -> 17,000 in 40 steps; with the tail bucket it falls).
+  (teacher renormalised over its top k: ``teacher_targets(..., temperature=None)``) nothing
+  keeps the student's mass on tokens outside the teacher's top k, and held-out perplexity
+  grows during distillation (measured on the zoo: 2,400 -> 17,000 in 40 steps; with the tail
+  bucket it falls).
 - Determinism: batches (order and masks) are a pure function of (seed, phase, step); the
   dropout RNG state is saved in each checkpoint, so a resumed run equals an uninterrupted one.
 - Checkpoints: one file, written to a temporary name then ``os.replace``-d (atomic).

@@ -6,7 +6,7 @@
     >>> zoo.manifests()                       # one row per zoo model (layers, hidden, perplexity...)
 
 Offline, the causal students (GPT-2 architecture, the SmolLM2 tokenizer) are distilled from
-SmolLM2-135M; the masked students (BERT architecture, a WordPiece tokenizer trained on the
+SmolLM2-135M; the masked students (BERT architecture, a byte-level BPE tokenizer trained on the
 corpus) from a masked teacher the zoo pre-trains itself (the largest grid point, trained
 longer; it takes that grid cell, as GPT-2 does in the paper's Table 7). With the hub, ``causal_teacher="gpt2"``, ``masked_teacher="bert-large-uncased"`` and
 ``corpus="wikitext-103"`` / ``"openwebtext"`` follow the paper. Each model is saved under
@@ -113,21 +113,33 @@ def load_corpus(name: str = "gensim", *, heldout_fraction: float = 0.05) -> tupl
     raise InputError(f"unknown corpus {name!r}; known: {', '.join(CORPORA)}")
 
 
-def train_wordpiece(lines: list[str], *, vocab_size: int = 8000):
-    """A lower-cased BERT-style WordPiece tokenizer trained on ``lines`` (tokenizers library),
-    wrapped as a transformers fast tokenizer with [PAD] [UNK] [CLS] [SEP] [MASK]."""
+def train_subword_tokenizer(lines: list[str], *, vocab_size: int = 8000):
+    """A lower-cased byte-level BPE tokenizer (RoBERTa-style word-start marker) trained on
+    ``lines`` with the tokenizers library, wrapped as a transformers fast tokenizer with BERT's
+    special tokens [PAD] [UNK] [CLS] [SEP] [MASK] and ``[CLS] text [SEP]``.
+
+    Byte-level BPE rather than WordPiece because its training is deterministic: the
+    WordPiece (and any BPE with a ``##`` prefix or ``</w>`` suffix) trainer numbers the
+    continuation pieces in hash-map order, so two runs gave different vocabularies (405 ids and
+    one token differed) and hence differently trained students.
+    """
     from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
     from transformers import PreTrainedTokenizerFast
 
     specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-    tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+    alphabet = pre_tokenizers.ByteLevel.alphabet()
+    if vocab_size < len(specials) + len(alphabet):
+        raise InputError(f"vocabulary size {vocab_size} is below the byte alphabet plus specials "
+                         f"({len(specials) + len(alphabet)})")
+    tok = Tokenizer(models.BPE(unk_token="[UNK]"))
     tok.normalizer = normalizers.BertNormalizer(lowercase=True)
-    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    tok.train_from_iterator(lines, trainers.WordPieceTrainer(vocab_size=vocab_size, special_tokens=specials))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=True)
+    tok.train_from_iterator(lines, trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=specials,
+                                                       initial_alphabet=alphabet))
     cls, sep = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
     tok.post_processor = processors.TemplateProcessing(
         single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", cls), ("[SEP]", sep)])
-    tok.decoder = decoders.WordPiece()
+    tok.decoder = decoders.ByteLevel()
     return PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]",
                                    cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]",
                                    model_max_length=512)
@@ -150,7 +162,7 @@ class ZooConfig:
     pretrain_steps: int = 40
     distill_steps: int = 20
     teacher_steps: int = 400                   # pre-training steps of zoo-bert-teacher
-    masked_pretrain_steps: int | None = 80     # override for the masked students (8k WordPiece)
+    masked_pretrain_steps: int | None = 80     # override for the masked students (8k byte-level BPE)
     masked_distill_steps: int | None = 80
     causal_pretrain_steps: int | None = 50     # override for the (49k-vocabulary) causal students
     causal_distill_steps: int | None = 30      # (teacher SmolLM2 runs ~400 tokens/s on 2 cores)
@@ -399,11 +411,11 @@ def ensure_default_zoo(profile: str = "default", progress: bool = True, **overri
                   if not (own_teacher and (s.layers, s.hidden) == (tshape.layers, tshape.hidden))]
         mbs = cfg.masked_batch_size or cfg.batch_size
         tkey = cfg.key(*_TRAIN_FIELDS, "masked_vocab", "teacher_shape", "teacher_steps", "masked_layers",
-                       "masked_hidden", "eval_blocks", "mask_prob", masked_batch_size=mbs)
+                       "masked_hidden", "eval_blocks", "mask_prob", masked_batch_size=mbs, tokenizer="byte-bpe")
         mps = cfg.masked_pretrain_steps or cfg.pretrain_steps
         mds = cfg.masked_distill_steps if cfg.masked_distill_steps is not None else cfg.distill_steps
         key = cfg.key(*_TRAIN_FIELDS, "masked_vocab", "masked_teacher", "teacher_shape", "teacher_steps",
-                      "temperature", "alpha", "eval_blocks", "mask_prob", masked_pretrain_steps=mps,
+                      "temperature", "alpha", "eval_blocks", "mask_prob", masked_pretrain_steps=mps, tokenizer="byte-bpe",
                       masked_distill_steps=mds,
                       masked_batch_size=mbs)
         todo = [s for s in shapes if not _fresh(model_name("bert", s), key)]
@@ -411,13 +423,13 @@ def ensure_default_zoo(profile: str = "default", progress: bool = True, **overri
         if todo or need_teacher:
             train_lines, held_lines = corpus()
             if own_teacher:
-                tok_dir = root / "_checkpoints" / f"wordpiece-{tkey}"
+                tok_dir = root / "_checkpoints" / f"tokenizer-{tkey}"
                 if (tok_dir / "tokenizer.json").is_file():
                     from transformers import PreTrainedTokenizerFast
 
                     tok = PreTrainedTokenizerFast.from_pretrained(tok_dir)
                 else:
-                    tok = train_wordpiece(train_lines, vocab_size=cfg.masked_vocab)
+                    tok = train_subword_tokenizer(train_lines, vocab_size=cfg.masked_vocab)
                     tok.save_pretrained(tok_dir)
             else:
                 from helpers import models
@@ -431,7 +443,7 @@ def ensure_default_zoo(profile: str = "default", progress: bool = True, **overri
                            family="zoo-teacher-bert", pretrain_steps=cfg.teacher_steps, distill_steps=0,
                            teacher_name=None, teacher_fn=None,
                            ckpt_dir=root / "_checkpoints" / f"zoo-bert-teacher-{tkey}", progress=progress,
-                           extra={"config_key": tkey, "tokenizer": f"WordPiece trained on {cfg.corpus} "
+                           extra={"config_key": tkey, "tokenizer": f"byte-level BPE trained on {cfg.corpus} "
                                   f"({len(tok)} tokens)", "is_teacher": True})
             if todo:
                 if own_teacher:
@@ -448,7 +460,7 @@ def ensure_default_zoo(profile: str = "default", progress: bool = True, **overri
                                pretrain_steps=mps, distill_steps=mds,
                                teacher_name=cfg.masked_teacher, teacher_fn=fn,
                                ckpt_dir=root / "_checkpoints" / f"{n}-{key}", progress=progress,
-                               extra={"config_key": key, "tokenizer": f"{'WordPiece trained on ' + cfg.corpus if own_teacher else cfg.masked_teacher} ({len(tok)} tokens)"})
+                               extra={"config_key": key, "tokenizer": f"{'byte-level BPE trained on ' + cfg.corpus if own_teacher else cfg.masked_teacher} ({len(tok)} tokens)"})
         if own_teacher:
             names.append("zoo-bert-teacher")
         names += [model_name("bert", s) for s in shapes]

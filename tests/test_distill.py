@@ -23,7 +23,7 @@ TEXTS = [
 
 @pytest.fixture(scope="module")
 def tok():
-    t = zoo.train_wordpiece(TEXTS, vocab_size=120)
+    t = zoo.train_subword_tokenizer(TEXTS, vocab_size=300)
     t.eos_token = "[SEP]"            # the causal students separate documents with EOS
     return t
 
