@@ -106,30 +106,29 @@ def matmul_gflops(seconds: float = 3.0) -> float:
     return 2 * 2048 ** 3 * reps / (time.perf_counter() - t0) / 1e9
 
 
-def pll_flops(model, lengths: list[int], scored: list[int]) -> float:
-    """Useful FLOPs of PLL: per copy of length L, 2*P_enc*L + attention 4*L^2*H per layer,
-    plus the MLM head 2*(H^2 + H*V) at the one masked position (padding not counted)."""
+def _copy_flops(model, length: int, head_positions: int) -> float:
+    """FLOPs of one masked copy of ``length`` tokens: encoder weights 2*P_enc*L, attention
+    4*L^2*H per layer, and the MLM head 2*(H^2 + H*V) at ``head_positions`` positions."""
     cfg = model.config
     p_enc = sum(p.numel() for p in model.base_model.encoder.parameters())
     h, layers, v = cfg.hidden_size, cfg.num_hidden_layers, cfg.vocab_size
-    total = 0.0
-    for L, c in zip(lengths, scored):
-        total += c * (2 * p_enc * L + 4 * L * L * h * layers + 2 * (h * h + h * v))
-    return total
+    return 2 * p_enc * length + 4 * length * length * h * layers + 2 * (h * h + h * v) * head_positions
+
+
+def pll_flops(model, lengths: list[int], scored: list[int]) -> float:
+    """Useful FLOPs of PLL: per sentence, one copy per scored token, each of the sentence's
+    own length, the MLM head at the one masked position (padding not counted)."""
+    return float(sum(c * _copy_flops(model, L, 1) for L, c in zip(lengths, scored)))
 
 
 def minicons_pll_flops(model, lengths: list[int], scored: list[int], per_call: int) -> float:
     """FLOPs minicons' MaskedLMScorer performs for the same sentences (same counting as
     :func:`pll_flops`): each call pads its ``per_call`` sentences to the longest, every masked
     copy has that length, and the MLM head runs at every position of every copy."""
-    cfg = model.config
-    p_enc = sum(p.numel() for p in model.base_model.encoder.parameters())
-    h, layers, v = cfg.hidden_size, cfg.num_hidden_layers, cfg.vocab_size
     total = 0.0
     for a in range(0, len(lengths), per_call):
         L = max(lengths[a:a + per_call])
-        copies = sum(scored[a:a + per_call])
-        total += copies * (2 * p_enc * L + 4 * L * L * h * layers + 2 * (h * h + h * v) * L)
+        total += sum(scored[a:a + per_call]) * _copy_flops(model, L, L)
     return total
 
 

@@ -535,6 +535,12 @@ def _resolve(name_or_path: str | Path) -> tuple[ModelSpec | None, str, Any]:
     raise ModelUnavailableError(_unknown_message(s))
 
 
+def _check_objective(objective) -> None:
+    """InputError for an objective that is neither None (infer it) nor a known one."""
+    if objective is not None and objective not in _OBJECTIVES:
+        raise InputError(f"unknown objective {objective!r}: use one of {', '.join(_OBJECTIVES)}")
+
+
 def load(name_or_path: str | Path, *, objective: Objective | None = None, device: str = "cpu",
          dtype: Any = None, revision: str | None = None) -> LoadedModel:
     """Load a model for scoring: registry name, zoo name, hub id, local directory or .gguf file.
@@ -554,8 +560,7 @@ def load(name_or_path: str | Path, *, objective: Objective | None = None, device
     weight file(s). Tokenizers without a pad token (GPT-2, ...) get ``pad_token = eos_token``
     (the scorer masks padding, so its identity does not matter); padding_side is left as is.
     """
-    if objective is not None and objective not in _OBJECTIVES:
-        raise InputError(f"unknown objective {objective!r}: use one of {', '.join(_OBJECTIVES)}")
+    _check_objective(objective)
     dev_kw, move_to = _device_kwargs(device)
     dt = _dtype(dtype)
     s, kind, loc = _resolve(name_or_path)
@@ -635,8 +640,7 @@ def lazy(name_or_path: str | Path, *, objective: Objective | None = None, device
     """
     kwargs = dict(name_or_path=name_or_path, objective=objective, device=device, dtype=dtype,
                   revision=revision)
-    if objective is not None and objective not in _OBJECTIVES:
-        raise InputError(f"unknown objective {objective!r}: use one of {', '.join(_OBJECTIVES)}")
+    _check_objective(objective)
     s, kind, loc = _resolve(name_or_path)
     fingerprint = _hub_fingerprint(loc, revision) if kind == "hub" else None
     if kind == "hub" and fingerprint is None:
