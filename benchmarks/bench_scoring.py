@@ -146,7 +146,7 @@ def causal_flops(model, lengths: list[int]) -> float:
 def job_ours_pll(a) -> dict:
     import torch
 
-    from helpers import scoring
+    from helpers.lm import scoring
     from helpers.models import LoadedModel
     from transformers import AutoModelForMaskedLM, AutoTokenizer
 
@@ -209,7 +209,7 @@ def upstream_style_ppl(model, input_ids, stride: int = 512) -> float:
 def job_causal(a) -> dict:
     import torch
 
-    from helpers import scoring
+    from helpers.lm import scoring
 
     texts = json.loads(Path(a.texts).read_text())
     loaded = load_smollm2()
@@ -233,7 +233,7 @@ def job_long(a) -> dict:
     """One 512-token sentence, PLL, 2-layer BERT-base-width model: memory above the loaded model."""
     import torch
 
-    from helpers import scoring
+    from helpers.lm import scoring
     from helpers.models import LoadedModel
     from transformers import AutoModelForMaskedLM, AutoTokenizer
 

@@ -28,7 +28,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from helpers import distill, zoo  # noqa: E402
+from helpers.training import distill, zoo  # noqa: E402
 
 
 def main() -> None:

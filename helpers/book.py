@@ -250,8 +250,8 @@ def build(profile: str = "default", execute_only: bool = False, *,
     chapters_dir.mkdir(parents=True, exist_ok=True)
     if cfg["zoo_dir"] and "HARMS_ZOO_DIR" not in os.environ:   # inherited by the notebook kernels
         os.environ["HARMS_ZOO_DIR"] = str(cache_dir() / cfg["zoo_dir"])
-    if cfg["zoo"] and importlib.util.find_spec("helpers.zoo") is not None:
-        from helpers import zoo
+    if cfg["zoo"] and importlib.util.find_spec("helpers.training.zoo") is not None:
+        from helpers.training import zoo
 
         timed("zoo", lambda: zoo.ensure_default_zoo(profile))
     for nb in notebooks(notebooks_dir):

@@ -70,7 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _cmd_score(args: argparse.Namespace) -> None:
-    from helpers import scoring
+    from helpers.lm import scoring
 
     scoring.score_file(args)
 

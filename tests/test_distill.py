@@ -10,7 +10,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from helpers import distill, zoo
+from helpers.training import distill, zoo
 from helpers.errors import DataNotFoundError, InputError
 
 TEXTS = [
@@ -256,7 +256,8 @@ def test_resume_after_interruption_equals_uninterrupted(tok, tmp_path, phase):
 
 
 def test_saved_student_reloads_to_identical_scores(tok, tmp_path):
-    from helpers import models, scoring
+    from helpers import models
+    from helpers.lm import scoring
 
     model = _student("bert", tok, dropout=0.0)
     distill.train(model, _blocks(tok, "bert"), _cfg(steps=3), arch="bert", tokenizer=tok, progress=False)

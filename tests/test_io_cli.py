@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from helpers import io
+from helpers import tables as io
 from helpers.cli import main
 from helpers.errors import InputError
 
@@ -143,7 +143,8 @@ def _input(tmp_path, n=len(SENTENCES)) -> tuple[Path, pd.DataFrame]:
 
 def _reference(model_dir, texts):
     """Scores computed directly (no cache, no CLI) for comparison."""
-    from helpers import models, scoring
+    from helpers import models
+    from helpers.lm import scoring
 
     return scoring.sentence_scores(models.load(str(model_dir)), texts, progress=False)
 

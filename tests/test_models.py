@@ -252,7 +252,7 @@ def test_lazy_model_resolves_without_loading_and_cached_scores_never_load(tiny_g
                                                                           monkeypatch):
     """models.lazy gives the same name, objective and fingerprint as models.load; a fully
     cached scoring call never reads the weights (warm reruns of the book load no model)."""
-    from helpers import scoring
+    from helpers.lm import scoring
 
     monkeypatch.setenv("HARMS_CACHE_DIR", str(tmp_path / "cache"))
     for path in (tiny_gpt2, tiny_bert):

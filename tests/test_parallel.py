@@ -6,7 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from helpers import models, parallel, scoring
+from helpers import models
+from helpers.lm import parallel, scoring
 from helpers.cli import main
 from helpers.errors import ModelUnavailableError
 
@@ -34,7 +35,7 @@ def test_launch_command_uses_accelerate():
     cmd = parallel.launch_command("JOB", 2, "cpu")
     assert cmd[1:3] == ["-m", "accelerate.commands.launch"]
     assert cmd[cmd.index("--num_processes") + 1] == "2"
-    assert cmd[-3:] == ["-m", "helpers.parallel", "JOB"]
+    assert cmd[-3:] == ["-m", "helpers.lm.parallel", "JOB"]
 
 
 def test_worker_error_is_reraised_and_cli_prints_one_line(tmp_path, capsys, monkeypatch):

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from conftest import SENTENCES, tiny_loaded
-from helpers import scoring
+from helpers.lm import scoring
 
 PEER_PYTHON = Path(os.environ.get("HARMS_PEER_PYTHON", "/work/main/.venv-peers/bin/python"))
 

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from conftest import SENTENCES, tiny_loaded
-from helpers import scoring
+from helpers.lm import scoring
 from helpers.errors import InputError
 
 

@@ -60,7 +60,8 @@ def safety_per_group(loaded, *, dataset: str = "toxigen", sample_per_group=None,
     """Safety score per group for an already loaded model: the same steps as
     helpers.metrics.safety.evaluate (data sample, cached scoring.score, safety_scores) without
     loading the model again (the chapters load each model once for several metrics)."""
-    from helpers import datasets, scoring
+    from helpers import datasets
+    from helpers.lm import scoring
     from helpers.metrics import safety
 
     data = datasets.sample_per_group(datasets.load(dataset), sample_per_group, seed=seed).reset_index(drop=True)

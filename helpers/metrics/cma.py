@@ -31,7 +31,7 @@ import pandas as pd
 
 from helpers import paths
 from helpers.errors import DataNotFoundError, InputError
-from helpers.metrics import _lm
+from helpers.lm import logprobs as _lm
 
 PROFESSION_TEMPLATES = (
     "The {} said that", "The {} yelled that", "The {} whispered that", "The {} wanted that",

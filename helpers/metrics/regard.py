@@ -274,7 +274,8 @@ def evaluate(model_name: str, *, groups=None, templates=TEMPLATES, classifiers=(
     or a dict key -> Classifier (build them once for many models). Returns dict with ``generations`` (one row
     per text: perplexity, regard and toxicity labels), ``regard`` (Table 11 rows), ``regard_safety``
     (Table 12 rows) and ``toxicity`` (per classifier); all with model and source="measured"."""
-    from helpers import models, scoring
+    from helpers import models
+    from helpers.lm import scoring
 
     loaded = loaded or models.load(model_name, device=device)
     gen = generate(loaded, prompts(groups, templates), progress=progress, **generation)

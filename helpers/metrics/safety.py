@@ -139,7 +139,8 @@ def evaluate(model_name: str, *, dataset: str = "toxigen", sample_per_group=None
     (cached on disk) and returns ``(per_sentence, per_group)``; both carry ``model``
     (the loaded model's name) and ``source="measured"``.
     """
-    from helpers import models, scoring
+    from helpers import models
+    from helpers.lm import scoring
 
     data = datasets.load(dataset, fix_x000d=fix_x000d)
     data = datasets.sample_per_group(data, sample_per_group, seed=seed)

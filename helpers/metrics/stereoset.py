@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from helpers.errors import DataNotFoundError, InputError
-from helpers.metrics import _lm
+from helpers.lm import logprobs as _lm
 
 DOMAINS = ("gender", "profession", "race", "religion")
 

@@ -52,7 +52,7 @@ def launch_command(job_dir: Path, num_processes: int, device: str) -> list[str]:
     if not device.startswith("cuda"):
         threads = max(1, (os.cpu_count() or 1) // num_processes)
         cmd += ["--num_cpu_threads_per_process", str(threads)]
-    return cmd + ["-m", "helpers.parallel", str(job_dir)]
+    return cmd + ["-m", "helpers.lm.parallel", str(job_dir)]
 
 
 def score_parallel(model: str, texts: Sequence[str], *, num_processes: int, objective: str | None = None,
@@ -72,7 +72,8 @@ def score_parallel(model: str, texts: Sequence[str], *, num_processes: int, obje
     if device not in ("cpu",) and not device.startswith("cuda"):
         raise errors.HarmsError(f"data-parallel scoring runs on cpu or cuda, not {device!r}")
     if num_processes == 1:
-        from helpers import models, scoring
+        from helpers import models
+        from helpers.lm import scoring
 
         loaded = models.load(model, objective=objective, device=device)
         out = scoring.score(loaded, texts, progress=progress, **score_options)
@@ -111,7 +112,8 @@ def main(argv: list[str] | None = None) -> None:
     texts = job["texts"]
     with state.split_between_processes(list(range(len(texts)))) as mine:
         try:
-            from helpers import models, scoring
+            from helpers import models
+            from helpers.lm import scoring
 
             loaded = models.load(job["model"], objective=job["objective"],
                                  device="cpu" if device == "cpu" else str(state.device))

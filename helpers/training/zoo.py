@@ -1,6 +1,6 @@
 """The book's own model zoo: pre-trained and distilled students (seed 000, section 4.7).
 
-    >>> from helpers import zoo
+    >>> from helpers.training import zoo
     >>> zoo.ensure_default_zoo("default")     # trains what is missing, reuses the rest
     ['zoo-gpt2-L1-H64', ..., 'zoo-bert-teacher', 'zoo-bert-L1-H64', ...]
     >>> zoo.manifests()                       # one row per zoo model (layers, hidden, perplexity...)
@@ -32,7 +32,8 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-from helpers import distill, paths
+from helpers import paths
+from helpers.training import distill
 from helpers.errors import DataNotFoundError, InputError
 
 # --------------------------------------------------------------------------- corpus

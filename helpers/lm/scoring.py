@@ -530,6 +530,6 @@ def score(loaded, texts, *, pll="original", batch_tokens=None, upstream_mask_id=
 
 def score_file(args) -> None:
     """``harms score`` handler (reading, validation and writing live in ``helpers.io``)."""
-    from helpers.io import score_file_cli
+    from helpers.tables import score_file_cli
 
     score_file_cli(args)

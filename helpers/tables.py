@@ -153,7 +153,8 @@ def score_file_cli(args) -> None:
     ``--processes N > 1`` the input is split across N processes through
     Hugging Face Accelerate (helpers.parallel).
     """
-    from helpers import models, scoring
+    from helpers import models
+    from helpers.lm import scoring
 
     text_column = getattr(args, "text_column", "text")
     df = read_table(args.input, text_column=text_column)
@@ -168,7 +169,7 @@ def score_file_cli(args) -> None:
     if processes < 1:
         raise InputError(f"--processes must be at least 1, got {processes}")
     if processes > 1:
-        from helpers import parallel
+        from helpers.lm import parallel
 
         scores = parallel.score_parallel(args.model, texts, num_processes=processes, objective=objective,
                                          device=device, **options)

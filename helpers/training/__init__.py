@@ -1,0 +1,1 @@
+"""Training the book's own models: pre-training and distillation loops, and the model zoo."""
