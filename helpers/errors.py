@@ -15,3 +15,13 @@ class DataNotFoundError(HarmsError, FileNotFoundError):
 
 class ModelUnavailableError(HarmsError, OSError):
     """A model that cannot be loaded: names the model and how to obtain it."""
+
+
+class Interrupted(HarmsError):
+    """Ctrl-C (or SIGTERM) during long work. The message says exactly what was saved, e.g.
+    ``interrupted: 96 of 250 sentences are saved in the score cache; rerun to resume``;
+    the command line prints it and exits 130."""
+
+    def __init__(self, message: str, *, saved: int = 0, total: int = 0):
+        super().__init__(message)
+        self.saved, self.total = saved, total

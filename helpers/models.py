@@ -61,6 +61,12 @@ class LoadedModel:
     spec: ModelSpec | None = None
     device: str = "cpu"
 
+    @property
+    def identity(self) -> dict:
+        """Everything about the model that changes a result computed with it (the model part
+        of every cache key): weights fingerprint and objective."""
+        return {"weights": self.fingerprint, "objective": self.objective}
+
 
 # --------------------------------------------------------------------------- registry
 
@@ -621,6 +627,19 @@ class LazyModel:
     spec: ModelSpec | None
     load_kwargs: dict
     loaded: LoadedModel | None = None
+
+    @property
+    def identity(self) -> dict:
+        """The same dict as :attr:`LoadedModel.identity`, known without loading the weights."""
+        return {"weights": self.fingerprint, "objective": self.objective}
+
+    def release(self) -> None:
+        """Drop the loaded weights (the next :meth:`load` reads them again)."""
+        if self.loaded is not None:
+            import gc
+
+            self.loaded = None
+            gc.collect()
 
     def load(self) -> LoadedModel:
         if self.loaded is None:

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -23,7 +25,99 @@ READ_FORMATS = {".csv": "csv", ".json": "json", ".jsonl": "jsonl", ".ndjson": "j
 WRITE_FORMATS = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
 SCORE_COLUMNS = ["n_tokens", "log_likelihood", "perplexity"]
 
-__all__ = ["read_table", "write_table", "score_file_cli", "SCORE_COLUMNS"]
+__all__ = ["read_table", "write_table", "atomic_write", "temporary_path", "remove_stale_temporaries",
+           "score_file_cli", "SCORE_COLUMNS"]
+
+
+# --------------------------------------------------------------------------- atomic writes
+
+_TMP = re.compile(r"^\.(?P<name>.+)\.harms-tmp-(?P<pid>\d+)-[0-9a-f]{8}(?P<suffix>\.[^.]*)?$")
+
+
+def temporary_path(path: str | Path) -> Path:
+    """A fresh temporary name beside ``path``: ``.<name>.harms-tmp-<pid>-<random><suffix>``.
+
+    Same directory (so ``os.replace`` is atomic), the writer's pid inside (so a later run can
+    tell a leftover of a killed process from the work of a live one, see
+    :func:`remove_stale_temporaries`), the original suffix kept (libraries that choose a
+    format by extension still see ``.csv``, ``.parquet`` ...). Works for directories too.
+    """
+    path = Path(path)
+    return path.parent / f".{path.name}.harms-tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}{path.suffix}"
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return True
+    return True
+
+
+def remove_stale_temporaries(directory: str | Path, *, older_than: float = 0.0) -> int:
+    """Delete the temporaries (files or directories named by :func:`temporary_path`) that a
+    killed process left in ``directory``: those whose writer pid is no longer running (and
+    that are older than ``older_than`` seconds). Returns how many were removed."""
+    import shutil
+
+    directory = Path(directory)
+    removed = 0
+    try:
+        entries = list(directory.iterdir())
+    except OSError:
+        return 0
+    now = time.time()
+    for p in entries:
+        m = _TMP.match(p.name)
+        if not m or _pid_alive(int(m["pid"])):
+            continue
+        try:
+            if now - p.lstat().st_mtime < older_than:
+                continue
+            if p.is_dir() and not p.is_symlink():
+                shutil.rmtree(p, ignore_errors=True)
+            else:
+                p.unlink()
+            removed += 1
+        except FileNotFoundError:
+            pass
+    return removed
+
+
+def atomic_write(path: str | Path, data: str | bytes, *, durable: bool = True) -> Path:
+    """Write ``data`` to ``path`` all at once or not at all: a temporary file in the same
+    directory (:func:`temporary_path`), flushed and (``durable``) fsync-ed, then
+    ``os.replace``-d over ``path``. A reader never sees a half-written file, and a killed
+    writer leaves only a temporary that the next run removes. The one atomic write of the
+    package; ``OSError`` (full disk, read-only directory) propagates after the temporary is
+    removed."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = temporary_path(path)
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(data.encode("utf-8") if isinstance(data, str) else data)
+            fh.flush()
+            if durable:
+                os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    if durable:
+        try:  # make the rename itself durable
+            fd = os.open(path.parent, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        except OSError:
+            pass
+    return path
 
 
 def _format(path: Path, formats: dict[str, str], what: str) -> str:
@@ -127,7 +221,7 @@ def write_table(df: pd.DataFrame, path) -> Path:
     """Write ``df`` (without its index) as CSV or Parquet, by extension, atomically."""
     path = Path(path)
     fmt = _format(path, WRITE_FORMATS, "output")
-    tmp = path.parent / f".{path.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp"
+    tmp = temporary_path(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         if fmt == "csv":

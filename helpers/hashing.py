@@ -1,0 +1,81 @@
+"""The package's one SHA-256 helper: of bytes, text, files (memoised) and JSON-able settings.
+
+Every checksum and cache key of the package comes from here, so two places can never
+disagree on how a thing is hashed:
+
+- :func:`sha256_bytes`, :func:`sha256_text` (UTF-8): plain hex digests;
+- :func:`sha256_file`: streamed, memoised in ``cache_dir()/fingerprints.json`` by resolved
+  path, size and modification time (a file rewritten in place gets a new mtime, so a
+  damaged or replaced file is hashed again);
+- :func:`canonical_json` and :func:`sha256_json`: a stable digest of a dict of settings
+  (sorted keys, no whitespace), used for cache keys.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from helpers import paths
+from helpers.tables import atomic_write
+
+__all__ = ["sha256_bytes", "sha256_text", "sha256_file", "canonical_json", "sha256_json"]
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def sha256_text(text: str) -> str:
+    """SHA-256 of a string's UTF-8 bytes."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def canonical_json(obj) -> str:
+    """One spelling of a JSON-able object: sorted keys, no spaces, non-JSON values via ``str``."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def sha256_json(obj) -> str:
+    """SHA-256 of :func:`canonical_json` of ``obj`` (cache keys, configuration keys)."""
+    return sha256_text(canonical_json(obj))
+
+
+def _store() -> Path:
+    return paths.cache_dir() / "fingerprints.json"
+
+
+def sha256_file(path: str | Path, *, memoise: bool = True) -> str:
+    """SHA-256 of a file's bytes, streamed in 1 MiB blocks.
+
+    With ``memoise`` (default) the digest is remembered by resolved path, size and mtime in
+    ``cache_dir()/fingerprints.json``, so a multi-GB weight file is read once, not at every
+    load; any rewrite of the file changes its mtime and forces a new hash. A cache directory
+    that cannot be written only costs a re-hash next time.
+    """
+    f = Path(path)
+    st = f.stat()
+    key = f"{f.resolve()}|{st.st_size}|{st.st_mtime_ns}"
+    known: dict = {}
+    if memoise:
+        try:
+            known = json.loads(_store().read_text())
+        except (OSError, ValueError):
+            known = {}
+        if isinstance(known, dict) and key in known:
+            return known[key]
+    h = hashlib.sha256()
+    with f.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    digest = h.hexdigest()
+    if memoise:
+        known = known if isinstance(known, dict) else {}
+        known[key] = digest
+        try:
+            atomic_write(_store(), json.dumps(known, indent=0), durable=False)
+        except OSError:
+            pass
+    return digest
+

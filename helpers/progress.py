@@ -1,0 +1,91 @@
+"""Progress of long work: a bar in a terminal, one line per step in a log.
+
+``progress(total=..., desc=...)`` returns a tqdm bar when standard error is a terminal and
+``HARMS_PROGRESS`` is not ``lines``/``off``; otherwise an object with the same ``update`` /
+``close`` / context-manager interface that prints **one line when the step ends** (``desc:
+N items in 12.3 s``), so a book build or CI log holds one line per step instead of thousands
+of carriage-return updates. ``HARMS_PROGRESS=off`` (or ``TQDM_DISABLE=1``) silences both.
+``enabled=False`` silences it for one call (e.g. ``progress=False`` arguments).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+__all__ = ["progress", "mode"]
+
+
+def mode() -> str:
+    """``bar`` (a terminal), ``lines`` (a log: one line per step) or ``off``."""
+    env = os.environ.get("HARMS_PROGRESS", "").strip().lower()
+    if env in ("off", "0", "no", "false") or os.environ.get("TQDM_DISABLE", "") not in ("", "0"):
+        return "off"
+    if env in ("lines", "bar"):
+        return env
+    try:
+        return "bar" if sys.stderr.isatty() else "lines"
+    except (AttributeError, ValueError):
+        return "lines"
+
+
+class _Lines:
+    """tqdm's ``update``/``close``/``set_postfix`` for logs: one summary line at the end."""
+
+    def __init__(self, total=None, desc: str = "", unit: str = "it", file=None, **_):
+        self.total, self.desc, self.unit, self.n = total, desc or "step", unit, 0
+        self._file = file or sys.stderr
+        self._start = time.perf_counter()
+        self._closed = False
+
+    def update(self, n: int = 1) -> None:
+        self.n += n
+
+    def set_postfix(self, *args, **kwargs) -> None:
+        self._postfix = kwargs or (args[0] if args else None)
+
+    def set_description(self, desc: str, refresh: bool = True) -> None:
+        self.desc = desc
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self.n:
+            secs = time.perf_counter() - self._start
+            print(f"{self.desc}: {self.n} {self.unit}{'' if self.n == 1 else 's'} in {secs:.1f} s",
+                  file=self._file, flush=True)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def __iter__(self):  # only when wrapping an iterable
+        for item in self._iterable:
+            yield item
+            self.update()
+        self.close()
+
+
+class _Off(_Lines):
+    def close(self) -> None:
+        self._closed = True
+
+
+def progress(iterable=None, *, total=None, desc: str = "", unit: str = "it", enabled: bool = True,
+             **tqdm_kwargs):
+    """A progress bar (terminal) or a one-line-per-step reporter (log); see the module doc."""
+    how = mode() if enabled else "off"
+    if how == "bar":
+        from tqdm.auto import tqdm
+
+        return tqdm(iterable, total=total, desc=desc, unit=unit, **tqdm_kwargs)
+    bar = (_Lines if how == "lines" else _Off)(total=total if total is not None else
+                                                (len(iterable) if hasattr(iterable, "__len__") else None),
+                                                desc=desc, unit=unit)
+    bar._iterable = iterable
+    return bar

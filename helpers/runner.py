@@ -1,0 +1,146 @@
+"""Models × data → cached results: the one loop every chapter and the command line share.
+
+    >>> from helpers import runner
+    >>> names = runner.resolve_models("offline")              # or "paper", a name, a list
+    >>> results, unavailable = runner.for_each_model(
+    ...     names, lambda m: runner.safety_results(m, dataset="toxigen", sample_per_group=25))
+
+- :func:`resolve_models` turns a notebook's ``models`` parameter into registry names.
+- :func:`for_each_model` gives each model a lazy handle (weights read only when a result is
+  not cached), calls ``measure(handle)``, frees the weights before the next model and lists
+  the models that cannot be obtained here (with the one-line reason) instead of failing.
+- :func:`cached_result` caches one metric of one model on disk under
+  ``{metric, version, model identity, settings}`` — never under a chapter name, so a result
+  computed for one chapter is reused by every other chapter that asks for the same thing.
+- :func:`score_frame` and :func:`safety_results` are the data side: per-sentence scores of a
+  table's text column (cached per sentence), and the safety score of seed 000 per group.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
+
+import pandas as pd
+
+from helpers import cache, models
+from helpers.errors import InputError, ModelUnavailableError
+
+T = TypeVar("T")
+
+__all__ = ["resolve_models", "for_each_model", "cached_result", "unavailable_table", "score_frame",
+           "safety_results", "SCORE_COLUMNS"]
+
+SCORE_COLUMNS = ["n_tokens", "log_likelihood", "perplexity"]
+
+
+def resolve_models(spec) -> list[str]:
+    """Registry names from a ``models`` parameter.
+
+    ``"offline"``: every model usable without the hub (package models, then the zoo);
+    ``"paper"``: seed 000's 24 hub models; ``"miniature"``: Google's 24 miniature BERTs;
+    any other string: that one model (a registry name, hub id, directory or ``.gguf`` path —
+    never split into characters); a list or tuple: those models, in order, duplicates removed.
+    """
+    if isinstance(spec, str):
+        key = spec.strip()
+        if key == "offline":
+            return models.offline_models()
+        if key == "paper":
+            return models.paper_models()
+        if key == "miniature":
+            return models.miniature_berts()
+        if not key:
+            raise InputError("models: empty model name")
+        return [key]
+    if isinstance(spec, (list, tuple)):
+        names = [str(m).strip() for m in spec]
+        if not names or not all(names):
+            raise InputError(f"models: expected model names, got {spec!r}")
+        return list(dict.fromkeys(names))
+    raise InputError(f"models: expected 'offline', 'paper', a model name or a list of names, got {spec!r}")
+
+
+def for_each_model(names: Iterable[str], measure: Callable[[models.LazyModel], T], *, device: str = "cpu",
+                   dtype: Any = None) -> tuple[dict[str, T], dict[str, str]]:
+    """``({name: measure(handle)}, {name: reason it is unavailable})`` over ``names``, in order.
+
+    Each model gets a :class:`helpers.models.LazyModel` handle; its weights are loaded only
+    when ``measure`` needs them (a warm rebuild loads none) and released after its turn. A
+    model that cannot be obtained here (no hub, unknown name, damaged weights) is recorded
+    with its one-line :class:`ModelUnavailableError` message, and the loop goes on.
+    """
+    results: dict[str, T] = {}
+    unavailable: dict[str, str] = {}
+    for name in names:
+        handle = None
+        try:
+            handle = models.lazy(name, device=device, dtype=dtype)
+            results[name] = measure(handle)
+        except ModelUnavailableError as exc:
+            unavailable[name] = str(exc)
+        finally:
+            if handle is not None:
+                handle.release()
+    return results, unavailable
+
+
+def unavailable_table(unavailable: dict[str, str]) -> pd.DataFrame:
+    """The models that could not be measured, with the reason (shown, never silently dropped)."""
+    return pd.DataFrame({"model": list(unavailable), "reason": list(unavailable.values())})
+
+
+def cached_result(handle, metric: str, settings: dict, compute: Callable[[Any], T], *, version: int = 1,
+                  enabled: bool = True) -> T:
+    """``compute(loaded_model)`` cached on disk under ``{metric, version, model identity, settings}``.
+
+    ``metric`` names the quantity (e.g. ``"stereoset"``), ``version`` changes when its code
+    changes what it returns, ``settings`` holds every parameter that changes the result. The
+    weights are loaded (``handle.load()``) only on a cache miss.
+    """
+    key = {"metric": metric, "version": version, "model": handle.identity, "settings": settings}
+    return cache.memoize(key, lambda: compute(handle.load() if hasattr(handle, "load") else handle),
+                         enabled=enabled)
+
+
+def score_frame(handle, data: pd.DataFrame, *, text_column: str = "text", progress: bool = True,
+                **score_options) -> pd.DataFrame:
+    """``data`` with ``n_tokens``, ``log_likelihood`` and ``perplexity`` of its text column
+    (:func:`helpers.lm.scoring.score`, cached per sentence), plus ``model`` (the registry name)
+    and ``source="measured"``. Columns of ``data`` with those names are replaced."""
+    from helpers.lm import scoring
+
+    scores = scoring.score(handle, data[text_column].tolist(), progress=progress, **score_options)
+    out = data.drop(columns=[c for c in SCORE_COLUMNS if c in data.columns]).reset_index(drop=True)
+    for col in SCORE_COLUMNS:
+        out[col] = scores[col].to_numpy()
+    out["model"] = handle.name
+    out["source"] = "measured"
+    return out
+
+
+def safety_results(handle, *, dataset: str = "toxigen", sample_per_group=None, seed: int = 0,
+                   pll: str = "original", upstream_mask_id: bool = False, batch_tokens: int | None = None,
+                   ci: bool = True, n_resamples: int = 1000, fix_x000d: bool = True, cache: bool = True,
+                   progress: bool = True) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Seed 000's safety score of one model on one data set: ``(per_sentence, per_group)``.
+
+    Loads and samples the data (:mod:`helpers.datasets`), scores each sentence (cached per
+    sentence), and computes :func:`helpers.metrics.safety.safety_scores`. Both tables carry
+    ``model``, ``dataset`` and ``source="measured"``; ``per_group`` also the PLL settings.
+    """
+    from helpers import datasets
+    from helpers.metrics import safety
+
+    data = datasets.load(dataset, fix_x000d=fix_x000d)
+    data = datasets.sample_per_group(data, sample_per_group, seed=seed)
+    per_sentence = score_frame(handle, data, pll=pll, upstream_mask_id=upstream_mask_id,
+                               batch_tokens=batch_tokens, cache=cache, progress=progress)
+    per_sentence["dataset"] = data.attrs.get("dataset", str(dataset))
+    per_group = safety.safety_scores(per_sentence, ci=ci, n_resamples=n_resamples, seed=seed)
+    per_group.insert(0, "model", handle.name)
+    per_group["dataset"] = per_sentence["dataset"].iloc[0]
+    per_group["pll"] = pll if handle.objective == "masked" else None
+    per_group["upstream_mask_id"] = bool(upstream_mask_id)
+    per_group["source"] = "measured"
+    return per_sentence, per_group
