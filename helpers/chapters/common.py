@@ -1,0 +1,52 @@
+"""What every chapter shares: where its tables go, how they are written, its parameters table."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from helpers import paths, tables
+
+__all__ = ["output_dir", "save", "save_figure", "parameters_table", "setup_display"]
+
+
+def output_dir(chapter: str) -> Path:
+    """``results/<chapter>/`` (``HARMS_RESULTS_DIR`` overrides ``results/``), created."""
+    d = paths.results_dir(chapter)
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def save(df: pd.DataFrame, chapter: str, name: str, *, index: bool = False) -> pd.DataFrame:
+    """Write ``df`` as ``results/<chapter>/<name>.csv`` (atomically) and return it unchanged,
+    so a notebook can write and show a table in one line. ``index=True`` keeps the index as
+    the first column(s) (for tables indexed by parameter name)."""
+    out = df.reset_index() if index else df
+    tables.write_table(out, output_dir(chapter) / f"{name}.csv")
+    return df
+
+
+def save_figure(fig, chapter: str, name: str, *, dpi: int = 120):
+    """Save ``fig`` as ``results/<chapter>/<name>.png`` and return it (it is shown by the notebook)."""
+    fig.savefig(output_dir(chapter) / f"{name}.png", dpi=dpi)
+    return fig
+
+
+def parameters_table(params: dict) -> pd.DataFrame:
+    """The parameters a chapter ran with, one row each, indexed by name (shown at the top of
+    every chapter and written as ``parameters.csv``)."""
+    return pd.DataFrame({"value": [repr(v) for v in params.values()]},
+                        index=pd.Index(list(params), name="parameter"))
+
+
+def setup_display() -> None:
+    """pandas display options of the book and no transformers progress bars in pages."""
+    pd.set_option("display.precision", 3)
+    pd.set_option("display.max_columns", 30)
+    try:
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+    except ImportError:
+        pass
