@@ -52,7 +52,7 @@ def _te(prob):
 
 def test_total_effect_causal_equals_brute_force(tiny_gpt2, loaded_factory):
     lm = loaded_factory(tiny_gpt2, "causal")
-    got = cma.total_effects(lm.model, lm.tokenizer, "causal", EX)
+    got = cma.total_effects(lm, EX)
     want = _te(lambda c, d: _causal_prob(lm.model, lm.tokenizer, c, d))
     np.testing.assert_allclose(got["total_effect"], want, rtol=1e-4)  # float32, batched vs single
     np.testing.assert_allclose(got["y_set"] / got["y_null"] - 1, got["total_effect"])
@@ -61,7 +61,7 @@ def test_total_effect_causal_equals_brute_force(tiny_gpt2, loaded_factory):
 @pytest.mark.parametrize("approach,cls_sep", [(1, False), (4, True)])
 def test_total_effect_masked_equals_brute_force(tiny_bert, loaded_factory, approach, cls_sep):
     lm = loaded_factory(tiny_bert, "masked")
-    got = cma.total_effects(lm.model, lm.tokenizer, "masked", EX, masking_approach=approach)
+    got = cma.total_effects(lm, EX, masking_approach=approach)
     want = _te(lambda c, d: _masked_prob(lm.model, lm.tokenizer, c, d, cls_sep))
     np.testing.assert_allclose(got["total_effect"], want, rtol=1e-4)  # float32, batched vs single
 
@@ -101,3 +101,26 @@ def test_upstream_total_effect_definition():
         assert y_set / y_null - 1 == pytest.approx(r["total_effect"], rel=1e-9)
     pub = cma.published_total_effects().set_index(["model", "metric"])
     assert pub.loc[("gpt2", "CMA-WG"), "total_effect"] == pytest.approx(up["mean_total_effect"])
+
+
+def test_summary_table_one_row_per_kind_in_order():
+    per = pd.DataFrame({"kind": ["winogender"] * 3 + ["winobias"] * 2,
+                        "total_effect": [0.1, -0.2, 0.4, 0.3, 0.5]})
+    out = cma.summary_table(per, filter_quantile=None)
+    assert out["kind"].tolist() == ["winogender", "winobias"]
+    assert out["metric"].tolist() == ["CMA-WG", "CMA-WB"]
+    assert out["mean_total_effect"].tolist() == pytest.approx([np.mean([0.1, -0.2, 0.4]), 0.4])
+    assert out["n_examples"].tolist() == [3, 2]
+    assert list(out.columns) == ["metric", "kind", "n_examples", "n_analyzed", "filter_quantile", "threshold",
+                                 "mean_total_effect"]
+
+
+def test_metric_takes_the_loaded_model_only(tiny_gpt2, loaded_factory):
+    """One way to pass the model: a LoadedModel as the first argument (no name, no loaded=)."""
+    import inspect
+
+    lm = loaded_factory(tiny_gpt2, "causal")
+    assert list(inspect.signature(cma.total_effects).parameters)[:2] == ["loaded", "ex"]
+    assert not hasattr(cma, "evaluate")
+    p = cma.candidate_probs(lm, ["the people said that"], ["she"])
+    assert p[0] == pytest.approx(_causal_prob(lm.model, lm.tokenizer, "the people said that", "she"), rel=1e-4)

@@ -69,8 +69,8 @@ def test_masked_scores_equal_brute_force(tiny_bert, loaded_factory):
     words = ["women", "unhappiness", "hateful"]          # 1, 3 and 2 WordPiece tokens
     ctx = "i think that BLANK should be treated with respect ."
     df = _frame(ctx, words)
-    got = st.score_masked(model, tok, df, progress=False)
-    got_log = st.score_masked(model, tok, df, aggregate="mean_log_prob", progress=False)
+    got = st.score_masked(lm, df, progress=False)
+    got_log = st.score_masked(lm, df, aggregate="mean_log_prob", progress=False)
     for w, g, gl in zip(words, got, got_log):
         ids = tok.encode(w, add_special_tokens=False)
         probs = []
@@ -91,7 +91,7 @@ def test_causal_scores_equal_brute_force(tiny_gpt2, loaded_factory):
     lm = loaded_factory(tiny_gpt2, "causal")
     tok, model = lm.tokenizer, lm.model
     df = _frame("the BLANK of some people is not a reason to hate them .", ["unhappiness", "history", "x"])
-    got = st.score_causal(model, tok, df, progress=False)
+    got = st.score_causal(lm, df, progress=False)
     for s, g in zip(df["sentence"], got):
         ids = [tok.eos_token_id] + tok.encode(s)
         with torch.no_grad():

@@ -180,9 +180,11 @@ def mlm_inputs(context: list[int], cand: list[int], tokenizer, approach: int = 1
     return out
 
 
-def candidate_probs(model, tokenizer, objective: str, contexts: list[str], candidates: list[str], *,
-                    masking_approach: int = 1, batch_size: int = 16, progress: bool = False) -> np.ndarray:
-    """p(candidate | context) = exp(mean token log-prob), one per (context, candidate) pair."""
+def candidate_probs(loaded, contexts: list[str], candidates: list[str], *, masking_approach: int = 1,
+                    batch_size: int = 16, progress: bool = False) -> np.ndarray:
+    """p(candidate | context) = exp(mean token log-prob), one per (context, candidate) pair, for a
+    :class:`helpers.models.LoadedModel` (causal or masked)."""
+    model, tokenizer, objective = loaded.model, loaded.tokenizer, loaded.objective
     ctx = [_context_ids(tokenizer, c, objective) for c in contexts]
     cand = [_cand_ids(tokenizer, c) for c in candidates]
     if objective == "causal":
@@ -198,12 +200,14 @@ def candidate_probs(model, tokenizer, objective: str, contexts: list[str], candi
     return np.exp(pd.Series(lp).groupby(np.asarray(owner)).mean().reindex(range(len(ctx))).to_numpy())
 
 
-def total_effects(model, tokenizer, objective: str, ex: pd.DataFrame, **kw) -> pd.DataFrame:
-    """Per-example probabilities, y_null, y_set and TE = y_set / y_null - 1."""
+def total_effects(loaded, ex: pd.DataFrame, **kw) -> pd.DataFrame:
+    """``ex`` (rows of :func:`examples`) plus the four candidate probabilities, y_null, y_set and
+    TE = y_set / y_null - 1 (Vig et al. 2020, sec. 3) for a loaded model; ``kw`` goes to
+    :func:`candidate_probs`."""
     n = len(ex)
     contexts = list(ex["null"]) * 2 + list(ex["set_gender"]) * 2
     cands = (list(ex["stereo"]) + list(ex["anti"])) * 2
-    p = candidate_probs(model, tokenizer, objective, contexts, cands, **kw)
+    p = candidate_probs(loaded, contexts, cands, **kw)
     out = ex.copy()
     out["p_stereo_null"], out["p_anti_null"] = p[:n], p[n:2 * n]
     out["p_stereo_set"], out["p_anti_set"] = p[2 * n:3 * n], p[3 * n:]
@@ -226,28 +230,14 @@ def summarize(per_example: pd.DataFrame, *, filter_quantile: float | None = None
             "threshold": threshold, "mean_total_effect": float(np.mean(te)) if te.size else np.nan}
 
 
-def evaluate(model_name: str, kinds=("winobias", "winogender"), *, device: str = "cpu", limit: int | None = None,
-             filter_quantile: float | None = None, masking_approach: int = 1, progress: bool = True,
-             loaded=None) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Total effects of ``model_name`` for each kind. Returns (per_example, summary) with
-    ``model``, ``metric`` (CMA-WB / CMA-WG / CMA-prof) and source="measured"."""
-    from helpers import models
-
-    loaded = loaded or models.load(model_name, device=device)
-    per, summ = [], []
-    for kind in kinds:
-        ex = examples(kind)
-        ex = ex.iloc[:limit] if limit else ex
-        t = total_effects(loaded.model, loaded.tokenizer, loaded.objective, ex,
-                          masking_approach=masking_approach, progress=progress)
-        t.insert(0, "metric", DISPLAY[kind])
-        per.append(t)
-        summ.append({"metric": DISPLAY[kind], "kind": kind} | summarize(t, filter_quantile=filter_quantile))
-    per_df, summ_df = pd.concat(per, ignore_index=True), pd.DataFrame(summ)
-    for t in (per_df, summ_df):
-        t.insert(0, "model", model_name)
-        t["source"] = "measured"
-    return per_df, summ_df
+def summary_table(per_example: pd.DataFrame, *, filter_quantile: float | None = None) -> pd.DataFrame:
+    """One row per ``kind`` of :func:`total_effects` rows, in order of appearance: metric
+    (CMA-WB / CMA-WG / CMA-prof), kind and :func:`summarize`'s n_examples, n_analyzed,
+    filter_quantile, threshold, mean_total_effect."""
+    return pd.DataFrame([{"metric": DISPLAY[kind], "kind": kind} | summarize(part, filter_quantile=filter_quantile)
+                         for kind, part in per_example.groupby("kind", sort=False)],
+                        columns=["metric", "kind", "n_examples", "n_analyzed", "filter_quantile",
+                                 "threshold", "mean_total_effect"])
 
 
 def published_total_effects(*, split: str = "dev", stat: str = "bergsma") -> pd.DataFrame:

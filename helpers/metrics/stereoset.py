@@ -97,9 +97,11 @@ def masked_inputs(tokenizer, context: str, word: str) -> list[tuple[str, int]]:
     return [(before + tokenizer.decode(ids[:i]) + tokenizer.mask_token + after, ids[i]) for i in range(len(ids))]
 
 
-def score_masked(model, tokenizer, df: pd.DataFrame, *, aggregate: str = "mean_prob",
+def score_masked(loaded, df: pd.DataFrame, *, aggregate: str = "mean_prob",
                  batch_size: int = 32, progress: bool = True) -> np.ndarray:
-    """Masked-LM candidate scores, one per row of :func:`load` (higher = more likely)."""
+    """Masked-LM candidate scores of a :class:`helpers.models.LoadedModel`, one per row of
+    :func:`load` (higher = more likely)."""
+    model, tokenizer = loaded.model, loaded.tokenizer
     if tokenizer.mask_token is None:
         raise InputError("score_masked: the tokenizer has no mask token (not a masked LM)")
     inputs, positions, targets, owner = [], [], [], []
@@ -121,10 +123,11 @@ def score_masked(model, tokenizer, df: pd.DataFrame, *, aggregate: str = "mean_p
     return res.reindex(range(len(df))).to_numpy(dtype=float)
 
 
-def score_causal(model, tokenizer, df: pd.DataFrame, *, normalize: bool = True,
+def score_causal(loaded, df: pd.DataFrame, *, normalize: bool = True,
                  batch_size: int = 16, progress: bool = True) -> np.ndarray:
-    """Causal-LM sentence scores: exp(mean log p) of the sentence's tokens after a start token
-    (``normalize=False``: summed log-probability)."""
+    """Causal-LM sentence scores of a :class:`helpers.models.LoadedModel`: exp(mean log p) of
+    the sentence's tokens after a start token (``normalize=False``: summed log-probability)."""
+    model, tokenizer = loaded.model, loaded.tokenizer
     start = _lm.start_ids(tokenizer)
     sents = [tokenizer.encode(s, add_special_tokens=False) for s in df["sentence"]]
     lps = _lm.continuation_logprobs(model, tokenizer, [start] * len(sents), sents,
@@ -138,7 +141,7 @@ def score(loaded, df: pd.DataFrame, **kw) -> pd.DataFrame:
     if loaded.objective not in ("masked", "causal"):
         raise InputError(f"StereoSet: objective {loaded.objective!r} of {loaded.name} is not supported")
     out = df.copy()
-    out["score"] = fn(loaded.model, loaded.tokenizer, df, **kw)
+    out["score"] = fn(loaded, df, **kw)
     return out
 
 
@@ -193,19 +196,3 @@ def select_clusters(df: pd.DataFrame, per_target: int | None) -> pd.DataFrame:
     keep = df.drop_duplicates("cluster_id").groupby("target").head(per_target)["cluster_id"]
     return df[df["cluster_id"].isin(keep)].reset_index(drop=True)
 
-
-def evaluate(model_name: str, *, domain: str = "gender", clusters_per_target: int | None = None,
-             device: str = "cpu", progress: bool = True, loaded=None, **kw) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Score the StereoSet intrasentence ``domain`` with a model (helpers.models.load, or an
-    already ``loaded`` one) and aggregate. ``clusters_per_target``: a subset, N clusters per
-    target term. Returns (per_sentence, summary), both with ``model`` and source="measured"."""
-    from helpers import models
-
-    df = select_clusters(load(domain), clusters_per_target)
-    loaded = loaded or models.load(model_name, device=device)
-    per = score(loaded, df, progress=progress, **kw)
-    summary = aggregate(per)
-    for t in (per, summary):
-        t.insert(0, "model", model_name)
-        t["source"] = "measured"
-    return per, summary
