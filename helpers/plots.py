@@ -243,3 +243,16 @@ def architecture_heatmap(df: pd.DataFrame, *, value: str = "safety_score", rows:
     ax.set_ylabel("hidden size")
     ax.set_title(title or value)
     return fig
+
+
+def architecture_heatmap_pair(measured: pd.DataFrame, published: pd.DataFrame, title_measured: str,
+                              title_published: str, *, value: str = "safety_score", fmt: str = "{:.3f}",
+                              label: str | None = None) -> matplotlib.figure.Figure:
+    """Measured hidden x layers heat map next to the published one (seed 000 Tables 6 and 7),
+    teacher outlined (:func:`architecture_heatmap`); an empty table gets no panel."""
+    panels = [(d, t) for d, t in ((measured, title_measured), (published, title_published)) if len(d)]
+    fig, axes = plt.subplots(1, len(panels), figsize=(6.2 * len(panels), 3.6), layout="constrained", squeeze=False)
+    for ax, (d, t) in zip(axes[0], panels):
+        architecture_heatmap(d, value=value, title=t, fmt=fmt, ax=ax, label=label,
+                             cmap="RdYlGn" if value == "safety_score" else "viridis_r")
+    return fig
