@@ -275,3 +275,82 @@ def test_lazy_unreachable_hub_fails_at_once(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(ModelUnavailableError, match="roberta-base"):
         models.lazy("roberta-base")
+
+
+# The registry as models.py built it before the paper models became a CSV file (captured from
+# that code): name, hub id, family, objective, layers, heads, hidden, params, source, paper name,
+# Table 13 name, published, config shape (layers x heads x hidden); and the SHA-256 of every
+# field of every entry (extra included) as canonical JSON.
+_REGISTRY_BEFORE = """\
+bert-large-uncased	bert-large-uncased	BERT-uncased	masked	24	16	1024	335174458	hub	BERT-large-uncased	BERT-large-uncased	1	24x16x1024
+bert-base-uncased	bert-base-uncased	BERT-uncased	masked	12	12	768	109514298	hub	BERT-base-uncased	BERT-base-uncased	1	12x12x768
+distilbert-base-uncased	distilbert-base-uncased	BERT-uncased	masked	6	12	768	66985530	hub	DistilBERT-base-uncased		0	6x12x768
+mobilebert-uncased	google/mobilebert-uncased	BERT-uncased	masked	24	4	512	36596538	hub	mobileBERT		0	24x4x512
+bert-large-cased	bert-large-cased	BERT-cased	masked	24	16	1024	333610308	hub	BERT-large-cased	BERT-large-cased	1	24x16x1024
+bert-base-cased	bert-base-cased	BERT-cased	masked	12	12	768	108340804	hub	BERT-base-cased	BERT-base-cased	1	12x12x768
+distilbert-base-cased	distilbert-base-cased	BERT-cased	masked	6	12	768	65812036	hub	DistilBERT-base-cased		0	6x12x768
+roberta-large	roberta-large	RoBERTa	masked	24	16	1024	355412057	hub	RoBERTa-large	RoBERTA-Large	1	24x16x1024
+roberta-base	roberta-base	RoBERTa	masked	12	12	768	124697433	hub	RoBERTa-base	RoBERTA-Base	1	12x12x768
+distilroberta-base	distilroberta-base	RoBERTa	masked	6	12	768	82170201	hub	DistilRoBERTa		0	6x12x768
+electra-large-generator	google/electra-large-generator	ELECTRA-generator	masked	24	16	1024	51295290	hub	ELECTRA-large-generator	Electra-large-Generator	1	24x4x256
+electra-base-generator	google/electra-base-generator	ELECTRA-generator	masked	12	12	768	33740602	hub	ELECTRA-base-generator	Electra-base-Generator	1	12x4x256
+electra-small-generator	google/electra-small-generator	ELECTRA-generator	masked	12	12	256	13546682	hub	ELECTRA-small-generator	Electra-small-Generator	1	12x4x256
+albert-xxlarge-v2	albert-xxlarge-v2	ALBERT	masked	12	64	4096	206368944	hub	ALBERT-xxlarge-v2	Albert-xxlarge-v2	1	12x64x4096
+albert-xlarge-v2	albert-xlarge-v2	ALBERT	masked	24	16	2048	54821040	hub	ALBERT-xlarge-v2	Albert-xlarge-v2	1	24x16x2048
+albert-large-v2	albert-large-v2	ALBERT	masked	24	16	1024	16795824	hub	ALBERT-large-v2	Albert-large-v2	1	24x16x1024
+albert-base-v2	albert-base-v2	ALBERT	masked	12	12	768	11221680	hub	ALBERT-base-v2	Albert-base-v2	1	12x12x768
+gpt2-xl	gpt2-xl	GPT-2	causal	48	25	1600	1557611200	hub	GPT-2-xl	GPT2-xl	1	48x25x1600
+gpt2-large	gpt2-large	GPT-2	causal	36	20	1280	774030080	hub	GPT-2-large	GPT2-large	1	36x20x1280
+gpt2-medium	gpt2-medium	GPT-2	causal	24	16	1024	354823168	hub	GPT-2-medium	GPT2-medium	1	24x16x1024
+gpt2	gpt2	GPT-2	causal	12	12	768	124439808	hub	GPT-2	GPT2-small	1	12x12x768
+distilgpt2	distilgpt2	GPT-2	causal	6	12	768	81912576	hub	DistilGPT-2		0	6x12x768
+xlnet-large-cased	xlnet-large-cased	XLNet	permutation	24	16	1024	360300800	hub	XLNet-large-cased	XLNet-large	1	24x16x1024
+xlnet-base-cased	xlnet-base-cased	XLNet	permutation	12	12	768	116750336	hub	XLNet-base-cased	XLNet-base	1	12x12x768
+bert_uncased_L-2_H-128_A-2	google/bert_uncased_L-2_H-128_A-2	Miniature-BERT	masked	2	2	128	4416698	hub			0	
+bert_uncased_L-2_H-256_A-4	google/bert_uncased_L-2_H-256_A-4	Miniature-BERT	masked	2	4	256	9622074	hub			0	
+bert_uncased_L-2_H-512_A-8	google/bert_uncased_L-2_H-512_A-8	Miniature-BERT	masked	2	8	512	22490426	hub			0	
+bert_uncased_L-2_H-768_A-12	google/bert_uncased_L-2_H-768_A-12	Miniature-BERT	masked	2	12	768	38635578	hub			0	
+bert_uncased_L-4_H-128_A-2	google/bert_uncased_L-4_H-128_A-2	Miniature-BERT	masked	4	2	128	4813242	hub			0	
+bert_uncased_L-4_H-256_A-4	google/bert_uncased_L-4_H-256_A-4	Miniature-BERT	masked	4	4	256	11201594	hub			0	
+bert_uncased_L-4_H-512_A-8	google/bert_uncased_L-4_H-512_A-8	Miniature-BERT	masked	4	8	512	28795194	hub			0	
+bert_uncased_L-4_H-768_A-12	google/bert_uncased_L-4_H-768_A-12	Miniature-BERT	masked	4	12	768	52811322	hub			0	
+bert_uncased_L-6_H-128_A-2	google/bert_uncased_L-6_H-128_A-2	Miniature-BERT	masked	6	2	128	5209786	hub			0	
+bert_uncased_L-6_H-256_A-4	google/bert_uncased_L-6_H-256_A-4	Miniature-BERT	masked	6	4	256	12781114	hub			0	
+bert_uncased_L-6_H-512_A-8	google/bert_uncased_L-6_H-512_A-8	Miniature-BERT	masked	6	8	512	35099962	hub			0	
+bert_uncased_L-6_H-768_A-12	google/bert_uncased_L-6_H-768_A-12	Miniature-BERT	masked	6	12	768	66987066	hub			0	
+bert_uncased_L-8_H-128_A-2	google/bert_uncased_L-8_H-128_A-2	Miniature-BERT	masked	8	2	128	5606330	hub			0	
+bert_uncased_L-8_H-256_A-4	google/bert_uncased_L-8_H-256_A-4	Miniature-BERT	masked	8	4	256	14360634	hub			0	
+bert_uncased_L-8_H-512_A-8	google/bert_uncased_L-8_H-512_A-8	Miniature-BERT	masked	8	8	512	41404730	hub			0	
+bert_uncased_L-8_H-768_A-12	google/bert_uncased_L-8_H-768_A-12	Miniature-BERT	masked	8	12	768	81162810	hub			0	
+bert_uncased_L-10_H-128_A-2	google/bert_uncased_L-10_H-128_A-2	Miniature-BERT	masked	10	2	128	6002874	hub			0	
+bert_uncased_L-10_H-256_A-4	google/bert_uncased_L-10_H-256_A-4	Miniature-BERT	masked	10	4	256	15940154	hub			0	
+bert_uncased_L-10_H-512_A-8	google/bert_uncased_L-10_H-512_A-8	Miniature-BERT	masked	10	8	512	47709498	hub			0	
+bert_uncased_L-10_H-768_A-12	google/bert_uncased_L-10_H-768_A-12	Miniature-BERT	masked	10	12	768	95338554	hub			0	
+bert_uncased_L-12_H-128_A-2	google/bert_uncased_L-12_H-128_A-2	Miniature-BERT	masked	12	2	128	6399418	hub			0	
+bert_uncased_L-12_H-256_A-4	google/bert_uncased_L-12_H-256_A-4	Miniature-BERT	masked	12	4	256	17519674	hub			0	
+bert_uncased_L-12_H-512_A-8	google/bert_uncased_L-12_H-512_A-8	Miniature-BERT	masked	12	8	512	54014266	hub			0	
+bert_uncased_L-12_H-768_A-12	google/bert_uncased_L-12_H-768_A-12	Miniature-BERT	masked	12	12	768	109514298	hub			0	
+smollm2-135m		SmolLM2	causal	30	9	576	134515008	package			0	
+gemma3-270m		Gemma-3	causal				268098176	package			0	
+"""
+_REGISTRY_BEFORE_SHA256 = "0cc3e1ad60a522bfdf1c9c02e034a972a70486657ac71d4130f1c6455bee4950"
+
+
+def test_registry_identical_to_the_code_it_replaced():
+    from dataclasses import asdict
+
+    from helpers import hashing
+
+    def cell(v):
+        return "" if v is None else str(v)
+
+    got = []
+    for s in models.REGISTRY.values():
+        shape = s.extra.get("config_shape")
+        got.append("\t".join(map(cell, [
+            s.name, s.hub_id, s.family, s.objective, s.layers, s.heads, s.hidden, s.params, s.source,
+            s.paper_name, s.extra.get("table13_name"), int(s.published),
+            shape and "{layers}x{heads}x{hidden}".format(**shape)])))
+    assert got == _REGISTRY_BEFORE.splitlines()
+    assert len(got) == 24 + 24 + 2
+    assert hashing.sha256_json([asdict(s) for s in models.REGISTRY.values()]) == _REGISTRY_BEFORE_SHA256
