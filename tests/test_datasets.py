@@ -10,6 +10,7 @@ import pytest
 import requests
 
 from helpers import datasets, paths
+from helpers.hashing import sha256_file
 from helpers.errors import DataNotFoundError, HarmsError, InputError
 
 
@@ -45,7 +46,7 @@ def test_sha256_of_present_files_match_registry(name):
             p = datasets.path(name, f.name)
         except DataNotFoundError:
             continue
-        assert datasets.sha256_of(p) == f.sha256, f.name
+        assert sha256_file(p) == f.sha256, f.name
         checked += 1
     if checked == 0:
         pytest.skip("no file of this data set present")
@@ -103,14 +104,15 @@ def test_fetch_verifies_checksum_and_writes_atomically(tmp_path, monkeypatch):
     monkeypatch.setattr(requests, "get", lambda url, **kw: _Resp(real[url]))
     p = datasets.fetch("implicit-hate")
     assert p == tmp_path / "raw" / "implicit_hate_safenlp" / "implicitHate.json"
-    assert datasets.sha256_of(p) == datasets.info("implicit-hate")["sha256"]
-    assert not list(p.parent.glob(".*part"))
+    assert sha256_file(p) == datasets.info("implicit-hate")["sha256"]
+    assert not list(p.parent.glob(".*part")) and not list(p.parent.glob(".*harms-tmp*"))
 
     (p.parent / "implicitHate.json").unlink()
     monkeypatch.setattr(requests, "get", lambda url, **kw: _Resp(b"[]"))
     with pytest.raises(HarmsError, match="checksum mismatch"):
         datasets.fetch("implicit-hate")
     assert not (p.parent / "implicitHate.json").exists() and not list(p.parent.glob(".*part"))
+    assert not list(p.parent.glob(".*harms-tmp*"))
 
 
 @needs_toxigen

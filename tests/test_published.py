@@ -1,4 +1,5 @@
-"""helpers.published.seed000: typed tables against the seed text and the upstream README tables."""
+"""helpers.published: the CSV tables against the seed text and the upstream README tables; the loader;
+helpers.published.recompute against independent computations."""
 
 from __future__ import annotations
 
@@ -11,8 +12,20 @@ import pytest
 from scipy import stats
 
 from helpers import datasets, paths, published
-from helpers.errors import DataNotFoundError
-from helpers.published import seed000
+from helpers.errors import DataNotFoundError, HarmsError
+from helpers.published import recompute
+
+NAMES = published.registry_names("000")
+
+#: Table 1 cells that differ from the upstream README table (5-6 decimals) rounded to 4:
+#: (paper model, group) -> (paper value, README value). All three README values end in
+#: 5 at the fifth decimal, so the paper rounded the unrounded score, which the README
+#: truncates; the other 309 cells agree, and every cell is within 0.00005.
+README_DIFFERENCES = {
+    ("ELECTRA-large-generator", "physical dis"): (0.2337, 0.23375),
+    ("BERT-large-cased", "women"): (0.2065, 0.20645),
+    ("GPT-2", "women"): (0.2323, 0.23225),
+}
 
 
 def _seed_text() -> list[str]:
@@ -76,16 +89,16 @@ def test_table1_against_upstream_readme_and_reports_differences():
     assert len(groups) == 13
     long = readme.rename(columns=dict(zip(groups, datasets.GROUPS))).melt(
         id_vars="model name", value_vars=datasets.GROUPS, var_name="group", value_name="readme")
-    long["registry"] = long["model name"].map(seed000.PAPER_TO_REGISTRY)
+    long["registry"] = long["model name"].map(NAMES)
     t1 = published.table("000", "table1")
-    t1["registry"] = t1["model"].map(seed000.PAPER_TO_REGISTRY)
+    t1["registry"] = t1["model"].map(NAMES)
     both = t1.merge(long, on=["registry", "group"], validate="one_to_one")
     assert len(both) == 312
     assert (both["safety_score"] - both["readme"]).abs().max() <= 5e-5 + 1e-12
     differ = both[(both["safety_score"] - both["readme"].round(4)).abs() > 1e-9]
     found = {(m, g): (p, r) for m, g, p, r in differ[["model", "group", "safety_score", "readme"]].to_numpy()}
     print("Table 1 vs upstream README, cells differing after rounding to 4 decimals:", found)
-    assert found == seed000.README_DIFFERENCES
+    assert found == README_DIFFERENCES
 
 
 def test_table2_9_10_13_equal_seed_text():
@@ -125,28 +138,28 @@ def test_table10_equals_upstream_readme():
 def test_table13_average_is_table1_row_mean():
     avg = published.table("000", "table1").groupby("model")["safety_score"].mean()
     t13 = published.table("000", "table13")
-    t1_names = {seed000.PAPER_TO_REGISTRY[m]: m for m in avg.index}
+    t1_names = {NAMES[m]: m for m in avg.index}
     for model, value in zip(t13["model"], t13["avg_safety_score"]):
-        assert abs(avg[t1_names[seed000.PAPER_TO_REGISTRY[model]]] - value) <= 0.0005 + 1e-9, model
+        assert abs(avg[t1_names[NAMES[model]]] - value) <= 0.0005 + 1e-9, model
 
 
 def test_paper_to_registry_covers_every_table_and_the_model_registry():
     names = set()
     for t in ("table1", "table9", "table10", "table13"):
         names |= set(published.table("000", t)["model"])
-    assert names <= set(seed000.PAPER_TO_REGISTRY)
-    assert len({seed000.PAPER_TO_REGISTRY[m] for m in published.table("000", "table1")["model"]}) == 24
+    assert names <= set(NAMES)
+    assert len({NAMES[m] for m in published.table("000", "table1")["model"]}) == 24
     models = pytest.importorskip("helpers.models")
     if not hasattr(models, "REGISTRY"):
         pytest.skip("model registry not filled in yet")
-    for paper_name, registry_name in seed000.PAPER_TO_REGISTRY.items():
+    for paper_name, registry_name in NAMES.items():
         assert registry_name in models.REGISTRY, paper_name
     for paper_name in published.table("000", "table1")["model"].unique():
-        assert models.REGISTRY[seed000.PAPER_TO_REGISTRY[paper_name]].paper_name == paper_name
+        assert models.REGISTRY[NAMES[paper_name]].paper_name == paper_name
 
 
 def test_implicit_vs_toxigen_correlation_recomputed():
-    row = seed000.implicit_vs_toxigen_correlation().iloc[0]
+    row = recompute.implicit_vs_toxigen_correlation().iloc[0]
     t1 = published.table("000", "table1").groupby("model", sort=False)["safety_score"].mean()
     t10 = published.table("000", "table10").set_index("model")["safety_score"]
     r, p = stats.pearsonr(t1.loc[t10.index], t10)
@@ -154,3 +167,159 @@ def test_implicit_vs_toxigen_correlation_recomputed():
     assert row["r"] == pytest.approx(r) and row["p_value"] == pytest.approx(p)
     assert round(row["r"], 2) == row["published_r"] == 0.68
     assert row["ci_low"] < row["r"] < row["ci_high"]
+
+
+# --------------------------------------------------------------------------- the loader and its files
+
+def test_index_lists_every_csv_and_they_ship_as_package_data():
+    import importlib.resources
+    import tomllib
+
+    root = importlib.resources.files("helpers.published")
+    index = pd.read_csv(root.joinpath("tables.csv").open(), dtype=str)
+    assert list(index.columns) == ["paper", "table", "file", "caption", "citation", "notes"]
+    assert not index.duplicated(["paper", "table"]).any()
+    for paper, name, file in index[["paper", "table", "file"]].to_numpy():
+        assert root.joinpath(file).is_file(), file
+        assert (paper, name) in published.names()
+    on_disk = {f"seed000/{p.name}" for p in root.joinpath("seed000").iterdir() if p.name.startswith("table")}
+    assert on_disk == set(index.loc[index["paper"] == "000", "file"])
+    assert root.joinpath("seed000", "model_names.csv").is_file()
+    pyproject = tomllib.loads((paths.REPO_ROOT / "pyproject.toml").read_text())
+    assert "**/*.csv" in pyproject["tool"]["setuptools"]["package-data"]["helpers"]
+
+
+def test_table_attrs_unknown_names_and_copies():
+    t = published.table("000", "Table 1")  # spelling normalised
+    assert t.attrs["table"] == "seed 000 table1" and "arXiv:2301.09211" in t.attrs["citation"]
+    assert t.attrs["caption"] == published.caption(0, "table1")
+    assert t.attrs["citation"] == published.citation("000", "table1")
+    t.loc[0, "safety_score"] = -1.0  # a caller's change never reaches the next caller
+    assert published.table("000", "table1").loc[0, "safety_score"] == 0.3904
+    for bad in (("000", "table99"), ("001", "table1")):
+        with pytest.raises(HarmsError, match="no published table") as exc:
+            published.table(*bad)
+        assert "\n" not in str(exc.value) and "000/table1" in str(exc.value)
+    with pytest.raises(HarmsError, match="no model-name table for paper 042"):
+        published.registry_names("42")
+
+
+# --------------------------------------------------------------------------- tables 3-8, 11, 12, 14, 15
+
+PAPER_SPELLING = {"Ours (ToxiGen)": "Safety score", "Safety Score (ToxiGen)": "Safety score", "HateBert": "HateBERT",
+                  "GPT2": "GPT-2", "ELECTRA": "ELECTRA-generator", "#Heads": "heads", "#Layers": "layers",
+                  "Hidden Dim": "hidden"}
+
+
+def _header_and_rows(caption: str, header: str) -> tuple[list[str], list[list[str]]]:
+    lines = _seed_text()
+    start = next(i for i, line in enumerate(lines) if line.startswith(caption))
+    head = next(lines[i] for i in range(start, len(lines)) if lines[i].startswith(header))
+    return head.rstrip("\t").split("\t"), _paper_rows(caption, header)
+
+
+def _correlations(caption: str) -> set[tuple[str, str, float]]:
+    """(column, row, r) of a printed lower-triangular correlation table, diagonal dropped."""
+    head, rows = _header_and_rows(caption, "\t")
+    out = set()
+    for r in rows:
+        for col, cell in zip(head[1:], r[1:]):
+            if cell and col != r[0]:
+                out.add((PAPER_SPELLING.get(col, col), PAPER_SPELLING.get(r[0], r[0]), float(cell)))
+    return out
+
+
+def test_tables_3_4_equal_seed_text():
+    for name, caption in (("table3", "Table 3: PCC"), ("table4", "Table 4: PCC")):
+        t = published.table("000", name)
+        assert set(zip(t["x"], t["y"], t["r"])) == _correlations(caption) and t[["x", "y"]].value_counts().max() == 1
+
+
+def test_tables_5_8_equal_seed_text():
+    for name, caption, y in (("table5", "Table 5: PCC", "avg_safety_score"),
+                             ("table8", "Table 8: PCC", "safety_score")):
+        t = published.table("000", name)
+        assert (t["y"] == y).all()
+        expected = {(fam, x, r) for x, fam, r in _correlations(caption)}
+        assert set(zip(t["family"], t["x"], t["r"])) == expected and len(t) == len(expected)
+
+
+def _grid(caption: str) -> dict[tuple[int, int], float]:
+    """(layers, hidden) -> value of a printed H x L grid (Tables 6, 7, 15)."""
+    head, rows = _header_and_rows(caption, "\tL=2")
+    layers = [int(c.split("=")[1]) for c in head[1:]]
+    return {(l, int(r[0].replace(" ", "").split("=")[1])): float(v)
+            for r in rows for l, v in zip(layers, r[1:]) if v}
+
+
+def test_tables_6_7_equal_seed_text():
+    for name, caption, teacher in (("table6", "Table 6: Safety scores", (24, 1024)),
+                                   ("table7", "Table 7: Safety scores", (12, 768))):
+        t = published.table("000", name)
+        assert dict(zip(zip(t["layers"], t["hidden"]), t["safety_score"])) == _grid(caption)
+        assert len(t) == (24 if name == "table7" else 25)
+        assert (t["heads"] == t["hidden"] // 64).all()
+        assert t.loc[t["teacher"], ["layers", "hidden"]].apply(tuple, axis=1).tolist() == [teacher]
+
+
+def test_tables_11_12_equal_seed_text_with_group_keys():
+    groups = datasets.group_table()
+    key = dict(zip(groups["label"], groups["group"]))
+    key |= {p: g for p, g in zip(groups["paper_label"], groups["group"]) if p}
+    for name, caption, value in (("table11", "Table 11: Regard", "regard_score"),
+                                 ("table12", "Table 12: Safety scores", "safety_score")):
+        head, rows = _header_and_rows(caption, "PTLMs\t")
+        expected = {(r[0].replace("GPT-2-x1", "GPT-2-xl"), key[g], float(v))
+                    for r in rows for g, v in zip(head[1:], r[1:])}
+        t = published.table("000", name)
+        assert set(zip(t["model"], t["group"], t[value])) == expected and len(t) == 7 * 14
+        assert t["group"].unique().tolist() == list(datasets.group_subjects())  # the regard prompts' groups
+        assert set(t["model"]) <= set(NAMES)
+
+
+def test_tables_14_15_equal_seed_text():
+    head, rows = _header_and_rows("Table 14: Few-shot", "#Attention Heads")
+    t14 = published.table("000", "table14")
+    bench = {"LAMBDA": "LAMBADA"}
+    expected = {(int(float(r[0])), int(float(r[1])), int(float(r[2])), float(r[3]), bench.get(b, b), float(v))
+                for r in rows for b, v in zip(head[4:], r[4:])}
+    cols = ["heads", "layers", "hidden", "params_million", "benchmark", "perplexity"]
+    got = set(t14[cols].itertuples(index=False, name=None))
+    assert got == expected and len(t14) == 24 * 4
+    assert t14.loc[t14["teacher"], ["layers", "hidden"]].drop_duplicates().to_numpy().tolist() == [[12, 768]]
+    t15 = published.table("000", "table15")
+    # the first transcription had no H=768 row although the paper prints one
+    assert dict(zip(zip(t15["layers"], t15["hidden"]), t15["perplexity"])) == _grid("Table 15: Few-shot")
+    assert len(t15) == 24
+    assert (t15["heads"] == t15["hidden"] // 64).all()
+
+
+# --------------------------------------------------------------------------- recomputations
+
+def test_recompute_table5_from_table1_averages_equals_paper():
+    out = recompute.recompute_table5(from_table="table1")
+    t1 = published.table("000", "table1")
+    avg = t1.groupby(t1["model"].map(NAMES))["safety_score"].mean()
+    t13 = published.table("000", "table13")
+    for (fam, x), row in out.set_index(["family", "x"]).iterrows():
+        sub = t13[t13["family"] == fam]
+        r, p = stats.pearsonr(sub[x], sub["model"].map(NAMES).map(avg))
+        assert row["r"] == pytest.approx(r) and row["p_value"] == pytest.approx(p) and row["n"] == len(sub)
+    assert (out["r"].round(2) == out["r_published"]).all() and len(out) == 9
+    assert (out["source"] == "published-recomputed").all()
+    printed = recompute.recompute_table5(from_table="table13")
+    assert (printed["r"].round(2) != printed["r_published"]).any()  # 3-decimal averages do not reproduce it
+    with pytest.raises(ValueError, match="from_table"):
+        recompute.recompute_table5(from_table="table2")
+
+
+@pytest.mark.parametrize("selection", ["students", "all"])
+def test_recompute_table8_equals_pearson_of_tables_6_7(selection):
+    out = recompute.recompute_table8(selection).set_index(["family", "x"])
+    for fam, name in (("Distilled-BERT", "table6"), ("Distilled-GPT2", "table7")):
+        t = published.table("000", name)
+        if selection == "students":
+            t = t[~t["teacher"]]
+        for x in ("heads", "layers", "hidden"):
+            assert out.loc[(fam, x), "r"] == pytest.approx(stats.pearsonr(t[x], t["safety_score"])[0])
+            assert out.loc[(fam, x), "n"] == len(t) and out.loc[(fam, x), "selection"] == selection

@@ -1,64 +1,85 @@
-"""Each paper's published tables as DataFrames, named by table.
+"""Each paper's published tables, stored as CSV files, and the one loader that reads them.
 
     >>> from helpers import published
     >>> published.table("000", "table1")        # seed 000, Table 1 (safety scores)
     >>> published.names()                        # every available (paper, table) key
+    >>> published.registry_names("000")          # paper spelling of a model -> registry name
 
-Tables are registered by the per-paper modules (``seed000.py``, ...) with
-:func:`register`; every returned frame carries ``source="published"``.
-Values are typed from the paper text in ../shared/seeds/ (or read from the
-upstream CSVs that the data directory holds) and are never measured here.
+Data, not code: ``tables.csv`` indexes every table (paper, table, file, caption, citation,
+notes) and ``seed<paper>/<table>.csv`` holds its values, typed from the paper text in
+../shared/seeds/ (checked against that text and the upstream README tables by
+tests/test_published.py). ``seed<paper>/model_names.csv`` maps every spelling of a model in
+the paper's tables (and the upstream README) to the model registry name. Computations on
+these tables live in :mod:`helpers.published.recompute`.
 """
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
-from typing import Callable
+import functools
+import importlib.resources
 
 import pandas as pd
 
 from helpers.errors import HarmsError
 
-_TABLES: dict[tuple[str, str], Callable[[], pd.DataFrame]] = {}
-_CAPTIONS: dict[tuple[str, str], str] = {}
+__all__ = ["table", "names", "caption", "citation", "registry_names"]
 
 
-def register(paper: str, name: str, caption: str):
-    """Decorator: register a zero-argument function returning a published table."""
-
-    def deco(fn: Callable[[], pd.DataFrame]):
-        _TABLES[(paper, name)] = fn
-        _CAPTIONS[(paper, name)] = caption
-        return fn
-
-    return deco
+def _read(relative: str, **kw) -> pd.DataFrame:
+    """A CSV shipped in this package."""
+    with importlib.resources.files(__name__).joinpath(relative).open("r", encoding="utf-8") as fh:
+        return pd.read_csv(fh, **kw)
 
 
-def _load_all() -> None:
-    for mod in pkgutil.iter_modules(__path__):
-        importlib.import_module(f"{__name__}.{mod.name}")
+@functools.lru_cache(maxsize=1)
+def _index() -> pd.DataFrame:
+    return _read("tables.csv", dtype=str, keep_default_na=False).set_index(["paper", "table"])
+
+
+def _key(paper: str, name: str) -> tuple[str, str]:
+    key = (str(paper).zfill(3), str(name).lower().replace(" ", ""))
+    if key not in _index().index:
+        known = ", ".join(f"{p}/{n}" for p, n in names())
+        raise HarmsError(f"no published table {key[0]}/{key[1]}; known: {known}")
+    return key
 
 
 def names() -> list[tuple[str, str]]:
-    _load_all()
-    return sorted(_TABLES)
+    """Every (paper, table) key, sorted."""
+    return sorted(_index().index)
 
 
 def caption(paper: str, name: str) -> str:
-    _load_all()
-    return _CAPTIONS[(paper, name)]
+    return _index().loc[_key(paper, name), "caption"]
+
+
+def citation(paper: str, name: str) -> str:
+    return _index().loc[_key(paper, name), "citation"]
+
+
+@functools.lru_cache(maxsize=None)
+def _values(key: tuple[str, str]) -> pd.DataFrame:
+    return _read(_index().loc[key, "file"])
 
 
 def table(paper: str, name: str) -> pd.DataFrame:
-    """The published table ``name`` of seed ``paper`` (e.g. ``("000", "table1")``)."""
-    _load_all()
-    key = (str(paper).zfill(3), name.lower().replace(" ", ""))
-    if key not in _TABLES:
-        known = ", ".join(f"{p}/{n}" for p, n in sorted(_TABLES))
-        raise HarmsError(f"no published table {key[0]}/{key[1]}; known: {known}")
-    df = _TABLES[key]().copy()
+    """The published table ``name`` of seed ``paper`` (e.g. ``("000", "table1")``) with
+    ``source="published"`` and attrs ``caption``, ``table``, ``citation`` and ``notes``."""
+    key = _key(paper, name)
+    df = _values(key).copy()
     df["source"] = "published"
-    df.attrs["caption"] = _CAPTIONS[key]
-    df.attrs["table"] = f"seed {key[0]} {key[1]}"
+    row = _index().loc[key]
+    df.attrs.update(caption=row["caption"], table=f"seed {key[0]} {key[1]}", citation=row["citation"],
+                    notes=row["notes"])
     return df
+
+
+def registry_names(paper: str = "000") -> dict[str, str]:
+    """Every spelling of a model name in the paper's tables (and its upstream README) ->
+    the model registry name (``seed<paper>/model_names.csv``)."""
+    paper = str(paper).zfill(3)
+    try:
+        df = _read(f"seed{paper}/model_names.csv", dtype=str, keep_default_na=False)
+    except FileNotFoundError:
+        raise HarmsError(f"no model-name table for paper {paper}") from None
+    return dict(zip(df["paper_name"], df["registry_name"]))
