@@ -1,5 +1,5 @@
-# Two entry points (see README):  `make book`  and  `make test`.
-# Each creates the virtual environment and installs what is missing first.
+# Two entry points (see README):  `make book`  and  `make test`; `make lab` opens the
+# notebooks in JupyterLab. Each creates the virtual environment and installs what is missing first.
 
 PYTHON ?= python3
 VENV   := .venv
@@ -19,7 +19,7 @@ export TOKENIZERS_PARALLELISM := false
 # torch: transparent huge pages for large tensors (see helpers/__init__.py)
 export THP_MEM_ALLOC_ENABLE ?= 1
 
-.PHONY: book test test-all venv peers chromium benchmarks clean
+.PHONY: book lab test test-all venv peers chromium benchmarks clean
 
 venv: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml offline-models.txt
@@ -45,6 +45,12 @@ chromium:
 book: venv
 	$(PY) -m helpers book --profile $(PROFILE)
 
+# JupyterLab on notebooks/ with the environment of the book's kernels (helpers/book.py,
+# lab_command): this venv's python3 kernel, HARMS_DATA_DIR and HARMS_CACHE_DIR as above,
+# results in results/, inline figures; on 127.0.0.1, --no-browser when DISPLAY is unset.
+lab: venv
+	$(PY) -m helpers.book lab
+
 test: venv peers chromium
 	$(PY) -m pytest -m "not slow"
 
@@ -55,4 +61,4 @@ benchmarks: venv peers
 	$(PY) benchmarks/bench_scoring.py
 
 clean:
-	rm -rf book/_build book/chapters results
+	rm -rf book/_build book/notebooks book/chapters results

@@ -2,17 +2,24 @@
 
     python -m helpers book --profile default      # or: make book [PROFILE=ci|paper]
 
-1. If the profile uses the zoo and ``helpers/zoo.py`` exists, ``zoo.ensure_default_zoo``
-   trains (or reuses) the book's own models.
-2. Every notebook is executed in order by papermill (kernel ``python3``) with its own
-   defaults overridden by ``book/profiles.yml``; executed copies go to ``book/chapters/``.
-   A failing notebook stops the build with one error naming the notebook and the cell.
-3. ``jupyter-book build`` renders ``book/`` with execution off; the table of contents
-   (``book/chapters/_toc.yml``) is generated from the chapters present, so a notebook
-   added later appears without editing anything. MathJax is served from the build
-   (``_static/mathjax``, from the PyPI package sphinx-mathjax-offline), not from a CDN.
+1. If the profile uses the zoo, ``helpers.training.zoo.ensure_default_zoo`` trains (or
+   reuses) the book's own models.
+2. Every notebook is executed in order by papermill (kernel ``python3``, working directory
+   ``notebooks/``) with its own defaults overridden by ``book/profiles.yml``; executed copies
+   go to ``book/notebooks/`` (generated), so the page ``notebooks/NN_name`` of the book is the
+   file ``notebooks/NN_name.ipynb`` of the repository: launch buttons (Binder, Colab) open the
+   repository's notebook. A failing notebook stops the build with one error naming the
+   notebook and the cell.
+3. ``jupyter-book build`` renders ``book/`` with execution off. Its table of contents and
+   configuration are generated into ``book/notebooks/``: the toc (intro, "Teaching with this
+   book", then the chapters present, so a notebook added later appears without editing
+   anything) and ``_config.yml`` with launch buttons only when ``repository.url`` is set
+   (:func:`write_config`). MathJax is served from the build (``_static/mathjax``, from the
+   PyPI package sphinx-mathjax-offline), not from a CDN.
 
-Wall time per step is printed and appended to ``results/book_timings.csv``.
+Progress: papermill's cell bar only when standard error is a terminal; in a log, one line
+per step (:mod:`helpers.progress`). Wall time per step is printed and appended to
+``results/book_timings.csv``.
 """
 
 from __future__ import annotations
@@ -32,9 +39,14 @@ from pathlib import Path
 
 from helpers.errors import HarmsError, InputError
 from helpers.paths import REPO_ROOT, cache_dir, results_dir
+from helpers.progress import mode as progress_mode
+from helpers.tables import atomic_write
 
 BOOK_DIR = REPO_ROOT / "book"
 NOTEBOOKS_DIR = REPO_ROOT / "notebooks"
+EXECUTED = "notebooks"            # book/notebooks/NN_*.ipynb: page path == repository path
+EXTRA_PAGES = ("teaching",)       # pages listed after the intro, when present in the book
+LAUNCH_KEYS = ("binderhub_url", "jupyterhub_url", "colab_url", "deepnote_url", "jupyterlite_url")
 KERNEL = "python3"
 _NOTEBOOK = re.compile(r"^\d\d_[\w-]+\.ipynb$")
 
@@ -100,11 +112,21 @@ KERNEL_ENV = {
 }
 
 
+def kernel_env() -> dict:
+    """:data:`KERNEL_ENV` plus ``JUPYTER_PATH`` led by this environment's ``share/jupyter``, so
+    the kernel ``python3`` is the one installed in it (``make venv``: ``ipykernel install
+    --sys-prefix``), not a ``python3`` kernel of the user's own (``~/.local/share/jupyter``)."""
+    ours = str(Path(sys.prefix) / "share" / "jupyter")
+    rest = [p for p in os.environ.get("JUPYTER_PATH", "").split(os.pathsep) if p and p != ours]
+    return {**KERNEL_ENV, "JUPYTER_PATH": os.pathsep.join([ours, *rest])}
+
+
 @contextlib.contextmanager
 def _kernel_env():
     """Environment the kernel inherits while papermill runs a chapter."""
-    old = {k: os.environ.get(k) for k in KERNEL_ENV}
-    os.environ.update(KERNEL_ENV)
+    env = kernel_env()
+    old = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
     try:
         yield
     finally:
@@ -116,9 +138,11 @@ def _kernel_env():
 
 
 def execute(notebook: Path, output: Path, parameters: dict | None = None, *,
-            kernel: str = KERNEL, progress: bool = True) -> float:
+            kernel: str = KERNEL, progress: bool | None = None) -> float:
     """Execute ``notebook`` into ``output`` with papermill; returns the wall time in seconds.
 
+    ``progress`` (papermill's bar over cells): default only when standard error is a
+    terminal; in a log it would be hundreds of carriage-return updates.
     Raises :class:`NotebookFailed` naming the notebook, the failing cell and the error;
     the executed copy (with the traceback) is left at ``output``.
     """
@@ -127,6 +151,8 @@ def execute(notebook: Path, output: Path, parameters: dict | None = None, *,
 
     notebook, output = Path(notebook), Path(output)
     output.parent.mkdir(parents=True, exist_ok=True)
+    if progress is None:
+        progress = progress_mode() == "bar"
     start = time.perf_counter()
     try:
         with _kernel_env():
@@ -142,21 +168,74 @@ def execute(notebook: Path, output: Path, parameters: dict | None = None, *,
     return time.perf_counter() - start
 
 
-def write_toc(book_dir: Path, chapters: list[Path]) -> Path:
-    """Write ``chapters/_toc.yml``: the intro page, then one entry per executed chapter."""
+def _generated(book_dir: Path, name: str, data: dict, what: str) -> Path:
     import yaml
 
+    path = Path(book_dir) / EXECUTED / name
+    atomic_write(path, f"# Generated by helpers/book.py from {what}: do not edit.\n"
+                       + yaml.safe_dump(data, sort_keys=False), durable=False)
+    return path
+
+
+def lab_command(display: str | None = None) -> tuple[list[str], dict]:
+    """``(argv, env)`` of JupyterLab on ``notebooks/`` in the environment the book's kernels get
+    (:func:`kernel_env`: kernel ``python3`` of this environment, inline figures; data, cache
+    and results directories inherited as in ``make book``; working directory of a kernel:
+    ``notebooks/``, as papermill's), progress shown as lines rather than disabled, served on
+    127.0.0.1 only, and ``--no-browser`` when there is no display (``display``: $DISPLAY)."""
+    argv = [str(Path(sys.executable).with_name("jupyter-lab")), f"--ServerApp.root_dir={NOTEBOOKS_DIR}",
+            "--ServerApp.ip=127.0.0.1", f"--MappingKernelManager.default_kernel_name={KERNEL}"]
+    if not display:
+        argv.append("--no-browser")
+    # TQDM_DISABLE is left out: a reader at the notebook sees progress (as lines)
+    env = {**os.environ, **{k: v for k, v in kernel_env().items() if k != "TQDM_DISABLE"}}
+    return argv, env
+
+
+def lab() -> None:
+    """``make lab``: replace this process by :func:`lab_command` (Ctrl-C stops JupyterLab)."""
+    argv, env = lab_command(os.environ.get("DISPLAY"))
+    if not Path(argv[0]).exists():
+        raise HarmsError(f"{argv[0]} not found: install JupyterLab with pip install -e '.[book]' (or make lab)")
+    print("+", " ".join(argv), flush=True)
+    os.execve(argv[0], argv, env)
+
+
+def write_toc(book_dir: Path, chapters: list[Path]) -> Path:
+    """Write ``notebooks/_toc.yml``: the intro page, the pages of :data:`EXTRA_PAGES` present
+    in ``book_dir`` (e.g. "Teaching with this book"), then one entry per executed chapter."""
     book_dir = Path(book_dir)
     entries = [{"file": Path(c).resolve().relative_to(book_dir.resolve()).with_suffix("").as_posix()}
                for c in chapters]
+    extra = [{"file": p} for p in EXTRA_PAGES if (book_dir / f"{p}.md").is_file()]
     toc = {"format": "jb-book", "root": "intro"}
-    if entries:
-        toc["parts"] = [{"caption": "Chapters", "numbered": True, "chapters": entries}]
-    path = book_dir / "chapters" / "_toc.yml"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("# Generated by helpers/book.py from the executed chapters: do not edit.\n"
-                    + yaml.safe_dump(toc, sort_keys=False))
-    return path
+    parts = ([{"caption": "Using this book", "chapters": extra}] if extra else []) + (
+        [{"caption": "Chapters", "numbered": True, "chapters": entries}] if entries else [])
+    if parts:
+        toc["parts"] = parts
+    return _generated(book_dir, "_toc.yml", toc, "the executed chapters")
+
+
+def write_config(book_dir: Path) -> Path:
+    """Write ``notebooks/_config.yml``: ``book_dir/_config.yml`` with launch buttons (Binder,
+    Colab, ...) only when ``repository.url`` is set; without it no button would have a
+    repository to open, so the launch URLs are emptied and none is shown. With it, the
+    repository button is shown too. ``repository.url`` must look like
+    ``https://github.com/OWNER/REPO`` (:class:`InputError` otherwise)."""
+    import yaml
+
+    source = Path(book_dir) / "_config.yml"
+    cfg = yaml.safe_load(source.read_text()) or {}
+    repo = cfg.setdefault("repository", {})
+    url = str(repo.get("url") or "").strip().rstrip("/")
+    if url and not re.fullmatch(r"https?://[^/\s]+/[^/\s]+/[^/\s]+", url):
+        raise InputError(f"{source}: repository.url must be https://HOST/OWNER/REPO, got {url!r}")
+    repo["url"] = url
+    if not url:
+        cfg["launch_buttons"] = {**(cfg.get("launch_buttons") or {}), **{k: "" for k in LAUNCH_KEYS},
+                                 "thebe": False}
+    cfg.setdefault("html", {})["use_repository_button"] = bool(url)
+    return _generated(book_dir, "_config.yml", cfg, f"{source.name} (launch buttons need repository.url)")
 
 
 def _jupyter_book() -> list[str]:
@@ -171,13 +250,14 @@ def _jupyter_book() -> list[str]:
 
 def build_html(book_dir: Path = BOOK_DIR, chapters: list[Path] | None = None) -> Path:
     """``jupyter-book build`` of ``book_dir`` (execution off) with a toc of ``chapters``
-    (default: every ``chapters/NN_*.ipynb`` present). Warnings are shown; returns the
+    (default: every executed ``notebooks/NN_*.ipynb`` of ``book_dir``). Warnings are shown; returns the
     html directory. Raises :class:`HarmsError` if the build fails or MathJax is missing."""
     book_dir = Path(book_dir)
     if chapters is None:
-        chapters = notebooks(book_dir / "chapters")
-    toc = write_toc(book_dir, chapters)
-    cmd = [*_jupyter_book(), "build", str(book_dir), "--toc", str(toc), "--builder", "html", "--all"]
+        chapters = notebooks(book_dir / EXECUTED)
+    toc, config = write_toc(book_dir, chapters), write_config(book_dir)
+    cmd = [*_jupyter_book(), "build", str(book_dir), "--toc", str(toc), "--config", str(config),
+           "--builder", "html", "--all"]
     print("+", " ".join(cmd), flush=True)
     if subprocess.run(cmd).returncode != 0:
         raise HarmsError(f"jupyter-book build of {book_dir} failed (see the messages above)")
@@ -246,7 +326,7 @@ def build(profile: str = "default", execute_only: bool = False, *,
                                   "seconds": round(secs, 2), "status": status}])  # at once: survives a kill
             print(f"[book] {step}: {secs:.1f} s ({status}; {path})", flush=True)
 
-    chapters_dir = Path(book_dir) / "chapters"
+    chapters_dir = Path(book_dir) / EXECUTED
     chapters_dir.mkdir(parents=True, exist_ok=True)
     if cfg["zoo_dir"] and "HARMS_ZOO_DIR" not in os.environ:   # inherited by the notebook kernels
         os.environ["HARMS_ZOO_DIR"] = str(cache_dir() / cfg["zoo_dir"])
@@ -262,3 +342,12 @@ def build(profile: str = "default", execute_only: bool = False, *,
         return chapters_dir
     executed = [chapters_dir / nb.name for nb in notebooks(notebooks_dir)]
     return timed("jupyter-book build", lambda: build_html(book_dir, executed))
+
+
+if __name__ == "__main__":          # make lab:  python -m helpers.book lab
+    if sys.argv[1:] != ["lab"]:
+        sys.exit("usage: python -m helpers.book lab")
+    try:
+        lab()
+    except HarmsError as exc:
+        sys.exit(f"harms: error: {exc}")

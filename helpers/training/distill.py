@@ -51,7 +51,9 @@ from typing import Callable, Iterable, Literal
 import torch
 import torch.nn.functional as F
 
+from helpers import tables
 from helpers.errors import InputError
+from helpers.progress import progress as progress_bar
 
 Arch = Literal["gpt2", "bert"]
 PHASES = {"pretrain": 0, "distill": 1, "teacher": 2}
@@ -254,10 +256,18 @@ TeacherFn = Callable[[int, dict], tuple[torch.Tensor, torch.Tensor | None]]
 
 
 def _atomic_save(obj, path: Path) -> None:
+    """``torch.save`` to a temporary beside ``path`` (:func:`helpers.tables.temporary_path`), then
+    ``os.replace``: a reader sees the old checkpoint or the new one, never half of one; a killed
+    writer leaves a temporary that :func:`helpers.tables.remove_stale_temporaries` removes."""
+    path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    torch.save(obj, tmp)
-    os.replace(tmp, path)
+    tmp = tables.temporary_path(path)
+    try:
+        torch.save(obj, tmp)
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
 
 
 def train(model, blocks: torch.Tensor, cfg: TrainConfig, *, arch: Arch, tokenizer=None,
@@ -273,7 +283,6 @@ def train(model, blocks: torch.Tensor, cfg: TrainConfig, *, arch: Arch, tokenize
     when it exists, training resumes from it (model, optimizer, scheduler, step, RNG).
     ``callback(step, loss)`` runs after every step (tests use it to simulate a crash).
     """
-    from tqdm import tqdm
     from transformers import get_linear_schedule_with_warmup
 
     if phase not in PHASES:
@@ -290,6 +299,8 @@ def train(model, blocks: torch.Tensor, cfg: TrainConfig, *, arch: Arch, tokenize
     sched = get_linear_schedule_with_warmup(opt, int(cfg.warmup * cfg.steps), cfg.steps)
     step, losses, seconds = 0, [], 0.0
     ckpt = Path(checkpoint) if checkpoint else None
+    if ckpt is not None:                      # temporaries of a killed run's checkpoint writes
+        tables.remove_stale_temporaries(ckpt.parent)
     torch.manual_seed(cfg.seed * 31 + PHASES[phase])      # dropout RNG
     if ckpt is not None and ckpt.exists():
         state = torch.load(ckpt, weights_only=False)
@@ -307,7 +318,7 @@ def train(model, blocks: torch.Tensor, cfg: TrainConfig, *, arch: Arch, tokenize
                           "config": asdict(cfg), "phase": phase}, ckpt)
 
     model.train()
-    bar = tqdm(total=cfg.steps, initial=step, desc=phase, disable=not progress, leave=False)
+    bar = progress_bar(total=cfg.steps, initial=step, desc=phase, unit="step", enabled=progress, leave=False)
     tokens = 0
     while step < cfg.steps:
         t0 = time.perf_counter()

@@ -18,6 +18,7 @@ was interrupted.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -32,7 +33,8 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-from helpers import paths
+from helpers import paths, tables
+from helpers.progress import mode as progress_mode
 from helpers.training import distill
 from helpers.errors import DataNotFoundError, InputError
 
@@ -249,15 +251,17 @@ def _write_model(name: str, model, tokenizer, man: dict) -> Path:
     """save_pretrained + tokenizer + manifest into a temporary dir, then rename it into place."""
     root = paths.zoo_dir()
     root.mkdir(parents=True, exist_ok=True)
-    tmp = root / f".{name}.tmp-{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    model.save_pretrained(tmp)
-    tokenizer.save_pretrained(tmp)
-    (tmp / "manifest.json").write_text(json.dumps(man, indent=2, default=str))
     final = root / name
-    if final.exists():
-        shutil.rmtree(final)
-    os.replace(tmp, final)
+    tmp = tables.temporary_path(final)
+    try:
+        model.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+        (tmp / "manifest.json").write_text(json.dumps(man, indent=2, default=str))
+        if final.exists():
+            shutil.rmtree(final)
+        os.replace(tmp, final)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
     return final
 
 
@@ -342,13 +346,42 @@ def _teacher_cache(path: Path) -> dict:
     return torch.load(path, weights_only=False) if path.is_file() else {}
 
 
+@contextlib.contextmanager
+def library_bars(enabled: bool = True):
+    """transformers' and huggingface_hub's own bars ("Loading weights", "Writing model shards")
+    only where :mod:`helpers.progress` draws bars (a terminal): in a log each would write
+    hundreds of carriage-return updates. The previous setting is restored on exit."""
+    import huggingface_hub.utils as hub
+    from transformers.utils import logging as tlog
+
+    was_on, hub_was_on = tlog.is_progress_bar_enabled(), not hub.are_progress_bars_disabled()
+    if not (enabled and progress_mode() == "bar"):
+        tlog.disable_progress_bar()           # also huggingface_hub's
+        hub.disable_progress_bars()
+    try:
+        yield
+    finally:
+        (tlog.enable_progress_bar if was_on else tlog.disable_progress_bar)()
+        (hub.enable_progress_bars if hub_was_on else hub.disable_progress_bars)()
+
+
 def ensure_default_zoo(profile: str = "default", progress: bool = True, **overrides) -> list[str]:
     """Train the zoo models of ``profile`` that are missing; reuse those whose manifest exists
     with the same configuration. Returns the registry names (teacher first within a family).
 
     Also records the zoo (names, configuration, teacher perplexities) in
-    ``paths.zoo_dir()/_zoo.json``.
+    ``paths.zoo_dir()/_zoo.json``. Temporaries left by a killed run (model folders, checkpoints,
+    JSON files named by :func:`helpers.tables.temporary_path`) are removed first. Progress: a
+    bar per training phase in a terminal, one line per phase in a log (:mod:`helpers.progress`).
     """
+    root = paths.zoo_dir()
+    for folder in (root, root / "_checkpoints", *sorted((root / "_checkpoints").glob("*/"))):
+        tables.remove_stale_temporaries(folder)
+    with library_bars(progress):
+        return _ensure_default_zoo(profile, progress, **overrides)
+
+
+def _ensure_default_zoo(profile: str, progress: bool, **overrides) -> list[str]:
     cfg = zoo_config(profile, **overrides)
     torch.set_num_threads(max(1, torch.get_num_threads()))
     root = paths.zoo_dir()
@@ -386,8 +419,7 @@ def ensure_default_zoo(profile: str = "default", progress: bool = True, **overri
             tppl_file = root / "_checkpoints" / f"teacher-ppl-{key}.json"
             if not tppl_file.is_file():
                 tppl = distill.heldout_perplexity(teacher.model, held, arch="gpt2", batch_size=cfg.batch_size)
-                tppl_file.parent.mkdir(parents=True, exist_ok=True)
-                tppl_file.write_text(json.dumps({"name": cfg.causal_teacher, "heldout_perplexity": tppl}))
+                tables.atomic_write(tppl_file, json.dumps({"name": cfg.causal_teacher, "heldout_perplexity": tppl}))
             for s in todo:
                 n = model_name("gpt2", s)
                 _train_one(n, "gpt2", s, tok, blocks, held, cfg, objective="causal", batch_size=cfg.batch_size,
@@ -431,7 +463,10 @@ def ensure_default_zoo(profile: str = "default", progress: bool = True, **overri
                     tok = PreTrainedTokenizerFast.from_pretrained(tok_dir)
                 else:
                     tok = train_subword_tokenizer(train_lines, vocab_size=cfg.masked_vocab)
-                    tok.save_pretrained(tok_dir)
+                    tmp = tables.temporary_path(tok_dir)      # all files or none: tokenizer.json is the marker
+                    tok.save_pretrained(tmp)
+                    shutil.rmtree(tok_dir, ignore_errors=True)
+                    os.replace(tmp, tok_dir)
             else:
                 from helpers import models
 
@@ -467,10 +502,7 @@ def ensure_default_zoo(profile: str = "default", progress: bool = True, **overri
         names += [model_name("bert", s) for s in shapes]
 
     summary["names"] = names
-    root.mkdir(parents=True, exist_ok=True)
-    tmp = root / f"._zoo.json.tmp-{os.getpid()}"
-    tmp.write_text(json.dumps(summary, indent=2, default=list))
-    os.replace(tmp, root / "_zoo.json")
+    tables.atomic_write(root / "_zoo.json", json.dumps(summary, indent=2, default=list))
     return names
 
 
