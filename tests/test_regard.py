@@ -111,7 +111,8 @@ def test_generate_reproducible_and_reported(tiny_gpt2, loaded_factory):
 def test_prompt_subjects_are_the_data_registry_s():
     from helpers import datasets
 
-    subjects = regard._group_subjects() if not hasattr(datasets, "group_subjects") else datasets.group_subjects()
+    subjects = datasets.group_subjects()
+    assert subjects["women"] == "The woman" and subjects["men"] == "The man" and len(subjects) == 14
     p = regard.prompts()
     assert list(dict.fromkeys(p["group"])) == list(subjects)
     assert p.set_index(["group", "template"]).loc[("mental dis", regard.TEMPLATES[0]), "prompt"] == \

@@ -1,0 +1,130 @@
+"""Chapter 02 module (helpers.chapters.ch02_correlations) on tiny models, against independent
+computations: correlations (scipy), safety scores (Mann-Whitney U / n m), per-metric caching."""
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from helpers import datasets, models, published, runner
+from helpers.chapters import ch02_correlations as ch
+from helpers.lm import scoring
+from helpers.metrics import regard, stereoset
+from conftest import SENTENCES
+
+PARAMS = dict(models=None, sample_per_group=None, stereoset_clusters_per_target=1, cma_limit=2,
+              cma_masking_approach=1, cma_filter_quantile=None, regard_groups=["women", "men"],
+              samples_per_prompt=1, max_new_tokens=3, temperature=1.0, top_k=40, top_p=None, generation_seed=0,
+              allow_substitute=True, device="cpu", seed=0, pll="original")
+
+
+@pytest.fixture
+def tiny_data(monkeypatch, tmp_path):
+    """A ToxiGen-shaped data set of short sentences (women / men, harmful and benign), and
+    private cache and results directories."""
+    monkeypatch.setenv("HARMS_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("HARMS_RESULTS_DIR", str(tmp_path / "results"))
+    df = pd.DataFrame({"id": [f"s{i}" for i in range(len(SENTENCES))], "text": SENTENCES,
+                       "label": ["hate", "neutral"] * 5, "toxicity": [4.0, 1.0, 3.5, 1.5, 5.0, 2.0, 4.5, 1.0, 3.0, 1.2],
+                       "target_groups": [["women"]] * 6 + [["men"]] * 4})
+    df.attrs["dataset"] = "toxigen"
+    monkeypatch.setattr(datasets, "load", lambda name, **kw: df.copy())
+    return df
+
+
+def _fixed(name, kind, label):
+    return regard.Classifier(name, kind, lambda t: pd.DataFrame({"label": [label] * len(t), "score": [0.25] * len(t)}))
+
+
+FOUND = ch.Classifiers({"regard": _fixed("R", "regard", "negative"), "hatebert": _fixed("H", "toxicity", "benign")},
+                       pd.DataFrame())
+
+
+def test_parameters_resolve_one_name_and_keep_every_parameter():
+    p = ch.parameters(PARAMS | {"models": "smollm2-135m", "extra": 1})
+    assert p["models"] == ["smollm2-135m"] and list(p) == list(ch.PARAMETERS) and "extra" not in p
+    with pytest.raises(KeyError, match="pll"):
+        ch.parameters({k: v for k, v in PARAMS.items() if k != "pll"})
+
+
+def test_safety_settings_are_shared_and_carry_pll(tiny_bert, tiny_data, monkeypatch):
+    """The ``safety_per_group`` result: settings exactly the five shared keys; pll reaches the
+    scorer (the old chapter ignored it) and each value equals U / (n m) of its own scores."""
+    seen = []
+    real = runner.cached_result
+    monkeypatch.setattr(runner, "cached_result", lambda h, metric, s, f, **kw: seen.append((metric, s)) or real(h, metric, s, f, **kw))
+    handle = models.lazy(str(tiny_bert))
+    got, ppls = {}, {}
+    for pll in ("original", "word-l2r"):
+        p = PARAMS | {"pll": pll}
+        got[pll] = ch.safety_per_group(handle, p).set_index("group")
+        ppls[pll] = ppl = scoring.score(handle, tiny_data["text"].tolist(), pll=pll, cache=False, progress=False)["perplexity"]
+        scaled = ppl.to_numpy() / tiny_data["toxicity"].to_numpy()
+        for g in ("women", "men"):
+            rows = np.array([g in t for t in tiny_data["target_groups"]])
+            h, b = scaled[rows & (tiny_data["label"] == "hate").to_numpy()], scaled[rows & (tiny_data["label"] == "neutral").to_numpy()]
+            assert got[pll].loc[g, "safety_score"] == pytest.approx(stats.mannwhitneyu(h, b).statistic / (len(h) * len(b)))
+    assert [m for m, _ in seen] == ["safety_per_group"] * 2
+    assert set(seen[0][1]) == {"dataset", "sample_per_group", "seed", "pll", "upstream_mask_id"}
+    assert seen[0][1]["pll"] == "original" and seen[1][1]["pll"] == "word-l2r"
+    assert not np.allclose(ppls["original"], ppls["word-l2r"])      # the variant reached the scorer
+    assert list(ch.safety_per_group(handle, PARAMS).columns) == ["model", "group", "group_label", "n_harmful", "n_benign",
+                                                           "n_dropped_nan", "u_statistic", "safety_score", "p_value",
+                                                           "significant", "ci_low", "ci_high", "source"]
+
+
+def test_measure_caches_each_metric_on_its_own(tiny_gpt2, tiny_bert, tiny_data, monkeypatch):
+    params = PARAMS | {"models": [str(tiny_gpt2), str(tiny_bert)]}
+    m = ch.measure(params, FOUND)
+    rows = m.metrics.set_index("model")
+    assert list(rows.index) == [str(tiny_gpt2), str(tiny_bert)] and not m.unavailable
+    assert rows["objective"].tolist() == ["causal", "masked"]
+    assert np.isnan(rows.loc[str(tiny_bert), "Regard"]) and rows.loc[str(tiny_gpt2), "Regard"] == 0.0   # all negative
+    women = m.tables["safety_per_group"].query("group == 'women'").set_index("model")["safety_score"]
+    assert rows["Safety score"].to_dict() == women.to_dict()
+    ss = m.tables["stereoset_scores"].query("domain == 'gender'").set_index("model")
+    assert rows["SS"].to_dict() == ss["ss"].to_dict()
+    # stereoset by hand for the masked model: SS = 100 * mean over terms of share(stereotype > anti)
+    lm = models.lazy(str(tiny_bert)).load()
+    data = stereoset.select_clusters(stereoset.load("gender"), 1)
+    wide = stereoset.score(lm, data, progress=False).pivot_table(index=["target", "cluster_id"], columns="gold_label",
+                                                                 values="score")
+    assert rows.loc[str(tiny_bert), "SS"] == pytest.approx(
+        100 * (wide["stereotype"] > wide["anti-stereotype"]).groupby(level="target").mean().mean())
+    assert m.tables["cma_total_effects"]["n_examples"].tolist() == [2, 2, 2, 2]
+    assert set(m.tables["generations"]["perplexity"].notna()) == {True}
+    # a new cma_limit recomputes CMA only: every other metric comes from its own cache entry
+    for mod, fn in ((stereoset, "score"), (regard, "generate"), (runner, "safety_results")):
+        monkeypatch.setattr(mod, fn, lambda *a, **k: pytest.fail("recomputed a cached metric"))
+    again = ch.measure(params | {"cma_limit": 3}, FOUND)
+    assert again.tables["cma_total_effects"]["n_examples"].tolist() == [3, 3, 3, 3]
+    pd.testing.assert_frame_equal(again.tables["stereoset_scores"], m.tables["stereoset_scores"])
+    assert (ch.common.output_dir(ch.CHAPTER) / "generations_labels.csv").is_file()
+
+
+def test_correlation_block_equals_scipy(tiny_data):
+    rng = np.random.default_rng(1)
+    metrics = pd.DataFrame({"model": list("abcde"), "objective": ["masked"] * 4 + ["causal"],
+                            **{c: rng.normal(size=5) for c in ch.TABLE3_COLUMNS}})
+    both, text, fig = ch.correlation_block(metrics, "masked", ch.TABLE3_COLUMNS, published.table("000", "table3"),
+                                           "Table 3: test")
+    part = metrics[metrics["objective"] == "masked"]
+    for r in both.dropna(subset=["r"]).to_dict("records"):
+        assert r["r"] == pytest.approx(stats.pearsonr(part[r["x"]], part[r["y"]]).statistic) and r["n"] == 4
+    pub = published.table("000", "table3").set_index(["x", "y"])["r"]
+    assert both.set_index(["x", "y"])["r_published"].dropna().to_dict() == pub.to_dict()
+    assert fig is not None and (ch.common.output_dir(ch.CHAPTER) / "table3_heatmap.png").is_file()
+    few, text, fig = ch.correlation_block(metrics, "causal", ch.TABLE3_COLUMNS, published.table("000", "table3"), "x")
+    assert fig is None and "at least 3 models" in text and few["r"].isna().all()
+
+
+def test_published_table12_vs_table1_equals_scipy(tiny_data):
+    out, text = ch.published_table12_vs_table1()
+    names = published.registry_names("000")
+    t1 = published.table("000", "table1").assign(reg=lambda d: d["model"].map(names))
+    t12 = published.table("000", "table12").assign(reg=lambda d: d["model"].map(names))
+    both = t12[t12["group"] == "women"].merge(t1[t1["group"] == "women"], on="reg")
+    want = stats.pearsonr(both["safety_score_x"], both["safety_score_y"])
+    got = out.set_index("group").loc["women"]
+    assert got["r"] == pytest.approx(want.statistic) and got["n"] == len(both) == 7
+    assert (out["source"] == "published-recomputed").all()
