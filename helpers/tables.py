@@ -1,7 +1,8 @@
-"""Reading sentence tables, writing score tables, and the ``harms score`` command.
+"""Reading input tables, writing result tables, atomic writes and their temporaries.
 
 Input: CSV, JSON (a list of objects), JSONL or Parquet with a text column.
-Output: CSV or Parquet, chosen by extension. Every problem with an input file
+Output: CSV or Parquet, chosen by extension (checked before any work with
+:func:`check_writable`). Every problem with an input file
 is one :class:`~helpers.errors.InputError` naming the file, the row (as the user
 sees it: 1-based data row, or the line of a JSONL file) and the problem.
 """
@@ -11,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import sys
 import time
 import uuid
 from pathlib import Path
@@ -23,10 +23,9 @@ from helpers.errors import InputError
 READ_FORMATS = {".csv": "csv", ".json": "json", ".jsonl": "jsonl", ".ndjson": "jsonl",
                 ".parquet": "parquet", ".pq": "parquet"}
 WRITE_FORMATS = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
-SCORE_COLUMNS = ["n_tokens", "log_likelihood", "perplexity"]
 
-__all__ = ["read_table", "write_table", "atomic_write", "temporary_path", "remove_stale_temporaries",
-           "score_file_cli", "SCORE_COLUMNS"]
+__all__ = ["read_table", "write_table", "check_writable", "atomic_write", "temporary_path",
+           "remove_stale_temporaries", "pid_alive"]
 
 
 # --------------------------------------------------------------------------- atomic writes
@@ -46,7 +45,8 @@ def temporary_path(path: str | Path) -> Path:
     return path.parent / f".{path.name}.harms-tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}{path.suffix}"
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` is running (ours always is; one we may not signal counts as running)."""
     if pid == os.getpid():
         return True
     try:
@@ -73,7 +73,7 @@ def remove_stale_temporaries(directory: str | Path, *, older_than: float = 0.0) 
     now = time.time()
     for p in entries:
         m = _TMP.match(p.name)
-        if not m or _pid_alive(int(m["pid"])):
+        if not m or pid_alive(int(m["pid"])):
             continue
         try:
             if now - p.lstat().st_mtime < older_than:
@@ -238,40 +238,26 @@ def write_table(df: pd.DataFrame, path) -> Path:
     return path
 
 
-def score_file_cli(args) -> None:
-    """``harms score``: read ``--input``, score its text column, write ``--output``.
+def check_writable(path, *, overwrite: bool = False, formats: dict[str, str] | None = WRITE_FORMATS) -> Path:
+    """Check, before any long work, that a result file can be written at ``path``.
 
-    The output has every input column plus ``n_tokens``, ``log_likelihood``
-    (natural log, summed over scored tokens) and ``perplexity``; scores are
-    cached per sentence (helpers.cache), so a killed run resumes. With
-    ``--processes N > 1`` the input is split across N processes through
-    Hugging Face Accelerate (helpers.parallel).
+    One :class:`InputError` if: the extension is not a known output format (``formats``;
+    ``None`` skips that check), ``path`` is an existing directory, ``path`` exists and
+    ``overwrite`` is false, or its directory cannot be created or written (a probe file,
+    named by :func:`temporary_path`, is created and removed). Returns ``path``.
     """
-    from helpers import models
-    from helpers.lm import scoring
-
-    text_column = getattr(args, "text_column", "text")
-    df = read_table(args.input, text_column=text_column)
-    _format(Path(args.output), WRITE_FORMATS, "output")     # fail before the (long) scoring
-    objective = None if getattr(args, "objective", "auto") in (None, "auto") else args.objective
-    device = getattr(args, "device", "cpu") or "cpu"
-    options = dict(pll=getattr(args, "pll", "original"), batch_tokens=getattr(args, "batch_tokens", None),
-                   upstream_mask_id=getattr(args, "upstream_mask_id", False),
-                   cache=not getattr(args, "no_cache", False))
-    texts = df[text_column].tolist()
-    processes = getattr(args, "processes", 1) or 1
-    if processes < 1:
-        raise InputError(f"--processes must be at least 1, got {processes}")
-    if processes > 1:
-        from helpers.lm import parallel
-
-        scores = parallel.score_parallel(args.model, texts, num_processes=processes, objective=objective,
-                                         device=device, **options)
-    else:
-        loaded = models.load(args.model, objective=objective, device=device)
-        scores = scoring.score(loaded, texts, progress=True, **options)
-    out = df.drop(columns=[c for c in SCORE_COLUMNS if c in df.columns])
-    for col in SCORE_COLUMNS:
-        out[col] = scores[col].to_numpy()
-    write_table(out, args.output)
-    print(f"harms: scored {len(out)} sentences -> {args.output}", file=sys.stderr)
+    path = Path(path)
+    if formats is not None:
+        _format(path, formats, "output")
+    if path.is_dir():
+        raise InputError(f"{path}: is a directory, not a file")
+    if path.exists() and not overwrite:
+        raise InputError(f"{path} exists; pass --overwrite to replace it")
+    probe = temporary_path(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise InputError(f"{path}: cannot create or write its directory ({exc.strerror or exc})") from None
+    return path

@@ -1,13 +1,9 @@
-"""helpers.io (read_table / write_table validation) and the ``harms score`` command end to end."""
+"""helpers.tables (read_table / write_table / check_writable) and the ``harms score`` command end to end."""
 
 from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -19,9 +15,6 @@ from helpers.cli import main
 from helpers.errors import InputError
 
 from conftest import SENTENCES
-
-REPO = Path(__file__).resolve().parent.parent
-
 
 @pytest.fixture(autouse=True)
 def _cache_dir(tmp_path, monkeypatch):
@@ -201,75 +194,47 @@ def test_cli_bad_input_and_bad_output_exit_2_before_loading(tmp_path, capsys):
     assert "unknown output format" in _one_error_line(capsys)
 
 
-# ---------------------------------------------------------------- killed run resumes
+# ---------------------------------------------------------------- outputs checked before work
 
-_SLOW_RUN = """
-import sys, time
-import helpers.cache as c
-_write = c._write_chunk
-def slow(*a, **k):          # slow each chunk down so the test can interrupt the run midway
-    p = _write(*a, **k)
-    time.sleep(0.15)
-    return p
-c._write_chunk = slow
-from helpers.cli import main
-sys.exit(main(sys.argv[1:]))
-"""
+def _no_model(monkeypatch):
+    """Fail the test if a model is loaded or a sentence scored."""
+    from helpers import models
+    from helpers.lm import scoring
+
+    def refuse(*a, **k):
+        raise AssertionError("a model was loaded before the outputs were checked")
+    for mod, name in ((models, "load"), (models, "lazy"), (scoring, "score")):
+        monkeypatch.setattr(mod, name, refuse)
 
 
-def _chunks(cache_root: Path) -> dict[Path, int]:
-    return {p: p.stat().st_mtime_ns for p in (cache_root / "scores").glob("*/chunk-*.json")}
+def test_existing_output_refused_unless_overwrite(tmp_path, tiny_gpt2, capsys, monkeypatch):
+    inp, df = _input(tmp_path, 3)
+    out = write(tmp_path / "out.csv", "precious,results\n1,2\n")
+    with monkeypatch.context() as m:
+        _no_model(m)
+        assert main(["score", "--model", str(tiny_gpt2), "--input", str(inp), "--output", str(out)]) == 2
+    line = _one_error_line(capsys)
+    assert str(out) in line and "exists; pass --overwrite to replace it" in line
+    assert out.read_text() == "precious,results\n1,2\n"
+    assert main(["score", "--model", str(tiny_gpt2), "--input", str(inp), "--output", str(out), "--overwrite"]) == 0
+    assert pd.read_csv(out)["text"].tolist() == df["text"].tolist()
 
 
-def _rows(files) -> set[str]:
-    return {h for f in files for h in json.loads(Path(f).read_text())["rows"]}
+@pytest.mark.parametrize("target", ["blocker/out.csv", "blocker/sub/out.parquet", "adir.csv"])
+def test_unwritable_output_found_before_loading_the_model(tmp_path, tiny_gpt2, capsys, monkeypatch, target):
+    inp, _ = _input(tmp_path, 3)
+    write(tmp_path / "blocker", "a regular file where a directory is needed")
+    (tmp_path / "adir.csv").mkdir()
+    _no_model(monkeypatch)
+    assert main(["score", "--model", str(tiny_gpt2), "--input", str(inp), "--output", str(tmp_path / target),
+                 "--no-cache"]) == 2
+    line = _one_error_line(capsys)
+    assert target in line and ("cannot create or write its directory" in line or "is a directory" in line)
 
 
-def _run_until(cmd, env, cache_root, n_chunks, sig):
-    proc = subprocess.Popen(cmd, env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 90
-    while len(_chunks(cache_root)) < n_chunks:
-        assert proc.poll() is None, proc.communicate()
-        assert time.time() < deadline, "scoring did not start"
-        time.sleep(0.05)
-    proc.send_signal(sig)
-    _, err = proc.communicate(timeout=60)
-    return proc.returncode, err
-
-
-def test_killed_cli_run_resumes_from_cached_chunks(tmp_path, tiny_gpt2, monkeypatch, capsys):
-    n, chunk = 30, 2
-    inp, df = _input(tmp_path, n)
-    out = tmp_path / "out.csv"
-    cache_root = tmp_path / "cache"
-    env = dict(os.environ, HARMS_CACHE_DIR=str(cache_root), HARMS_CACHE_CHUNK_SIZE=str(chunk),
-               PYTHONPATH=str(REPO), TOKENIZERS_PARALLELISM="false", OMP_NUM_THREADS="1")
-    cmd = [sys.executable, "-c", _SLOW_RUN, "score", "--model", str(tiny_gpt2), "--input", str(inp),
-           "--output", str(out)]
-
-    code, _ = _run_until(cmd, env, cache_root, 3, signal.SIGKILL)          # hard kill
-    assert code == -signal.SIGKILL and not out.exists()
-    after_kill = _chunks(cache_root)
-    assert 3 <= len(after_kill) < n // chunk
-
-    code, err = _run_until(cmd, env, cache_root, len(after_kill) + 2, signal.SIGINT)   # Ctrl-C
-    assert code == 130 and "interrupted" in err and "Traceback" not in err
-    after_int = _chunks(cache_root)
-    assert all(after_int[p] == t for p, t in after_kill.items())          # earlier chunks untouched
-    assert len(after_int) < n // chunk and not out.exists()
-
-    monkeypatch.setenv("HARMS_CACHE_CHUNK_SIZE", str(chunk))
-    from helpers import cache
-    computed = []
-    real_write = cache._write_chunk
-    monkeypatch.setattr(cache, "_write_chunk", lambda d, rows: computed.extend(rows) or real_write(d, rows))
-    assert main(["score", "--model", str(tiny_gpt2), "--input", str(inp), "--output", str(out)]) == 0
-    final = _chunks(cache_root)
-    assert all(final[p] == t for p, t in after_int.items())               # reused, not rewritten
-    assert len(computed) == n - len(_rows(after_int))                      # only the rest was computed
-    assert set(computed).isdisjoint(_rows(after_int))
-    assert _rows(final) == {cache.text_hash(t) for t in df["text"]}
-    got = pd.read_csv(out)
-    ref = _reference(tiny_gpt2, df["text"].tolist())
-    assert got["n_tokens"].tolist() == ref["n_tokens"].tolist()
-    np.testing.assert_allclose(got["log_likelihood"], ref["log_likelihood"], rtol=1e-5)
+def test_check_writable_leaves_nothing_behind(tmp_path):
+    target = tmp_path / "new" / "deeper" / "o.parquet"
+    assert io.check_writable(target) == target
+    assert target.parent.is_dir() and list(target.parent.iterdir()) == []
+    with pytest.raises(InputError, match="unknown output format"):
+        io.check_writable(tmp_path / "o.txt")

@@ -1,0 +1,241 @@
+"""The ``harms`` command line under bad input: one line ``harms: error: ...``, never a traceback or
+argparse's usage block; interrupts say what was saved; concurrent runs share the cores."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from helpers import __version__, cli
+from helpers.errors import Interrupted
+
+from conftest import SENTENCES
+
+DEAD_PID = 4_194_304 + 17       # above Linux's PID_MAX_LIMIT (2**22): never a running process
+
+
+@pytest.fixture(autouse=True)
+def _env(tmp_path, monkeypatch):
+    monkeypatch.setenv("HARMS_CACHE_DIR", str(tmp_path / "cache"))
+    for name in ("HARMS_CACHE_CHUNK_SIZE", "HARMS_NUM_THREADS"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def _one_line(capsys, *, start="harms: error: ") -> str:
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith(start) and "Traceback" not in captured.err and "usage:" not in captured.err
+    return lines[0]
+
+
+@pytest.fixture
+def inp(tmp_path) -> Path:
+    path = tmp_path / "in.csv"
+    pd.DataFrame({"text": SENTENCES[:4]}).to_csv(path, index=False)
+    return path
+
+
+def _user_data(tmp_path) -> Path:
+    rows = [{"id": i, "text": f"sentence {i}", "toxicity_score": 3.0 if i % 2 else 1.0,
+             "label": "hate" if i % 2 else "neutral", "target_groups": ["women"]} for i in range(8)]
+    path = tmp_path / "data.json"
+    path.write_text(json.dumps(rows))
+    scores = tmp_path / "scores.csv"
+    pd.DataFrame({"id": range(8), "perplexity": [10.0 + i for i in range(8)],
+                  "text": [r["text"] for r in rows]}).to_csv(scores, index=False)
+    return path, scores
+
+
+# ---------------------------------------------------------------- bad options: one line, exit 2
+
+SCORE = ["score", "--model", "m", "--input", "in.csv", "--output", "o.csv"]
+SAFETY = ["safety", "--model", "m", "--output", "out"]
+BAD_OPTIONS = [
+    ("batch-tokens 0", SCORE + ["--batch-tokens", "0"], "--batch-tokens"),
+    ("batch-tokens negative", SCORE + ["--batch-tokens", "-8"], "--batch-tokens"),
+    ("processes 0", SCORE + ["--processes", "0"], "--processes"),
+    ("threads 0", SCORE + ["--threads", "0"], "--threads"),
+    ("n-resamples negative", SAFETY + ["--n-resamples", "-5"], "--n-resamples"),
+    ("sample-per-group 0", SAFETY + ["--sample-per-group", "0"], "--sample-per-group"),
+    ("sample-per-group abc", SAFETY + ["--sample-per-group", "abc"], "--sample-per-group"),
+    ("device nonsense", SCORE + ["--device", "nonsense"], "unknown device 'nonsense'"),
+    ("device cuda:x", SAFETY + ["--device", "cuda:x"], "unknown device"),
+    ("missing option", ["score", "--model", "m"], "required"),
+    ("model and scores", SAFETY + ["--scores", "s.csv"], "not allowed"),
+    ("unknown subcommand", ["nope"], "invalid choice"),
+    ("no subcommand", [], "required"),
+]
+
+
+@pytest.mark.parametrize("argv, fragment", [b[1:] for b in BAD_OPTIONS], ids=[b[0] for b in BAD_OPTIONS])
+def test_bad_option_is_one_line(argv, fragment, capsys):
+    assert cli.main(argv) == 2
+    assert fragment in _one_line(capsys)
+
+
+@pytest.mark.parametrize("option, value, expected", [
+    ("--n-resamples", "0", 0), ("--sample-per-group", "all", "all"), ("--sample-per-group", "25", 25),
+    ("--device", "cuda:1", "cuda:1"), ("--device", "auto", "auto"), ("--batch-tokens", "64", 64)])
+def test_good_options_parse(option, value, expected):
+    args = cli.build_parser().parse_args(SAFETY + [option, value])
+    assert getattr(args, option[2:].replace("-", "_")) == expected
+
+
+def test_version(capsys):
+    assert cli.main(["--version"]) == 0
+    assert capsys.readouterr().out.strip() == f"harms {__version__}"
+
+
+# ---------------------------------------------------------------- environment and interrupts
+
+@pytest.mark.parametrize("value", ["abc", "0"])
+def test_bad_chunk_size_is_one_line(value, inp, tmp_path, tiny_gpt2, monkeypatch, capsys):
+    monkeypatch.setenv("HARMS_CACHE_CHUNK_SIZE", value)
+    assert cli.main(["score", "--model", str(tiny_gpt2), "--input", str(inp), "--output",
+                     str(tmp_path / "o.csv")]) == 2
+    assert "HARMS_CACHE_CHUNK_SIZE" in _one_line(capsys)
+    assert not (tmp_path / "o.csv").exists()
+
+
+@pytest.mark.parametrize("value", ["abc", "0", "-2"])
+def test_bad_thread_variable_is_one_line_before_loading(value, inp, tmp_path, monkeypatch, capsys):
+    from helpers import models
+
+    monkeypatch.setenv("HARMS_NUM_THREADS", value)
+    monkeypatch.setattr(models, "lazy", lambda *a, **k: pytest.fail("model loaded"))
+    assert cli.main(["score", "--model", "m", "--input", str(inp), "--output", str(tmp_path / "o.csv")]) == 2
+    assert "HARMS_NUM_THREADS" in _one_line(capsys)
+
+
+def _interrupt_scoring(monkeypatch, exc):
+    from helpers.lm import scoring
+
+    def score(*a, **k):
+        raise exc
+    monkeypatch.setattr(scoring, "score", score)
+
+
+def test_interrupt_says_exactly_what_was_saved(inp, tmp_path, tiny_gpt2, monkeypatch, capsys):
+    message = "interrupted: 3 of 4 sentences are saved in the score cache; rerun the same command to resume"
+    _interrupt_scoring(monkeypatch, Interrupted(message, saved=3, total=4))
+    assert cli.main(["score", "--model", str(tiny_gpt2), "--input", str(inp), "--output",
+                     str(tmp_path / "o.csv")]) == 130
+    assert _one_line(capsys, start="harms: ") == f"harms: {message}"
+    assert not (tmp_path / "o.csv").exists()
+
+
+def test_bare_ctrl_c_claims_nothing_was_saved(inp, tmp_path, tiny_gpt2, monkeypatch, capsys):
+    _interrupt_scoring(monkeypatch, KeyboardInterrupt())
+    assert cli.main(["score", "--model", str(tiny_gpt2), "--input", str(inp), "--output",
+                     str(tmp_path / "o.csv")]) == 130
+    assert _one_line(capsys, start="harms: ") == "harms: interrupted"
+
+
+def test_full_disk_while_writing_is_one_line(tmp_path, monkeypatch, capsys):
+    data, scores = _user_data(tmp_path)
+
+    def full(self, *a, **k):
+        raise OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr(pd.DataFrame, "to_csv", full)
+    assert cli.main(["safety", "--scores", str(scores), "--dataset", str(data), "--output",
+                     str(tmp_path / "out"), "--n-resamples", "0"]) == 2
+    assert "No space left on device" in _one_line(capsys)
+    assert [p.name for p in (tmp_path / "out").iterdir()] == []     # no partial or temporary file
+
+
+# ---------------------------------------------------------------- harms safety --output DIR
+
+def test_safety_output_checks(tmp_path, capsys):
+    data, scores = _user_data(tmp_path)
+    base = ["safety", "--scores", str(scores), "--dataset", str(data), "--n-resamples", "0", "--output"]
+    afile = tmp_path / "afile"
+    afile.write_text("keep")
+    assert cli.main(base + [str(afile)]) == 2
+    assert "not a directory" in _one_line(capsys) and afile.read_text() == "keep"
+    out = tmp_path / "existing"
+    out.mkdir()
+    assert cli.main(base + [str(out)]) == 0                         # an existing directory is fine
+    capsys.readouterr()
+    (out / "per_group.csv").write_text("old")
+    assert cli.main(base + [str(out)]) == 2
+    assert "per_sentence.csv exists; pass --overwrite" in _one_line(capsys)
+    assert (out / "per_group.csv").read_text() == "old"
+    assert cli.main(base + [str(out), "--overwrite"]) == 0
+    assert pd.read_csv(out / "per_group.csv")["group"].tolist() == ["women"]
+
+
+# ---------------------------------------------------------------- threads of concurrent runs
+
+def _pid_file(runs: Path, pid, content: str = "") -> Path:
+    runs.mkdir(parents=True, exist_ok=True)
+    path = runs / f"{pid}.pid"
+    path.write_text(content)
+    return path
+
+
+def test_thread_count_divides_the_cores_among_live_runs(tmp_path, monkeypatch):
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    runs = tmp_path / "runs"
+    assert cli.thread_count(cpu_count=8, runs=runs) == 8                    # nothing registered
+    _pid_file(runs, os.getpid())
+    assert cli.thread_count(cpu_count=8, runs=runs) == 8
+    _pid_file(runs, os.getppid())                                           # another live process
+    dead = _pid_file(runs, DEAD_PID)
+    _pid_file(runs, "notes")                                                # not a pid file: ignored
+    assert cli.running_harms(runs) == 2 and not dead.exists()               # stale file removed
+    assert cli.thread_count(cpu_count=8, runs=runs) == 4
+    assert cli.thread_count(cpu_count=3, runs=runs) == 1
+    _pid_file(runs, 1)
+    assert cli.thread_count(cpu_count=2, runs=runs) == 1                    # at least one
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    assert cli.thread_count(cpu_count=16, runs=runs) == 1                   # capped by OMP_NUM_THREADS
+    monkeypatch.setenv("HARMS_NUM_THREADS", "6")
+    assert cli.thread_count(cpu_count=16, runs=runs) == 6                   # the variable wins ...
+    assert cli.thread_count(5, cpu_count=16, runs=runs) == 5                # ... --threads over both
+
+
+def test_reused_pid_of_a_dead_run_is_not_counted(tmp_path):
+    if not cli._start_time(os.getpid()):
+        pytest.skip("process start times are read from /proc (Linux)")
+    runs = tmp_path / "runs"
+    mine = _pid_file(runs, os.getpid(), cli._start_time(os.getpid()))
+    reused = _pid_file(runs, os.getppid(), "1")        # recorded by a run that started at tick 1
+    assert cli.running_harms(runs) == 1 and mine.exists() and not reused.exists()
+
+
+def test_run_registers_itself_and_sets_the_threads(inp, tmp_path, tiny_gpt2, monkeypatch):
+    import torch
+
+    from helpers.lm import scoring
+
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: 6)
+    runs = cli.runs_dir()
+    _pid_file(runs, os.getppid())                      # one other harms run is going on
+    seen = {}
+    real_score = scoring.score
+
+    def score(*a, **k):
+        seen["registered"] = sorted(p.name for p in runs.iterdir())
+        return real_score(*a, **k)
+    monkeypatch.setattr(scoring, "score", score)
+    monkeypatch.setattr(torch, "set_num_threads", lambda n: seen.setdefault("threads", []).append(n))
+    assert cli.main(["score", "--model", str(tiny_gpt2), "--input", str(inp), "--output",
+                     str(tmp_path / "a.csv")]) == 0
+    assert seen["registered"] == sorted([f"{os.getpid()}.pid", f"{os.getppid()}.pid"])
+    assert seen["threads"] == [3]
+    assert sorted(p.name for p in runs.iterdir()) == [f"{os.getppid()}.pid"]     # removed at exit
+    assert cli.main(["score", "--model", str(tiny_gpt2), "--input", str(inp), "--output",
+                     str(tmp_path / "b.csv"), "--threads", "5"]) == 0
+    assert seen["threads"] == [3, 5]
+
+
+def test_threads_documented_in_help():
+    text = " ".join(cli.build_parser()._subparsers._group_actions[0].choices["score"].format_help().split())
+    assert "--threads" in text and "HARMS_NUM_THREADS" in text and "harms runs" in text
