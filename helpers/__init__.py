@@ -1,16 +1,27 @@
 """Helper package of the book *Representational harms in pretrained language models*.
 
-One module per concept (see ``../shared/DESIGN.md`` for the flow)::
+One module per concern; how data flows and who owns what: ``docs/ARCHITECTURE.md``. Lower
+layers never import higher ones (leaves first)::
 
-    datasets   evaluation data registry: load, validate, fetch
-    models     model registry and loading (hub ids, GGUF packages, local dirs)
-    scoring    sentence log-likelihoods: causal, pseudo-log-likelihood, XLNet
-    cache      on-disk per-sentence score cache (atomic, resumable)
-    metrics    one module per paper metric (safety score, StereoSet, CMA, ...)
-    stats      correlations with intervals, effect sizes
-    published  each paper's published tables as DataFrames, by table name
-    plots      figures (functions returning a matplotlib Figure)
-    distill    pre-training and knowledge distillation of the book's own zoo
+    errors      error types: one clear line each (the CLI prints ``harms: error: ...``)
+    paths       where data, caches and results live (HARMS_* environment variables)
+    tables      read input tables, write result tables; the one atomic write, temporaries
+    hashing     every SHA-256: bytes, text, files (memoised), canonical JSON of settings
+    progress    a bar in a terminal, one line per step in a log
+    stats       correlations with n, p and interval; effect sizes
+    datasets/   evaluation data registry (URL, commit, sha256, license, citation), loaders
+    published/  each paper's published tables as CSV data, one loader
+    models      model registry and loading (hub ids, GGUF packages, local dirs, the zoo)
+    lm/         scoring (causal, pseudo-log-likelihood, XLNet), token log-probs, parallel
+    cache       scores and results on disk, keyed by what changes them (never by chapter)
+    metrics/    one module per paper metric (safety score, StereoSet, CMA, regard, ...)
+    runner      models x data -> cached results
+    training/   training loops and distillation (distill), the book's own zoo (zoo)
+    chapters/   one tested module per chapter: tables, figures, facts for the prose
+    plots       figures (functions returning a matplotlib Figure)
+    report      sentences generated from numbers
+    cli         every ``harms`` subcommand
+    book        the build: papermill, then Jupyter Book; ``make lab``
 
 Nothing heavy is imported here: ``import helpers`` stays fast.
 """

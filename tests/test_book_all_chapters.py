@@ -20,18 +20,19 @@ def test_every_chapter_executes_and_the_book_builds(tmp_path, monkeypatch):
     monkeypatch.delenv("HARMS_ZOO_DIR", raising=False)                   # the ci profile picks zoo-ci
     src = tmp_path / "book"
     src.mkdir()
-    for f in ("_config.yml", "intro.md", "profiles.yml"):
+    for f in ("_config.yml", "intro.md", "teaching.md", "profiles.yml"):
         shutil.copy(book.BOOK_DIR / f, src / f)
 
     html = book.build("ci", book_dir=src)
 
     chapters = book.notebooks(book.NOTEBOOKS_DIR)
     assert len(chapters) >= 4
+    assert (html / "teaching.html").is_file()                            # "Teaching with this book"
     for nb_path in chapters:
-        nb = nbformat.read(src / "chapters" / nb_path.name, as_version=4)
+        nb = nbformat.read(src / book.EXECUTED / nb_path.name, as_version=4)
         errors = [o for c in nb.cells for o in c.get("outputs", []) if o["output_type"] == "error"]
         assert not errors, f"{nb_path.name}: {errors[0]['ename']}: {errors[0]['evalue']}"
-        assert (html / "chapters" / f"{nb_path.stem}.html").is_file()
+        assert (html / book.EXECUTED / f"{nb_path.stem}.html").is_file()
         tables = list((tmp_path / "results" / nb_path.stem).glob("*.csv"))
         assert tables, f"{nb_path.name} wrote no result table"
         assert any(len(pd.read_csv(t)) for t in tables), f"{nb_path.name}: every result table is empty"
