@@ -1,31 +1,39 @@
-"""On-disk cache of per-sentence scores, resumable and safe against crashes.
+"""On-disk cache of per-sentence scores, resumable and safe against crashes and Ctrl-C.
 
 Layout::
 
     <paths.cache_dir()>/scores/<sha256(canonical JSON of key)[:16]>/
         key.json                      the key, human readable
         chunk-<sha256[:20]>.json      {"format", "sha256", "rows": {text_sha256: [n_tokens, log_likelihood]}}
+    <paths.cache_dir()>/results/<sha256(canonical JSON of key)[:24]>.pkl   (:func:`memoize`)
 
-A key (model fingerprint, objective and the settings that change results) names
+A key (model identity, objective and the settings that change results) names
 a directory; the rows inside it are keyed by the SHA-256 of the text, so a
 sentence scored once under a key is never recomputed, whatever call it came in.
-Each chunk is written as soon as it is computed, atomically (temporary file in
-the same directory, fsync, ``os.replace``), so a killed run leaves only whole
-chunks and the rerun resumes from them. Temporary names carry the pid and a
-uuid, so several processes (e.g. Accelerate workers) can fill one directory.
-Every chunk carries the SHA-256 of its rows; a file that does not parse or
-whose checksum fails is reported (a warning naming the file), deleted, and its
-sentences are recomputed. Perplexity is not stored: it is recomputed as
-``exp(-log_likelihood / n_tokens)`` on read.
+
+Work that must not be lost: scores are stored at least every
+:data:`SAVE_EVERY_SECONDS` (30 s) or every :data:`DEFAULT_CHUNK_SIZE` (32) sentences,
+whichever comes first. The first chunk has 32 sentences (``$HARMS_CACHE_CHUNK_SIZE``
+overrides the 32); after each chunk the seconds per sentence are measured and the next
+chunk is sized to take at most 30 s (at least one sentence). Each chunk is written as
+soon as it is computed with :func:`helpers.tables.atomic_write`, so a killed run leaves
+only whole chunks and the rerun resumes from them; a killed writer's temporaries are
+removed by the next run (:func:`helpers.tables.remove_stale_temporaries`). Ctrl-C
+during the work raises :class:`helpers.errors.Interrupted` saying exactly how many
+sentences of the request are saved. Several processes (e.g. Accelerate workers) can
+fill one directory. Every chunk carries the SHA-256 of its rows; a file that does not
+parse or whose checksum fails is reported (a warning naming the file), deleted, and
+its sentences are recomputed. Perplexity is not stored: it is recomputed as
+``exp(-log_likelihood / n_tokens)`` on read. A cache directory that cannot be written
+(read-only, full disk, a file in the way) is one :class:`helpers.errors.HarmsError` line.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
+import math
 import os
 import time
-import uuid
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -34,66 +42,47 @@ import numpy as np
 import pandas as pd
 
 from helpers import paths
+from helpers.errors import HarmsError, InputError, Interrupted
+from helpers.hashing import canonical_json, sha256_bytes, sha256_json, sha256_text
+from helpers.progress import progress as progress_bar
+from helpers.tables import atomic_write, remove_stale_temporaries
 
 FORMAT = "harms-scores-v1"
-DEFAULT_CHUNK_SIZE = 256
-_STALE_TMP_SECONDS = 24 * 3600
-_COMPACT_ABOVE = 64        # merge the directory into one file when it holds more chunks than this
+DEFAULT_CHUNK_SIZE = 32        # sentences per stored chunk at most ...
+SAVE_EVERY_SECONDS = 30.0      # ... and at most this much work between two stores
+CHUNK_SIZE_ENV = "HARMS_CACHE_CHUNK_SIZE"
+_COMPACT_ABOVE = 64            # merge the directory into one file when it holds more chunks than this
 
-__all__ = ["cached_scores", "memoize", "key_dir", "text_hash", "CorruptCacheWarning"]
+__all__ = ["cached_scores", "memoize", "key_dir", "text_hash", "CorruptCacheWarning",
+           "DEFAULT_CHUNK_SIZE", "SAVE_EVERY_SECONDS"]
 
 
 class CorruptCacheWarning(UserWarning):
     """A cache file did not parse or failed its checksum; it was deleted and recomputed."""
 
 
-def _canonical(obj) -> str:
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
-
-
-def _sha256(s: str) -> str:
-    return hashlib.sha256(s.encode("utf-8")).hexdigest()
-
-
 def text_hash(text: str) -> str:
     """SHA-256 of a sentence's UTF-8 bytes: the row key inside a key directory."""
-    return _sha256(text)
+    return sha256_text(text)
 
 
 def key_dir(key: dict) -> Path:
     """Directory of one cache key: ``cache_dir()/scores/<sha256 of canonical JSON>[:16]``."""
-    return paths.cache_dir() / "scores" / _sha256(_canonical(key))[:16]
+    return paths.cache_dir() / "scores" / sha256_json(key)[:16]
 
 
-def _atomic_write(path: Path, data: str | bytes) -> None:
-    tmp = path.parent / f".tmp-{os.getpid()}-{uuid.uuid4().hex}{path.suffix}"
-    try:
-        with open(tmp, "wb" if isinstance(data, bytes) else "w",
-                  **({} if isinstance(data, bytes) else {"encoding": "utf-8"})) as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-    try:  # make the rename itself durable
-        fd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-    except OSError:
-        pass
+def _unwritable(directory: Path, exc: OSError, what: str = "score cache") -> HarmsError:
+    reason = exc.strerror or str(exc) or type(exc).__name__
+    return HarmsError(f"cannot write the {what} in {directory}: {reason}; "
+                      "set HARMS_CACHE_DIR to a writable directory or pass --no-cache")
 
 
 def _write_chunk(directory: Path, rows: dict[str, list]) -> Path:
     """Write one chunk atomically; the name is the checksum, so rewrites are idempotent."""
-    payload = _canonical(rows)
-    digest = _sha256(payload)
+    digest = sha256_text(canonical_json(rows))
     path = directory / f"chunk-{digest[:20]}.json"
-    _atomic_write(path, json.dumps({"format": FORMAT, "sha256": digest, "rows": rows},
-                                   ensure_ascii=False, sort_keys=True))
+    atomic_write(path, json.dumps({"format": FORMAT, "sha256": digest, "rows": rows},
+                                  ensure_ascii=False, sort_keys=True))
     return path
 
 
@@ -107,7 +96,7 @@ def _read_chunk(path: Path) -> dict[str, list] | None:
         doc = json.loads(raw.decode("utf-8"))
         rows = doc["rows"]
         ok = (doc.get("format") == FORMAT and isinstance(rows, dict)
-              and _sha256(_canonical(rows)) == doc["sha256"]
+              and sha256_text(canonical_json(rows)) == doc["sha256"]
               and all(isinstance(v, list) and len(v) == 2 for v in rows.values()))
         problem = "checksum mismatch" if not ok else None
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
@@ -123,24 +112,19 @@ def _read_chunk(path: Path) -> dict[str, list] | None:
     return None
 
 
-def _load_dir(directory: Path) -> dict[str, list]:
-    """All valid rows of a key directory; removes stale temporaries; compacts many small chunks."""
+def _load_dir(directory: Path, *, maintain: bool = True) -> dict[str, list]:
+    """All valid rows of a key directory. ``maintain``: first remove the temporaries of killed
+    writers, and compact many small chunks into one file afterwards."""
+    if maintain:
+        remove_stale_temporaries(directory)
     rows: dict[str, list] = {}
-    files = sorted(directory.glob("chunk-*.json"))
-    now = time.time()
-    for tmp in directory.glob(".tmp-*"):
-        try:
-            if now - tmp.stat().st_mtime > _STALE_TMP_SECONDS:
-                tmp.unlink()
-        except FileNotFoundError:
-            pass
     valid = []
-    for f in files:
+    for f in sorted(directory.glob("chunk-*.json")):
         got = _read_chunk(f)
         if got:
             rows.update(got)
             valid.append(f)
-    if len(valid) > _COMPACT_ABOVE:
+    if maintain and len(valid) > _COMPACT_ABOVE:
         merged = _write_chunk(directory, rows)
         for f in valid:
             if f != merged:
@@ -159,85 +143,144 @@ def _frame(n_tokens: Sequence, log_likelihood: Sequence) -> pd.DataFrame:
     return pd.DataFrame({"n_tokens": n, "log_likelihood": ll, "perplexity": ppl})
 
 
+def chunk_size_from_env() -> int:
+    """``$HARMS_CACHE_CHUNK_SIZE`` (a whole number >= 1) or :data:`DEFAULT_CHUNK_SIZE`."""
+    raw = os.environ.get(CHUNK_SIZE_ENV)
+    if raw is None or not raw.strip():
+        return DEFAULT_CHUNK_SIZE
+    try:
+        size = int(raw.strip())
+    except ValueError:
+        size = 0
+    if size < 1:
+        raise InputError(f"{CHUNK_SIZE_ENV}={raw!r} is not a whole number of sentences >= 1")
+    return size
+
+
+def next_chunk_size(seconds: float, sentences: int, *, largest: int, budget: float) -> int:
+    """Sentences the next chunk may hold so that it is expected to take at most ``budget``
+    seconds, at the speed just measured (``seconds`` for ``sentences``): between 1 and ``largest``."""
+    if sentences < 1 or seconds <= 0:
+        return largest
+    fits = budget * sentences / seconds
+    return largest if not math.isfinite(fits) else max(1, min(largest, int(fits)))
+
+
+def _interrupted(directory: Path | None, hashes: set[str], stored: set[str]) -> Interrupted:
+    """The exact account of a Ctrl-C: how many of this request's distinct sentences are on disk."""
+    total = len(hashes)
+    if directory is None:
+        return Interrupted("interrupted: nothing was saved (the score cache is off)", saved=0, total=total)
+    try:       # read the directory again: a chunk whose write had just finished counts too
+        stored = stored | set(_load_dir(directory, maintain=False))
+    except (OSError, KeyboardInterrupt):
+        pass
+    saved = len(hashes & stored)
+    return Interrupted(f"interrupted: {saved} of {total} sentences are saved in the score cache "
+                       f"({directory}); rerun the same command to resume", saved=saved, total=total)
+
+
 def cached_scores(key: dict, texts: Sequence[str], compute: Callable[[list[str]], pd.DataFrame], *,
-                  chunk_size: int | None = None, enabled: bool = True, progress: bool = True) -> pd.DataFrame:
+                  chunk_size: int | None = None, enabled: bool = True, progress: bool = True,
+                  save_every: float | None = None, clock: Callable[[], float] = time.monotonic) -> pd.DataFrame:
     """Per-sentence scores of ``texts`` under ``key``, read from the cache or computed.
 
     ``compute(list_of_texts)`` must return a DataFrame with ``n_tokens`` and
     ``log_likelihood`` (one row per text, same order). Texts that are missing
-    from the cache are deduplicated and computed in chunks of ``chunk_size``
-    (default: ``$HARMS_CACHE_CHUNK_SIZE`` or 256); each chunk is stored as soon
-    as it is computed. ``enabled=False`` neither reads nor writes the cache.
+    from the cache are deduplicated and computed in chunks of at most ``chunk_size``
+    sentences (default: ``$HARMS_CACHE_CHUNK_SIZE`` or 32) and at most ``save_every``
+    seconds (default :data:`SAVE_EVERY_SECONDS`, measured with ``clock``); each chunk is
+    stored as soon as it is computed. ``enabled=False`` neither reads nor writes the cache.
     Returns ``n_tokens``, ``log_likelihood``, ``perplexity`` (= exp(-ll / n)),
-    rows aligned with ``texts``.
+    rows aligned with ``texts``. Ctrl-C raises :class:`helpers.errors.Interrupted`.
     """
-    from tqdm.auto import tqdm
-
-    if chunk_size is None:
-        chunk_size = int(os.environ.get("HARMS_CACHE_CHUNK_SIZE", DEFAULT_CHUNK_SIZE))
-    if chunk_size < 1:
-        raise ValueError(f"chunk_size must be >= 1, got {chunk_size}")
+    largest = chunk_size_from_env() if chunk_size is None else chunk_size
+    if largest < 1:
+        raise ValueError(f"chunk_size must be >= 1, got {largest}")
+    budget = SAVE_EVERY_SECONDS if save_every is None else save_every
     texts = list(texts)
     hashes = [text_hash(t) for t in texts]
 
     known: dict[str, list] = {}
-    directory = None
-    if enabled:
-        directory = key_dir(key)
-        directory.mkdir(parents=True, exist_ok=True)
-        key_file = directory / "key.json"
-        if not key_file.exists():
-            _atomic_write(key_file, json.dumps(key, indent=2, sort_keys=True, default=str) + "\n")
-        known = _load_dir(directory)
+    stored: set[str] = set()             # this request's rows known to be on disk
+    directory = key_dir(key) if enabled else None
+    try:
+        if directory is not None:
+            try:
+                directory.mkdir(parents=True, exist_ok=True)
+                key_file = directory / "key.json"
+                if not key_file.exists():
+                    atomic_write(key_file, json.dumps(key, indent=2, sort_keys=True, default=str) + "\n")
+                known = _load_dir(directory)
+            except OSError as exc:
+                raise _unwritable(directory, exc) from None
+            stored = set(known)
 
-    todo: dict[str, str] = {}            # hash -> text, unique misses in first-seen order
-    for h, t in zip(hashes, texts):
-        if h not in known and h not in todo:
-            todo[h] = t
-    items = list(todo.items())
-    with tqdm(total=len(items), unit="sent", desc="scoring", disable=not progress or not items) as bar:
-        for start in range(0, len(items), chunk_size):
-            chunk = items[start:start + chunk_size]
-            out = compute([t for _, t in chunk])
-            if len(out) != len(chunk):
-                raise RuntimeError(f"compute returned {len(out)} rows for {len(chunk)} texts")
-            rows = {h: [int(n), float(ll)] for (h, _), n, ll in
-                    zip(chunk, out["n_tokens"].to_numpy(), out["log_likelihood"].to_numpy())}
-            if directory is not None:
-                _write_chunk(directory, rows)
-            known.update(rows)
-            bar.update(len(chunk))
+        todo: dict[str, str] = {}            # hash -> text, unique misses in first-seen order
+        for h, t in zip(hashes, texts):
+            if h not in known and h not in todo:
+                todo[h] = t
+        items = list(todo.items())
+        with progress_bar(total=len(items), unit="sent", desc="scoring", enabled=progress and bool(items)) as bar:
+            start, size = 0, largest
+            while start < len(items):
+                chunk = items[start:start + size]
+                began = clock()
+                out = compute([t for _, t in chunk])
+                if len(out) != len(chunk):
+                    raise RuntimeError(f"compute returned {len(out)} rows for {len(chunk)} texts")
+                rows = {h: [int(n), float(ll)] for (h, _), n, ll in
+                        zip(chunk, out["n_tokens"].to_numpy(), out["log_likelihood"].to_numpy())}
+                if directory is not None:
+                    try:
+                        _write_chunk(directory, rows)
+                    except OSError as exc:
+                        raise _unwritable(directory, exc) from None
+                    stored.update(rows)
+                known.update(rows)
+                bar.update(len(chunk))
+                start += len(chunk)
+                size = next_chunk_size(clock() - began, len(chunk), largest=largest, budget=budget)
+    except KeyboardInterrupt:
+        raise _interrupted(directory, set(hashes), stored) from None
 
     values = [known[h] for h in hashes]
     return _frame([v[0] for v in values], [v[1] for v in values])
-
 
 
 def memoize(key: dict, compute: Callable[[], object], *, enabled: bool = True):
     """Result of ``compute()`` cached on disk under ``key`` (a whole-result cache).
 
     For per-model results that are not per-sentence scores (StereoSet, CMA, generations
-    with their classifier labels): ``key`` must hold the model fingerprint and every
+    with their classifier labels): ``key`` must hold the model identity and every
     setting that changes the result. Stored as ``cache_dir()/results/<hash>.pkl``: the
     SHA-256 of the pickled payload, a newline, the payload; written atomically. A file
-    that fails its checksum is reported (:class:`CorruptCacheWarning`), deleted and
-    recomputed. Only this package writes these files: unpickling trusts the cache dir.
+    that fails its checksum or does not unpickle (e.g. written by an older version of a
+    class) is reported (:class:`CorruptCacheWarning`), deleted and recomputed. Only this
+    package writes these files: unpickling trusts the cache dir.
     """
     import pickle
 
     if not enabled:
         return compute()
-    path = paths.cache_dir() / "results" / f"{_sha256(_canonical(key))[:24]}.pkl"
+    path = paths.cache_dir() / "results" / f"{sha256_json(key)[:24]}.pkl"
     if path.is_file():
-        raw = path.read_bytes()
-        digest, _, payload = raw.partition(b"\n")
-        if digest.decode("ascii", "replace") == hashlib.sha256(payload).hexdigest():
-            return pickle.loads(payload)
-        warnings.warn(f"corrupt result cache file {path}: checksum mismatch; deleted, recomputing",
+        digest, _, payload = path.read_bytes().partition(b"\n")
+        problem = "checksum mismatch"
+        if digest.decode("ascii", "replace") == sha256_bytes(payload):
+            try:
+                return pickle.loads(payload)
+            except Exception as exc:  # noqa: BLE001 - any unpickling failure means: recompute
+                problem = f"does not unpickle ({type(exc).__name__}: {exc})"
+        warnings.warn(f"corrupt result cache file {path}: {problem}; deleted, recomputing",
                       CorruptCacheWarning, stacklevel=2)
         path.unlink(missing_ok=True)
     value = compute()
     payload = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    _atomic_write(path, hashlib.sha256(payload).hexdigest().encode("ascii") + b"\n" + payload)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        remove_stale_temporaries(path.parent)
+        atomic_write(path, sha256_bytes(payload).encode("ascii") + b"\n" + payload)
+    except OSError as exc:
+        raise _unwritable(path.parent, exc, "result cache") from None
     return value

@@ -1,17 +1,23 @@
-"""helpers.cache: hits, resume after an interruption, corrupt files, key separation."""
+"""helpers.cache: hits, resume after an interruption, corrupt files, key separation, adaptive
+chunks (a fake clock), Ctrl-C accounting, unwritable directories, leftovers of killed writers."""
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import multiprocessing as mp
 import os
+import pickle
+import subprocess
+import sys
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from helpers import cache
+from helpers import cache, tables
+from helpers.errors import HarmsError, InputError, Interrupted
 
 KEY = {"model": "tiny", "fingerprint": "abc", "objective": "causal", "pll": "original"}
 
@@ -107,8 +113,9 @@ def test_duplicates_computed_once_and_texts_shared_across_calls():
 def test_resume_after_interruption_computes_only_remaining_chunks():
     texts = sentences(10)
     killed = Counter(fail_after_calls=2)
-    with pytest.raises(KeyboardInterrupt):
+    with pytest.raises(Interrupted) as info:          # Ctrl-C becomes an exact account, never a traceback
         cache.cached_scores(KEY, texts, killed, chunk_size=3, progress=False)
+    assert (info.value.saved, info.value.total) == (6, 10)
     assert killed.texts == texts[:6]
     assert len(chunk_files()) == 2                # the two finished chunks are on disk
     rerun = Counter()
@@ -122,10 +129,10 @@ def test_crash_during_write_leaves_no_partial_file(monkeypatch):
         raise OSError("disk gone")
 
     monkeypatch.setattr(cache.os, "replace", boom)
-    with pytest.raises(OSError):
+    with pytest.raises(HarmsError, match="cannot write the score cache.*disk gone"):
         cache.cached_scores(KEY, sentences(3), Counter(), progress=False)
     assert list(cache.key_dir(KEY).glob("chunk-*")) == []
-    assert list(cache.key_dir(KEY).glob(".tmp-*")) == []
+    assert list(cache.key_dir(KEY).glob(".*harms-tmp*")) == []
 
 
 @pytest.mark.parametrize("damage", ["truncate", "garble-value", "not-json"])
@@ -202,7 +209,7 @@ def test_two_processes_fill_one_directory(tmp_path):
     out = cache.cached_scores(KEY, texts, c, progress=False)
     assert c.calls == []
     np.testing.assert_array_equal(out["log_likelihood"].to_numpy(), expected(texts)[1])
-    assert list(cache.key_dir(KEY).glob(".tmp-*")) == []
+    assert list(cache.key_dir(KEY).glob(".*harms-tmp*")) == []
 
 
 def test_many_small_chunks_are_compacted_without_loss():
@@ -242,3 +249,212 @@ def test_memoize_reuses_detects_corruption_and_separates_keys(tmp_path, monkeypa
     assert memoize({"model": "a", "k": 1}, compute)[1] == {"n": 3} and len(calls) == 3
     memoize({"model": "a", "k": 1}, compute, enabled=False)
     assert len(calls) == 4
+
+
+# ---------------------------------------------------------------- adaptive chunks (a fake clock, no real timing)
+
+class FakeClock:
+    """``clock()`` for cached_scores: time moves only when the fake model 'works'."""
+
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self):
+        return self.now
+
+
+def timed(clock: FakeClock, seconds_per_sentence) -> Counter:
+    """A Counter whose k-th call costs ``seconds_per_sentence(k)`` fake seconds per text."""
+    counter = Counter()
+    plain = Counter.__call__
+
+    class Timed(Counter):
+        def __call__(self, texts):
+            clock.now += seconds_per_sentence(len(self.calls)) * len(texts)
+            return plain(self, texts)
+
+    return Timed()
+
+
+def chunk_sizes(counter) -> list[int]:
+    return [len(c) for c in counter.calls]
+
+
+def test_default_chunk_is_32_sentences_when_work_is_fast():
+    clock = FakeClock()
+    c = timed(clock, lambda k: 0.01)
+    out = cache.cached_scores(KEY, sentences(70), c, clock=clock, progress=False)
+    assert chunk_sizes(c) == [32, 32, 6] and len(chunk_files()) == 3
+    np.testing.assert_array_equal(out["log_likelihood"].to_numpy(), expected(sentences(70))[1])
+
+
+@pytest.mark.parametrize("cost,sizes", [
+    (2.0, [32, 15, 15, 8]),          # 32 x 2 s = 64 s > 30 s: next chunks hold 30 // 2 = 15
+    (100.0, [32, 1, 1, 1, 1, 1]),    # slower than 30 s a sentence: one sentence per store
+    (0.9375, [32, 32, 6]),           # 32 x 0.9375 s = exactly 30 s: stays at 32
+])
+def test_chunks_are_sized_to_store_at_least_every_30_seconds(cost, sizes):
+    clock = FakeClock()
+    c = timed(clock, lambda k: cost)
+    cache.cached_scores(KEY, sentences(sum(sizes)), c, clock=clock, progress=False)
+    assert chunk_sizes(c) == sizes
+    assert all(n * cost <= cache.SAVE_EVERY_SECONDS or n == 1 for n in sizes[1:])
+
+
+def test_chunk_size_follows_the_measured_speed_both_ways(monkeypatch):
+    monkeypatch.setattr(cache, "SAVE_EVERY_SECONDS", 3.0)      # the budget is a module constant
+    clock = FakeClock()
+    costs = {0: 1.0, 1: 1.0, 2: 0.01}                           # slow, then fast again, then medium
+    c = timed(clock, lambda k: costs.get(k, 0.5))
+    cache.cached_scores(KEY, sentences(32 + 3 + 3 + 32 + 6 + 2), c, clock=clock, progress=False)
+    # 32 s for 32 -> 3; 3 s for 3 -> 3; 0.03 s for 3 -> 32 (the cap); 16 s for 32 -> 6; 3 s for 6 -> 6
+    assert chunk_sizes(c) == [32, 3, 3, 32, 6, 2]
+
+
+def test_environment_chunk_size_overrides_the_32_and_the_clock_still_applies(monkeypatch):
+    monkeypatch.setenv("HARMS_CACHE_CHUNK_SIZE", "5")
+    clock = FakeClock()
+    c = timed(clock, lambda k: 0.0)
+    cache.cached_scores(KEY, sentences(12), c, clock=clock, progress=False)
+    assert chunk_sizes(c) == [5, 5, 2]
+    clock2 = FakeClock()
+    c2 = timed(clock2, lambda k: 10.0)
+    cache.cached_scores(KEY, sentences(9, "slow"), c2, clock=clock2, progress=False)
+    assert chunk_sizes(c2) == [5, 3, 1]
+
+
+@pytest.mark.parametrize("value", ["abc", "0", "-3", "2.5", "32 sentences"])
+def test_bad_chunk_size_environment_is_one_input_error_line(monkeypatch, value):
+    monkeypatch.setenv("HARMS_CACHE_CHUNK_SIZE", value)
+    c = Counter()
+    with pytest.raises(InputError) as info:
+        cache.cached_scores(KEY, sentences(3), c, progress=False)
+    msg = str(info.value)
+    assert "HARMS_CACHE_CHUNK_SIZE" in msg and repr(value) in msg and "\n" not in msg
+    assert c.calls == []
+
+
+# ---------------------------------------------------------------- Ctrl-C: an exact account of what is saved
+
+def test_interrupt_counts_sentences_found_at_start_plus_stored_this_run():
+    texts = sentences(10)
+    cache.cached_scores(KEY, texts[:3] + sentences(2, "other"), Counter(), chunk_size=2, progress=False)
+    killed = Counter(fail_after_calls=2)
+    with pytest.raises(Interrupted) as info:
+        cache.cached_scores(KEY, texts + texts[:4], killed, chunk_size=2, progress=False)
+    on_disk = {h for f in chunk_files() for h in json.loads(f.read_text())["rows"]}
+    saved = len(on_disk & {cache.text_hash(t) for t in texts})
+    assert saved == 3 + 4 and (info.value.saved, info.value.total) == (7, 10)
+    assert str(info.value) == (f"interrupted: 7 of 10 sentences are saved in the score cache "
+                               f"({cache.key_dir(KEY)}); rerun the same command to resume")
+
+
+def test_interrupt_right_after_a_chunk_was_written_counts_that_chunk(monkeypatch):
+    real = cache._write_chunk
+    writes = []
+
+    def write_then_ctrl_c(directory, rows):
+        path = real(directory, rows)
+        writes.append(path)
+        if len(writes) == 2:
+            raise KeyboardInterrupt         # after os.replace, before cached_scores saw the return
+        return path
+
+    monkeypatch.setattr(cache, "_write_chunk", write_then_ctrl_c)
+    with pytest.raises(Interrupted, match=r"^interrupted: 6 of 9 sentences are saved") as info:
+        cache.cached_scores(KEY, sentences(9), Counter(), chunk_size=3, progress=False)
+    assert info.value.saved == 6 and len(chunk_files()) == 2
+
+
+def test_interrupt_with_the_cache_off_says_nothing_was_saved():
+    with pytest.raises(Interrupted) as info:
+        cache.cached_scores(KEY, sentences(5), Counter(fail_after_calls=1), chunk_size=2, enabled=False,
+                            progress=False)
+    assert str(info.value) == "interrupted: nothing was saved (the score cache is off)"
+    assert (info.value.saved, info.value.total) == (0, 5)
+    assert not cache.key_dir(KEY).exists()
+
+
+# ---------------------------------------------------------------- unwritable or full cache directory
+
+def _disk_full(monkeypatch, when=lambda path: True):
+    real = cache.atomic_write
+
+    def full(path, data, **kw):
+        if when(path):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+        return real(path, data, **kw)
+
+    monkeypatch.setattr(cache, "atomic_write", full)
+
+
+def _one_line(exc, *fragments):
+    msg = str(exc)
+    assert "\n" not in msg and isinstance(exc, HarmsError)
+    for f in fragments:
+        assert f in msg, (f, msg)
+
+
+def test_full_disk_is_one_error_line_for_scores_and_results(monkeypatch):
+    _disk_full(monkeypatch, when=lambda path: os.path.basename(path).startswith("chunk-"))
+    with pytest.raises(HarmsError) as info:
+        cache.cached_scores(KEY, sentences(3), Counter(), progress=False)
+    _one_line(info.value, f"cannot write the score cache in {cache.key_dir(KEY)}: ",
+              os.strerror(errno.ENOSPC), "set HARMS_CACHE_DIR to a writable directory or pass --no-cache")
+    _disk_full(monkeypatch)
+    with pytest.raises(HarmsError) as info:
+        cache.memoize({"m": 1}, lambda: 42)
+    _one_line(info.value, "cannot write the result cache in ", os.strerror(errno.ENOSPC), "HARMS_CACHE_DIR")
+
+
+def test_cache_dir_below_a_regular_file_is_one_error_line(tmp_path, monkeypatch):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    monkeypatch.setenv("HARMS_CACHE_DIR", str(blocker / "cache"))
+    with pytest.raises(HarmsError) as info:
+        cache.cached_scores(KEY, sentences(3), Counter(), progress=False)
+    _one_line(info.value, f"cannot write the score cache in {blocker / 'cache'}", "--no-cache")
+    with pytest.raises(HarmsError) as info:
+        cache.memoize({"m": 1}, lambda: 42)
+    _one_line(info.value, f"cannot write the result cache in {blocker / 'cache'}")
+    assert cache.cached_scores(KEY, sentences(3), Counter(), enabled=False, progress=False).shape == (3, 3)
+
+
+def test_memoize_treats_an_unpicklable_file_like_a_corrupt_one(tmp_path):
+    key = {"model": "a", "k": 2}
+    cache.memoize(key, lambda: "first")
+    [path] = (tmp_path / "cache" / "results").glob("*.pkl")
+    payload = b"cno_such_module_xyz\nThing\n."                 # a class that no longer exists
+    path.write_bytes(tables_digest(payload) + b"\n" + payload)   # checksum is right
+    with pytest.warns(cache.CorruptCacheWarning, match="does not unpickle"):
+        assert cache.memoize(key, lambda: "recomputed") == "recomputed"
+    assert cache.memoize(key, lambda: "never") == "recomputed"
+
+
+def tables_digest(payload: bytes) -> bytes:
+    import hashlib
+
+    return hashlib.sha256(payload).hexdigest().encode("ascii")
+
+
+# ---------------------------------------------------------------- leftovers of killed writers
+
+def _dead_pid() -> int:
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def test_temporaries_of_killed_writers_are_removed_at_the_next_run():
+    texts = sentences(4)
+    cache.cached_scores(KEY, texts[:2], Counter(), progress=False)
+    d = cache.key_dir(KEY)
+    dead = d / f".chunk-0123.json.harms-tmp-{_dead_pid()}-0badc0de.json"
+    live = d / f".chunk-4567.json.harms-tmp-{os.getppid()}-0123abcd.json"      # a running writer's
+    dead.write_text('{"half": ')
+    live.write_text('{"half": ')
+    c = Counter()
+    cache.cached_scores(KEY, texts, c, progress=False)                          # fresh files, any age
+    assert c.texts == texts[2:]
+    assert not dead.exists() and live.exists()
+    assert tables.remove_stale_temporaries(d) == 0

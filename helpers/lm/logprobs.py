@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from tqdm.auto import tqdm
+
+from helpers.progress import progress as progress_bar
 
 
 def _pad_id(tokenizer) -> int:
@@ -37,7 +38,7 @@ def continuation_logprobs(model, tokenizer, contexts: list[list[int]], continuat
     order = sorted(range(len(contexts)), key=lambda i: len(contexts[i]) + len(continuations[i]))
     pad, dev = _pad_id(tokenizer), _device(model)
     batches = [order[k:k + batch_size] for k in range(0, len(order), batch_size)]
-    for idx in tqdm(batches, disable=not progress, desc="causal log-probs"):
+    for idx in progress_bar(batches, enabled=progress, desc="causal log-probs", unit="batch"):
         seqs = [list(contexts[i]) + list(continuations[i]) for i in idx]
         width = max(map(len, seqs))
         ids = torch.full((len(seqs), width), pad, dtype=torch.long)
@@ -63,7 +64,7 @@ def masked_logprobs(model, tokenizer, inputs: list[list[int]], positions: list[i
     order = sorted(range(len(inputs)), key=lambda i: len(inputs[i]))
     pad, dev = _pad_id(tokenizer), _device(model)
     batches = [order[k:k + batch_size] for k in range(0, len(order), batch_size)]
-    for idx in tqdm(batches, disable=not progress, desc="masked log-probs"):
+    for idx in progress_bar(batches, enabled=progress, desc="masked log-probs", unit="batch"):
         width = max(len(inputs[i]) for i in idx)
         ids = torch.full((len(idx), width), pad, dtype=torch.long)
         att = torch.zeros((len(idx), width), dtype=torch.long)

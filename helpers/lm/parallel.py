@@ -1,7 +1,10 @@
 """Data-parallel scoring of a large input across processes or GPUs with Hugging Face Accelerate.
 
-:func:`score_parallel` writes the job (model, texts, options) to a temporary
-directory and runs::
+:func:`score_parallel` writes the job (model, texts, options) to a job directory
+``paths.cache_dir()/parallel/.job.harms-tmp-<pid>-<random>`` (named by
+:func:`helpers.tables.temporary_path`, removed when the call ends; the job
+directories of killed runs, whose pid is dead, are removed by the next call
+with :func:`helpers.tables.remove_stale_temporaries`) and runs::
 
     python -m accelerate.commands.launch --multi_gpu --num_processes N \\
         [--num_cpu_threads_per_process K] -m helpers.parallel JOB_DIR
@@ -12,7 +15,7 @@ a gloo process group (``DistributedType.MULTI_CPU``); on CUDA, one process per
 GPU (``DistributedType.MULTI_GPU``, worker ``i`` on ``cuda:i``). Each worker
 loads the model, takes its contiguous shard with
 ``PartialState.split_between_processes``, scores it with
-:func:`helpers.scoring.score` (the shared score cache is safe for concurrent
+:func:`helpers.lm.scoring.score` (the shared score cache is safe for concurrent
 writers, so a killed parallel run resumes too), and the shards are collected
 with ``accelerate.utils.gather_object``; the main process writes them in input
 order. An error in any worker (e.g. an unknown model) is gathered as well and
@@ -23,17 +26,18 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 import traceback
 from pathlib import Path
 from typing import Sequence
 
 import pandas as pd
 
-from helpers import errors
+from helpers import errors, paths
+from helpers.tables import remove_stale_temporaries, temporary_path
 
 __all__ = ["score_parallel", "main"]
 
@@ -61,7 +65,7 @@ def score_parallel(model: str, texts: Sequence[str], *, num_processes: int, obje
 
     ``model`` is anything :func:`helpers.models.load` accepts; ``device`` is
     ``"cpu"`` (N CPU processes) or ``"cuda"`` (one process per GPU);
-    ``score_options`` go to :func:`helpers.scoring.score` (pll, batch_tokens,
+    ``score_options`` go to :func:`helpers.lm.scoring.score` (pll, batch_tokens,
     upstream_mask_id, cache). Returns the same DataFrame as ``scoring.score``
     (n_tokens, log_likelihood, perplexity; rows in input order), with
     ``attrs["num_processes"]`` the number of workers that ran.
@@ -79,8 +83,16 @@ def score_parallel(model: str, texts: Sequence[str], *, num_processes: int, obje
         out = scoring.score(loaded, texts, progress=progress, **score_options)
         out.attrs["num_processes"] = 1
         return out
-    with tempfile.TemporaryDirectory(prefix="harms-parallel-") as tmp:
-        job = Path(tmp)
+    root = paths.cache_dir() / "parallel"
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise errors.HarmsError(f"cannot write the parallel job directory in {root}: "
+                                f"{exc.strerror or exc}; set HARMS_CACHE_DIR to a writable directory") from None
+    remove_stale_temporaries(root)          # job directories of killed runs
+    job = temporary_path(root / "job")
+    job.mkdir()
+    try:
         (job / "job.json").write_text(json.dumps({
             "model": str(model), "texts": texts, "objective": objective, "device": device,
             "progress": progress, "options": score_options}))
@@ -98,10 +110,12 @@ def score_parallel(model: str, texts: Sequence[str], *, num_processes: int, obje
         out = pd.read_parquet(job / "scores.parquet")
         out.attrs["num_processes"] = json.loads((job / "meta.json").read_text())["num_processes"]
         return out
+    finally:
+        shutil.rmtree(job, ignore_errors=True)
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Worker entry point (``python -m helpers.parallel JOB_DIR`` under ``accelerate launch``)."""
+    """Worker entry point (``python -m helpers.lm.parallel JOB_DIR`` under ``accelerate launch``)."""
     from accelerate import PartialState
     from accelerate.utils import gather_object
 

@@ -17,6 +17,23 @@ Work is batched under a token budget (``batch_tokens`` tokens per forward pass, 
 single sequence longer than the budget still runs alone),
 with sequences sorted by length so little padding is computed. Vocabulary projections are
 only computed where a token is scored.
+
+Batch composition: which sentences share a forward pass (and so how much padding a row
+gets) changes the order of floating-point sums inside the model, not the mathematics. In
+float32 each scored token's log-probability may then move by about one unit in its last
+place (~1e-7 of its size), so a sentence's ``log_likelihood`` agrees across batch partners
+and budgets to about 1e-6 for a short sentence (roughly 1e-7 x |log_likelihood| in
+general; ~1e-5 at |log_likelihood| ~ 150). The tests hold a short sentence (|ll| < 60),
+scored alone and beside shorter and longer partners under several budgets, to 1e-5
+(absolute) for every scorer.
+
+Long texts: the maximum input length is the MODEL's (:func:`_max_length`: its position
+embeddings, less the RoBERTa family's padding offset; the tokenizer's limit only when it is
+smaller; none for XLNet's relative positions). Causal LMs score a longer text with the
+strided sliding window (:func:`_windows`), so every token is scored; masked LMs (and XLNet
+when its tokenizer sets a limit) truncate it to the limit, with one warning naming how many
+sentences were cut (as upstream's ``truncation=True``). A text that the tokenizer turns
+into no token ids at all is an :class:`~helpers.errors.InputError` naming its row.
 """
 
 from __future__ import annotations
@@ -31,10 +48,9 @@ from helpers.errors import InputError
 
 __all__ = ["sentence_scores", "score", "score_file", "causal_scores", "pll_scores",
            "permutation_scores", "SCORER_VERSION", "DEFAULT_BATCH_TOKENS", "DEFAULT_CPU_BATCH_TOKENS",
-           "DEFAULT_STRIDE",
-           "UPSTREAM_MASK_ID"]
+           "DEFAULT_STRIDE", "UPSTREAM_MASK_ID", "cache_key"]
 
-SCORER_VERSION = 1
+SCORER_VERSION = 2              # 2: maximum length from the model, not the tokenizer
 DEFAULT_BATCH_TOKENS = 8192     # tokens per forward pass on an accelerator
 DEFAULT_CPU_BATCH_TOKENS = 1024 # on a CPU: smaller passes stay in cache (measured on 2 cores, 120
                                 # ToxiGen sentences: SmolLM2 1.8x and BERT-base-shaped PLL 1.2x
@@ -143,9 +159,17 @@ def _verified_head(model, make_head, base_forward, probe_ids):
 
 
 def _progress(total, progress, desc):
-    from tqdm.auto import tqdm
+    from helpers.progress import progress as progress_bar
 
-    return tqdm(total=total, disable=not progress, desc=desc, unit="sent", leave=False)
+    return progress_bar(total=total, enabled=progress, desc=desc, unit="sent", leave=False)
+
+
+def _no_empty(loaded, texts, enc) -> None:
+    """A text that the tokenizer turns into no ids at all cannot be scored: one clear error."""
+    for i, ids in enumerate(enc):
+        if len(ids) == 0:
+            raise InputError(f"text row {i}: the tokenizer of {loaded.name} gives no token ids for "
+                             f"{texts[i][:60]!r}; is it the model's own tokenizer?")
 
 
 def _config_get(model, *names):
@@ -216,7 +240,8 @@ def causal_scores(loaded, texts, *, batch_tokens=None, stride=DEFAULT_STRIDE, pr
     texts = _check_texts(texts)
     model, tok = loaded.model, loaded.tokenizer
     budget = batch_tokens or _default_budget(model)
-    enc = tok(texts, add_special_tokens=True)["input_ids"]
+    enc = tok(texts, add_special_tokens=True, verbose=False)["input_ids"]
+    _no_empty(loaded, texts, enc)
     context = _context_length(model)
     items = []      # (sentence, ids of the window, first scored position in the window)
     for s, ids in enumerate(enc):
@@ -282,18 +307,32 @@ def _mlm_head(model):
     return None
 
 
+_POSITION_OFFSET_TYPES = ("roberta", "xlm-roberta", "camembert", "longformer", "data2vec-text")
+
+
+def _valid_limit(value) -> int | None:
+    return int(value) if isinstance(value, (int, float)) and 0 < value < 1_000_000 else None
+
+
 def _max_length(loaded) -> int | None:
-    """Longest input the model takes (None: no limit, e.g. XLNet's relative positions)."""
+    """Longest input the MODEL takes, in tokens (None: no limit, XLNet's relative positions).
+
+    ``max_position_embeddings`` (masked LMs; minus ``pad_token_id + 1`` in the RoBERTa
+    family, whose positions start after the padding index) or ``n_positions`` / ``n_ctx``
+    (causal LMs). The tokenizer's ``model_max_length`` only lowers it: a tokenizer may claim
+    512 for a model with 128 positions, and the model would then fail on a long text.
+    """
     tok, model = loaded.tokenizer, loaded.model
-    limit = getattr(tok, "model_max_length", None)
-    if limit and 0 < limit < 1_000_000:
-        return int(limit)
-    mpe = _config_get(model, "max_position_embeddings")
-    if mpe is None or mpe <= 0:
-        return None
-    if model.config.model_type in ("roberta", "xlm-roberta", "camembert", "longformer", "data2vec-text"):
-        mpe -= (model.config.pad_token_id or 0) + 1         # positions start at padding_idx + 1
-    return int(mpe)
+    cfg = model.config
+    limit = None
+    if cfg.model_type != "xlnet":
+        limit = _valid_limit(_config_get(model, "max_position_embeddings", "n_positions", "n_ctx"))
+        if limit is not None and cfg.model_type in _POSITION_OFFSET_TYPES:
+            limit -= (cfg.pad_token_id or 0) + 1
+    tok_limit = _valid_limit(getattr(tok, "model_max_length", None))
+    if tok_limit is not None and (limit is None or tok_limit < limit):
+        limit = tok_limit
+    return limit
 
 
 def _encode(loaded, texts, need_words: bool):
@@ -301,7 +340,10 @@ def _encode(loaded, texts, need_words: bool):
     limit = _max_length(loaded)
     enc = tok(texts, add_special_tokens=True, return_special_tokens_mask=True,
               truncation=limit is not None, max_length=limit)
-    long = [i for i, ids in enumerate(enc["input_ids"]) if limit and len(ids) >= limit]
+    _no_empty(loaded, texts, enc["input_ids"])
+    at_limit = [i for i, ids in enumerate(enc["input_ids"]) if limit and len(ids) >= limit]
+    full = tok([texts[i] for i in at_limit], add_special_tokens=True, verbose=False)["input_ids"] if at_limit else []
+    long = [i for i, ids in zip(at_limit, full) if len(ids) > limit]
     if long:
         warnings.warn(f"{len(long)} sentence(s) truncated to the model's {limit} tokens "
                       f"(first: row {long[0]})", stacklevel=3)
@@ -497,14 +539,15 @@ def sentence_scores(loaded, texts, *, pll="original", batch_tokens=None, upstrea
 
 
 def cache_key(loaded, *, pll="original", upstream_mask_id=False, stride=DEFAULT_STRIDE) -> dict:
-    """The settings that change scores: model fingerprint, objective, PLL variant, mask mode."""
-    key = {"fingerprint": loaded.fingerprint, "objective": loaded.objective,
-           "scorer_version": SCORER_VERSION}
+    """Everything that changes a score: the model's whole identity (weights, tokenizer, dtype,
+    maximum length ... as ``loaded.identity`` gives it) and the scorer's settings (objective,
+    scorer version, and per objective the PLL variant and mask mode, or the window stride)."""
+    scorer = {"version": SCORER_VERSION, "objective": loaded.objective}
     if loaded.objective == "masked":
-        key.update(pll=pll, upstream_mask_id=bool(upstream_mask_id))
-    if loaded.objective == "causal" and stride != DEFAULT_STRIDE:
-        key["stride"] = stride
-    return key
+        scorer.update(pll=pll, upstream_mask_id=bool(upstream_mask_id))
+    if loaded.objective == "causal":
+        scorer["stride"] = int(stride)
+    return {"model": dict(loaded.identity), "scorer": scorer}
 
 
 def score(loaded, texts, *, pll="original", batch_tokens=None, upstream_mask_id=False, cache=True,
