@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import inspect
 import json
 import os
 import re
@@ -417,8 +418,11 @@ def _cmd_safety(args: argparse.Namespace) -> None:
     else:
         from helpers import models
 
-        _set_threads(args)
         compat = {"upstream_compat": True} if args.upstream_compat else {}
+        if compat and "upstream_compat" not in inspect.signature(runner.safety_results).parameters:
+            raise InputError("--upstream-compat with --model needs helpers.runner.safety_results(upstream_compat=); "
+                             "score with `harms score` and pass the scores with --scores instead")
+        _set_threads(args)
         handle = models.lazy(args.model, objective=None if args.objective == "auto" else args.objective,
                              device=args.device)        # weights load only if some sentence is not cached
         try:
