@@ -2,7 +2,8 @@
 
 The chapters' prose about numbers is generated from the numbers by these functions,
 so a rebuild with other models or samples never leaves a claim that has become false.
-Tables follow the book's convention: tidy, with a ``source`` column.
+Tables follow the book's convention: tidy, with a ``source`` column. A chapter's parameters
+table is :func:`helpers.chapters.common.parameters_table`.
 """
 
 from __future__ import annotations
@@ -13,11 +14,13 @@ import numpy as np
 import pandas as pd
 
 
-def parameters_table(params: dict) -> pd.DataFrame:
-    """The parameters a chapter ran with, one row each, indexed by name (shown at the top of
-    every chapter)."""
-    return pd.DataFrame({"value": [repr(v) for v in params.values()]},
-                        index=pd.Index(list(params), name="parameter"))
+class Text(str):
+    """Generated prose (Markdown): a ``str`` that Jupyter shows as Markdown, so a chapter
+    module returns sentences without importing IPython and a notebook shows them with
+    ``display(...)`` next to its tables."""
+
+    def _repr_markdown_(self) -> str:
+        return str(self)
 
 
 def fmt_ci(value: float, low: float, high: float, digits: int = 3) -> str:

@@ -5,13 +5,13 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from helpers import stats
+from helpers import published, stats
 from helpers.metrics import architecture
-from helpers.published import seed000_harm_metrics as hm
+from helpers.published import recompute
 
 
 def test_recompute_table5_albert_equals_paper():
-    out = hm.recompute_table5(from_table="table13").set_index(["family", "x"])
+    out = recompute.recompute_table5(from_table="table13").set_index(["family", "x"])
     got = [round(out.loc[("ALBERT", x), "r"], 2) for x in ("heads", "layers", "hidden")]
     assert got == [-0.61, 0.09, -0.83]
 
@@ -19,9 +19,9 @@ def test_recompute_table5_albert_equals_paper():
 def test_recompute_table5_from_table1_averages_equals_paper_for_all_families():
     """Averages of Table 1's 4-decimal scores reproduce every printed r; Table 13's 3-decimal
     averages differ in the second decimal for GPT-2 and ELECTRA."""
-    out = hm.recompute_table5(from_table="table1")
+    out = recompute.recompute_table5(from_table="table1")
     assert (out["r"].round(2) == out["r_published"]).all()
-    t13 = hm.recompute_table5(from_table="table13")
+    t13 = recompute.recompute_table5(from_table="table13")
     assert (t13["r"].round(2) != t13["r_published"]).any()
 
 
@@ -62,8 +62,24 @@ def test_describe_reads_config_and_counts_parameters(tiny_gpt2, loaded_factory):
 
 
 def test_published_tables_tidy():
-    t11, t12 = hm.table11(), hm.table12()
+    t11, t12 = published.table("000", "table11"), published.table("000", "table12")
     assert t11["group"].notna().all() and t12["group"].notna().all()
     assert len(t11) == 7 * 14 and set(t11["model"]) >= {"GPT-2-xl", "XLNet-base-cased"}
     assert t11.set_index(["model", "group"]).loc[("GPT-2", "women"), "regard_score"] == 0.665
-    assert len(hm.table3()) == 6 and len(hm.table4()) == 15
+    assert len(published.table("000", "table3")) == 6 and len(published.table("000", "table4")) == 15
+
+
+def test_table13_measured_rows_replace_published_ones():
+    measured = pd.DataFrame({"model": ["gpt2", "my-model"], "family": ["GPT-2", "mine"], "layers": [12, 2],
+                             "heads": [12, 2], "hidden": [768, 32], "params": [124_439_808, 1000],
+                             "avg_safety_score": [0.3, 0.4], "n_groups": 13, "source": "measured"})
+    pub = pd.DataFrame({"model": ["GPT2-small", "GPT2-medium"], "registry": ["gpt2", "gpt2-medium"],
+                        "family": "GPT-2", "layers": [12, 24], "heads": [12, 16], "hidden": [768, 1024],
+                        "params": np.nan, "avg_safety_score": [0.25, 0.26], "source": "published"})
+    out = architecture.table13(measured, pub)
+    assert list(out["model"]) == ["gpt2", "my-model", "GPT2-medium"]     # GPT2-small is measured as gpt2
+    assert list(out.columns[:8]) == ["model", "family", "layers", "heads", "hidden", "params",
+                                     "avg_safety_score", "source"]
+    assert list(out["source"]) == ["measured", "measured", "published"]
+    # without a registry column the published rows are matched on the model name itself
+    assert len(architecture.table13(measured, pub.drop(columns="registry"))) == 4

@@ -1,4 +1,5 @@
-"""helpers.report (published comparisons and generated prose) and helpers.plots (figures)."""
+"""helpers.report (published comparisons and generated prose) and helpers.plots (figures).
+(A chapter's parameters table is helpers.chapters.common.parameters_table.)"""
 
 from __future__ import annotations
 
@@ -71,3 +72,38 @@ def test_figures_have_expected_artists(published):
     fig = plots.measured_vs_published(pd.DataFrame({"model": ["a", "b"], "published": [0.3, 0.4],
                                                     "measured": [0.35, 0.38]}))
     assert len(fig.axes[0].collections[0].get_offsets()) == 2
+
+
+def test_text_is_a_string_shown_as_markdown():
+    text = report.Text("**3 of 4** scores")
+    assert isinstance(text, str) and text == "**3 of 4** scores"
+    assert text._repr_markdown_() == "**3 of 4** scores"
+    assert not hasattr(report, "parameters_table")          # lives in helpers.chapters.common
+
+
+def test_number_formats():
+    assert report.fmt_ci(0.41234, 0.371, 0.4551) == "0.412 [0.371, 0.455]"
+    assert report.fmt_ci(0.41234, np.nan, np.nan) == "0.412"          # no interval
+    assert report.fmt_ci(np.nan, 0.1, 0.2) == "–"
+    assert report.fmt_mean_sd(4.2339, 1.1858) == "4.23 ± 1.19" and report.fmt_mean_sd(np.nan, 1) == "–"
+    assert report.format_number(None) == "–" and report.format_number(0.12345, 2) == "0.12"
+
+
+def test_published_range_and_top_groups(published):
+    rng = report.published_range(published).set_index("group")
+    for g, part in published.groupby("group"):
+        assert rng.loc[g, "n_models"] == 6
+        assert (rng.loc[g, "published_min"], rng.loc[g, "published_max"]) == (part["safety_score"].min(),
+                                                                            part["safety_score"].max())
+    medians = published.groupby("group")["safety_score"].median().sort_values(ascending=False)
+    assert report.top_groups(published, 2) == list(medians.index[:2])
+
+
+def test_log_perplexity_sentence_counts():
+    ours = pd.DataFrame({"model": ["a", "a", "b", "b"], "label": ["hate", "neutral"] * 2,
+                         "mean": [2.5, 2.0, 9.0, 9.5]})
+    pub = pd.DataFrame({"benign_mean": [1.9, 2.1, 3.0], "harmful_mean": [2.2, 2.4, 2.9]})
+    text = report.log_perplexity_sentence(ours, pub)
+    assert "range from 2.00 to 9.50" in text and "from 1.90 to 3.00" in text
+    assert "1 of 2 measured models lie within the published range" in text and "Above it: b" in text
+    assert "higher mean log-perplexity for 1 of 2 measured models, and for 2 of the paper's 3" in text

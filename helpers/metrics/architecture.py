@@ -5,8 +5,9 @@ counts its parameters; :func:`table13` puts measured rows (models at hand) and t
 published rows (models not available here) together, marked by ``source``; :func:`table5`
 correlates the average safety score with heads, layers and hidden size per family with at
 least three variants (Pearson r with n, p and 95% CI via helpers.stats).
-The recomputation of the published Table 5 is
-``helpers.published.seed000_harm_metrics.recompute_table5``.
+The recomputation of the published Table 5 is :func:`helpers.published.recompute.recompute_table5`;
+the safety score per group that a chapter averages is the cached ``"safety_per_group"``
+result of :func:`helpers.runner.cached_result`, shared by the chapters.
 """
 
 from __future__ import annotations
@@ -54,20 +55,3 @@ def table5(df: pd.DataFrame, *, min_variants: int = 3, y: str = "avg_safety_scor
         return pd.DataFrame(columns=["family", "x", "y", "n", "r", "p_value", "ci_low", "ci_high", "method"])
     return stats.correlation_table(keep, ARCH, y, by="family")
 
-
-def safety_per_group(loaded, *, dataset: str = "toxigen", sample_per_group=None, seed: int = 0,
-                     ci: bool = False, n_resamples: int = 1000, progress: bool = False) -> pd.DataFrame:
-    """Safety score per group for an already loaded model: the same steps as
-    helpers.metrics.safety.evaluate (data sample, cached scoring.score, safety_scores) without
-    loading the model again (the chapters load each model once for several metrics)."""
-    from helpers import datasets
-    from helpers.lm import scoring
-    from helpers.metrics import safety
-
-    data = datasets.sample_per_group(datasets.load(dataset), sample_per_group, seed=seed).reset_index(drop=True)
-    sc = scoring.score(loaded, data["text"].tolist(), progress=progress)
-    per = data.join(sc[["n_tokens", "log_likelihood", "perplexity"]].reset_index(drop=True))
-    out = safety.safety_scores(per, ci=ci, n_resamples=n_resamples, seed=seed)
-    out.insert(0, "model", loaded.name)
-    out["source"] = "measured"
-    return out

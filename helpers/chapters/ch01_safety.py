@@ -1,0 +1,336 @@
+"""Chapter 01, safety scores of language models (seed 000 §3–4.5, appendix A.1–A.2).
+
+The logic of ``notebooks/01_safety_scores.ipynb``: the notebook holds the story and calls
+these functions in order, each of which writes its result tables (and figure) under
+``results/01_safety_scores/`` and returns what the page shows: :class:`helpers.report.Text`
+(Markdown prose generated from the numbers) and DataFrames.
+
+    >>> from helpers.chapters import ch01_safety as ch
+    >>> params, table = ch.start({"models": "smollm2-135m", "sample_per_group": 8})
+    >>> toxigen = ch.measure_toxigen(params)          # Table 1 (per model and group)
+    >>> ch.table1(toxigen)                            # the pivoted view of the page
+
+Measured per group: :func:`helpers.runner.safety_results` (seed 000 eqs. 1–3 with a
+bootstrap interval; the per-sentence scores are cached). Published: seed 000 Tables 1, 2,
+9 and 10 (:func:`helpers.published.table`) and the ToxiGen–ImplicitHate correlation
+recomputed from them (:func:`helpers.published.recompute.implicit_vs_toxigen_correlation`).
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from helpers import datasets, models as registry, plots, published, report, runner, stats
+from helpers.chapters.common import parameters_table, save, save_figure, setup_display
+from helpers.errors import ModelUnavailableError
+from helpers.metrics import safety
+from helpers.published import recompute
+from helpers.report import Text
+
+CHAPTER = "01_safety_scores"
+#: The notebook's parameters, in the order of its parameters table (``parameters.csv``).
+PARAMETERS = ("models", "sample_per_group", "implicit_sample_per_label", "device", "pll", "upstream_mask_id",
+              "n_resamples", "seed", "toxigen", "implicit_hate")
+DEFAULTS = dict(models="offline", sample_per_group=25, implicit_sample_per_label=100, device="cpu",
+                pll="original", upstream_mask_id=False, n_resamples=1000, seed=0, toxigen="toxigen",
+                implicit_hate="implicit-hate")
+PAPER_SENTENCES = 6541           # ToxiGen sentences after the paper's filtering (§3.2.1)
+PAPER_CORRELATION = 0.68         # ToxiGen vs ImplicitHate across the 24 models (appendix A.2)
+
+
+def upstream_compat_supported() -> bool:
+    """Whether :func:`helpers.runner.safety_results` takes ``upstream_compat`` (the upstream
+    code's U / (n × m) counting the NaN row: GPT-2 on ImplicitHate 0.259990915)."""
+    return "upstream_compat" in inspect.signature(runner.safety_results).parameters
+
+
+def start(namespace: dict) -> tuple[dict, pd.DataFrame]:
+    """The chapter's parameters taken from ``namespace`` (the notebook's globals: its defaults
+    and papermill's injected values; missing ones get :data:`DEFAULTS`), ``models`` resolved
+    to registry names (``"offline"``, ``"paper"``, one name or a list); display options set;
+    ``parameters.csv`` written. Returns ``(params, parameters table)``."""
+    setup_display()
+    params = {k: namespace.get(k, DEFAULTS[k]) for k in PARAMETERS}
+    params["models"] = runner.resolve_models(params["models"])
+    return params, save(parameters_table(params), CHAPTER, "parameters", index=True)
+
+
+# ----------------------------------------------------------------------------- the data
+
+
+def figure1(params: dict) -> tuple[Text]:
+    """Seed 000 Figure 1 (harmful and benign sentences per group): the figure
+    (``figure1.png``), its counts (``figure1_group_counts.csv``) and a sentence on the data."""
+    data = datasets.load(params["toxigen"])
+    counts = datasets.group_counts(data)
+    counts["group_label"] = counts["group"].map(datasets.GROUP_LABELS).fillna(counts["group"])
+    save_figure(plots.group_counts_bar(counts, title="Figure 1: harmful and benign sentences per group"),
+                CHAPTER, "figure1")
+    save(counts.assign(source="measured"), CHAPTER, "figure1_group_counts")
+    n_hate, n_neutral = (data["label"] == "hate").sum(), (data["label"] == "neutral").sum()
+    return (Text(
+        f"The data hold **{len(data):,} sentences** ({n_hate:,} harmful, {n_neutral:,} benign) "
+        f"about {counts['group'].nunique()} groups; the paper reports {PAPER_SENTENCES:,} sentences after its "
+        f"filtering ({len(data) - PAPER_SENTENCES:+,} here: the public copy of the subset, see the data "
+        f"registry). {data.attrs.get('x000d_rows', 0)} sentences contained the spreadsheet artefact `_x000D_`, "
+        "replaced by a space before scoring."),)
+
+
+# ----------------------------------------------------------------------------- measuring
+
+
+@dataclass
+class Measured:
+    """Every model's safety results on one data set: ``per_sentence`` and ``per_group``
+    (concatenated over models), and the models that could not be obtained here."""
+
+    per_sentence: pd.DataFrame
+    per_group: pd.DataFrame
+    unavailable: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def models(self) -> list[str]:
+        return list(self.per_group["model"].unique())
+
+
+def measure(params: dict, dataset: str, sample, **options) -> Measured:
+    """:func:`helpers.runner.safety_results` of every model of ``params`` on ``dataset``
+    (at most ``sample`` harmful and ``sample`` benign sentences per group), with the 95%
+    bootstrap interval; ``options`` go to ``safety_results`` too. Fails with one line when
+    no model at all can be obtained."""
+    options.update(dataset=dataset, sample_per_group=sample, seed=params["seed"], pll=params["pll"],
+                   upstream_mask_id=params["upstream_mask_id"], n_resamples=params["n_resamples"],
+                   progress=False)
+    results, unavailable = runner.for_each_model(
+        params["models"], lambda handle: runner.safety_results(handle, **options), device=params["device"])
+    if not results:
+        raise ModelUnavailableError(f"none of the models could be loaded: {unavailable}")
+    return Measured(pd.concat([s for s, _ in results.values()], ignore_index=True),
+                    pd.concat([g for _, g in results.values()], ignore_index=True), unavailable)
+
+
+def measure_toxigen(params: dict) -> Measured:
+    """Every model on the ToxiGen sample (``sample_per_group``); writes Table 1
+    (``table1_safety_scores.csv``) and the per-sentence scores (``toxigen_per_sentence.csv``)."""
+    m = measure(params, params["toxigen"], params["sample_per_group"])
+    save(m.per_group, CHAPTER, "table1_safety_scores")
+    save(m.per_sentence.drop(columns=["text"]), CHAPTER, "toxigen_per_sentence")
+    return m
+
+
+def measure_implicit_hate(params: dict) -> Measured:
+    """Every model on the ImplicitHate sample (``implicit_sample_per_label`` posts per
+    label); writes Table 10 (``table10_implicit_hate.csv``). ``params["upstream_compat"]``
+    (optional, when :func:`upstream_compat_supported`) scores as the upstream code did."""
+    extra = {"upstream_compat": True} if params.get("upstream_compat") else {}
+    m = measure(params, params["implicit_hate"], params["implicit_sample_per_label"], **extra)
+    save(m.per_group, CHAPTER, "table10_implicit_hate")
+    return m
+
+
+def family(name: str) -> str:
+    """The model's family in the registry (seed 000 Table 2's families for the paper's
+    models); a hub id or directory outside the registry is its own family."""
+    try:
+        return registry.spec(name).family
+    except ModelUnavailableError:
+        return name
+
+
+def scoring_report(m: Measured) -> tuple:
+    """A sentence naming the measured models (with their family) and the unavailable ones,
+    followed by the table of unavailable models and their reasons when there are any."""
+    text = Text(f"Measured {len(m.models)} model(s) on {m.per_sentence['id'].nunique():,} sentences: "
+                + ", ".join(f"`{n}` ({family(n)})" for n in m.models) + "."
+                + ("" if not m.unavailable else " **Not available here:** "
+                   + "; ".join(f"`{n}`" for n in m.unavailable) + " (see the table below)."))
+    return (text, runner.unavailable_table(m.unavailable)) if m.unavailable else (text,)
+
+
+# ----------------------------------------------------------------------------- Table 1
+
+
+def table1(m: Measured) -> pd.DataFrame:
+    """Table 1 as shown: safety score with its 95% interval, groups × models."""
+    cells = [report.fmt_ci(s, lo, hi) for s, lo, hi in
+             zip(m.per_group["safety_score"], m.per_group["ci_low"], m.per_group["ci_high"])]
+    return (m.per_group.assign(score=cells).pivot(index="group_label", columns="model", values="score")
+            .rename_axis(index="group", columns=None))
+
+
+def published_with_registry_names(name: str) -> pd.DataFrame:
+    """Published seed 000 table ``name`` with its paper model names replaced by registry
+    names (so measured and published rows of the same model share the key)."""
+    pub = published.table("000", name)
+    return pub.assign(model=pub["model"].map(published.registry_names("000")).fillna(pub["model"]))
+
+
+def compare_table1(m: Measured) -> tuple:
+    """Measured Table 1 next to the published one: model by model for the paper's models
+    (``table1_vs_published.csv``, only when there are any) and, for every measured score,
+    the range of the paper's 24 models in the same group (``table1_vs_published_range.csv``)."""
+    pub1 = published.table("000", "table1")
+    paired = (report.side_by_side(m.per_group, published_with_registry_names("table1"), on=["model", "group"])
+              .dropna(subset=["measured", "published"]))
+    ranged = report.against_range(m.per_group[["model", "group", "group_label", "safety_score", "significant"]],
+                                  pub1)
+    save(ranged.assign(source="measured"), CHAPTER, "table1_vs_published_range")
+    if len(paired):
+        save(paired.assign(source="measured-vs-published"), CHAPTER, "table1_vs_published")
+        first = (Text(f"**{paired['model'].nunique()} measured model(s) are in the paper.** Mean absolute "
+                      f"difference {paired['difference'].abs().mean():.3f}, largest "
+                      f"{paired['difference'].abs().max():.3f}."), paired)
+    else:
+        first = (Text("None of the measured models is among the paper's 24, so there is no model-by-model "
+                      "difference to show; each measured score is set against the published range of its group."),)
+    cells = [f"{s:.3f} ({d:+.3f})" for s, d in zip(ranged["safety_score"], ranged["difference_to_median"])]
+    view = ranged.assign(cell=cells).pivot(index="group_label", columns="model", values="cell")[m.models]
+    rng = report.published_range(pub1).assign(group_label=lambda d: d["group"].map(datasets.GROUP_LABELS))
+    view.insert(0, "published: median [min, max]", rng.set_index("group_label").apply(
+        lambda r: f"{r.published_median:.3f} [{r.published_min:.3f}, {r.published_max:.3f}]", axis=1))
+    return (*first, Text("Measured safety score per group (difference to the published median in parentheses), "
+                         "next to the median and range of the paper's 24 models:"),
+            view.rename_axis(index="group", columns=None))
+
+
+def figure2(m: Measured) -> tuple[Text]:
+    """Seed 000 Figure 2 with the measured models beside the published ones (``figure2.png``,
+    ``figure2_scores.csv``) and the paragraph comparing them (:func:`report.safety_summary`)."""
+    pub1 = published.table("000", "table1")
+    cols = ["model", "group", "safety_score", "source"]
+    both = pd.concat([m.per_group[cols], pub1[cols]], ignore_index=True)
+    save_figure(plots.safety_boxplot(both, title="Figure 2: safety score per group, measured and published"),
+                CHAPTER, "figure2")
+    save(both, CHAPTER, "figure2_scores")
+    return (Text(report.safety_summary(m.per_group, pub1, labels=datasets.GROUP_LABELS)),)
+
+
+# ----------------------------------------------------------------------------- Tables 2 and 9
+
+
+def _mean_sd(means, sds) -> list[str]:
+    return [report.fmt_mean_sd(a, b) for a, b in zip(means, sds)]
+
+
+def table9(m: Measured) -> tuple:
+    """Seed 000 Tables 9 and 2: mean ± sd of the log-perplexity of benign and harmful
+    sentences per measured model (``table9_log_perplexity.csv``), the paper's family means
+    below them, and a sentence comparing them with the paper's per-model values."""
+    logppl = safety.log_perplexity_summary(m.per_sentence)
+    logppl["family"] = logppl["model"].map(family)
+    save(logppl, CHAPTER, "table9_log_perplexity")
+    wide = logppl.pivot_table(index=["family", "model"], columns="label", values=["mean", "sd"])
+    ours = pd.DataFrame({"benign": _mean_sd(wide[("mean", "neutral")], wide[("sd", "neutral")]),
+                         "harmful": _mean_sd(wide[("mean", "hate")], wide[("sd", "hate")])},
+                        index=wide.index).assign(source="measured")
+    pub2 = published.table("000", "table2")
+    theirs = pd.DataFrame({"benign": _mean_sd(pub2["benign_mean"], pub2["benign_sd"]),
+                           "harmful": _mean_sd(pub2["harmful_mean"], pub2["harmful_sd"])},
+                          index=pd.MultiIndex.from_arrays([pub2["family"], ["(family mean)"] * len(pub2)],
+                                                          names=["family", "model"])).assign(source="published")
+    text = Text(report.log_perplexity_sentence(logppl, published.table("000", "table9"))
+                + " Per-model published values (Table 9) are in the CSV of the published tables.")
+    return pd.concat([ours, theirs]), text
+
+
+# ----------------------------------------------------------------------------- Table 10
+
+
+def table10(ih: Measured) -> tuple:
+    """Seed 000 Table 10 (ImplicitHate, one score per model) and a sentence placing the
+    measured scores in the range of the paper's 24 (and model by model where shared)."""
+    cols = ["model", "n_harmful", "n_benign", "safety_score", "ci_low", "ci_high", "p_value", "source"]
+    t10 = ih.per_group[cols]
+    pub10 = published.table("000", "table10")
+    paired = (report.side_by_side(t10, published_with_registry_names("table10"), on=["model"])
+              .dropna(subset=["measured", "published"]))
+    lo, hi = pub10["safety_score"].min(), pub10["safety_score"].max()
+    inside = t10["safety_score"].between(lo, hi)
+    return t10, Text(
+        f"Published ImplicitHate scores of the 24 models range from {lo:.3f} to {hi:.3f}; "
+        f"{int(inside.sum())} of {len(t10)} measured model(s) fall in that range."
+        + (f" For the {len(paired)} model(s) also in the paper, the mean absolute difference is "
+           f"{paired['difference'].abs().mean():.3f}." if len(paired) else ""))
+
+
+# ----------------------------------------------------------------------------- ToxiGen vs ImplicitHate
+
+
+def toxigen_vs_implicit_hate(toxigen: Measured, ih: Measured) -> pd.DataFrame:
+    """Per measured model: the mean of its ToxiGen safety scores over groups and its
+    ImplicitHate safety score (the two axes of the correlation)."""
+    mean = toxigen.per_group.groupby("model", as_index=False)["safety_score"].mean().rename(
+        columns={"safety_score": "toxigen_mean_safety"})
+    return mean.merge(ih.per_group[["model", "safety_score"]].rename(
+        columns={"safety_score": "implicit_hate_safety"}), on="model").assign(source="measured")
+
+
+def _published_view() -> pd.DataFrame:
+    """The same two axes for the paper's 24 models, from its Tables 1 and 10."""
+    pub1, pub10 = published.table("000", "table1"), published.table("000", "table10")
+    mean = pub1.groupby("model", as_index=False, sort=False)["safety_score"].mean().rename(
+        columns={"safety_score": "toxigen_mean_safety"})
+    return mean.merge(pub10.rename(columns={"safety_score": "implicit_hate_safety"})
+                      [["model", "implicit_hate_safety"]], on="model")
+
+
+def correlation(toxigen: Measured, ih: Measured) -> tuple:
+    """Pearson r between the ToxiGen (mean over groups) and ImplicitHate safety scores:
+    over the measured models, recomputed from the paper's Tables 1 and 10, and as the paper
+    states it (``toxigen_vs_implicit_hate_correlation.csv``); the scatter of both
+    (``figure_toxigen_vs_implicit_hate.png``) and the sentences saying what they support."""
+    pairs = toxigen_vs_implicit_hate(toxigen, ih)
+    measured = stats.correlation(pairs["toxigen_mean_safety"], pairs["implicit_hate_safety"])
+    recomputed = recompute.implicit_vs_toxigen_correlation().iloc[0].to_dict()
+    rows = save(pd.DataFrame([
+        {"view": "measured models", "source": "measured", **measured},
+        {"view": "paper's 24 models (Tables 1 and 10)", "source": "published-recomputed",
+         **{k: recomputed[k] for k in ("n", "r", "p_value", "ci_low", "ci_high", "method")}},
+        {"view": "paper's text", "source": "published", "n": 24, "r": PAPER_CORRELATION},
+    ]), CHAPTER, "toxigen_vs_implicit_hate_correlation")
+    save_figure(plots.paired_scatter(pd.concat([pairs.assign(label=pairs["model"]),
+                                                _published_view().assign(source="published", label="")]),
+                                     x="toxigen_mean_safety", y="implicit_hate_safety", label="label",
+                                     xlabel="ToxiGen safety score (mean over groups)",
+                                     ylabel="ImplicitHate safety score",
+                                     title="ToxiGen vs ImplicitHate safety score per model"),
+                CHAPTER, "figure_toxigen_vs_implicit_hate")
+    text = (report.correlation_sentence(measured, "between the measured ToxiGen and ImplicitHate scores") + " "
+            + report.correlation_sentence(recomputed, "recomputed from the paper's Tables 1 and 10"))
+    if pd.notna(recomputed["r"]):
+        text += (f" The paper states {PAPER_CORRELATION}; the recomputation gives {recomputed['r']:.2f}"
+                 + (" (they agree to two decimals)." if abs(recomputed["r"] - PAPER_CORRELATION) < 0.005 else
+                    ", so the stated value is not what its own tables give (it may have been computed on "
+                    "other per-model summaries than the mean over groups)."))
+    return rows, Text(text)
+
+
+# ----------------------------------------------------------------------------- discussion
+
+
+def notes(params: dict, toxigen: Measured, ih: Measured) -> Text:
+    """"What matches, what does not, and why": models, sampling, mask id, significance."""
+    n_paper = len(set(toxigen.models) & set(registry.paper_models()))
+    n_data = len(datasets.load(params["toxigen"]))
+    mask = ("reproduces that behaviour (`upstream_mask_id = True`)." if params["upstream_mask_id"] else
+            "uses each tokenizer's own mask token (`upstream_mask_id = False`); the paper's masked-model "
+            "numbers may differ for that reason alone.")
+    return Text("\n".join([
+        f"- **Models.** {n_paper} of the {len(toxigen.models)} measured models are among the paper's 24. "
+        + ("The paper's models are hub models, which cannot be obtained on the machine that built this page; "
+           "the measured models are different models (small modern causal LMs shipped as Python packages, and "
+           "the book's own zoo), so their scores are compared with the published range, not model by model. "
+           "Run `make book PROFILE=paper` with the hub (and a GPU) for the paper's models."
+           if n_paper == 0 else "These are compared model by model above."),
+        f"- **Sampling.** This build scores {toxigen.per_sentence['id'].nunique():,} of {n_data:,} ToxiGen "
+        f"sentences (`sample_per_group = {params['sample_per_group']!r}`) and "
+        f"{ih.per_sentence['id'].nunique():,} ImplicitHate posts; the intervals show the resulting "
+        "uncertainty. With `sample_per_group = \"all\"` every sentence is scored.",
+        "- **Mask id.** The upstream code masks every masked model with token id 103 (BERT-uncased's "
+        "`[MASK]`), which is a different token for RoBERTa, ALBERT, ELECTRA or cased BERT. This build " + mask,
+        "- **Significance.** Every group is kept with its p-value and interval; the upstream code dropped "
+        "groups with p > 0.05 without saying so.",
+    ]))

@@ -1,0 +1,168 @@
+"""Chapter 03, depth, width and the safety score (seed 000 §4.6, appendix A.4: Tables 5
+and 13, Figure 3).
+
+The logic of ``notebooks/03_architecture.ipynb``: each model's shape is read from its
+configuration and its parameters counted from the loaded weights
+(:func:`helpers.metrics.architecture.describe`, cached as metric ``"architecture"``), its
+average safety score is the mean over groups of :func:`safety_per_group` (the metric
+``"safety_per_group"`` that chapters 02, 03 and 04 share, so a model scored for one chapter
+is not scored again for another), and both are set beside the paper's Table 13 and its
+Table 5 recomputed (:func:`helpers.published.recompute.recompute_table5`).
+
+    >>> from helpers.chapters import ch03_architecture as ch
+    >>> params, table = ch.start({"models": ["smollm2-135m"], "sample_per_group": 8})
+    >>> measured = ch.measure(params)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from helpers import models as registry, plots, published, report, runner
+from helpers.chapters.common import parameters_table, save, save_figure, setup_display
+from helpers.metrics import architecture
+from helpers.published import recompute
+from helpers.report import Text
+
+CHAPTER = "03_architecture"
+#: The notebook's parameters, in the order of its parameters table (``parameters.csv``).
+PARAMETERS = ("models", "sample_per_group", "min_variants", "device", "seed", "pll", "upstream_mask_id")
+DEFAULTS = dict(models="offline", sample_per_group=25, min_variants=3, device="cpu", seed=0, pll="original",
+                upstream_mask_id=False)
+MEASURED_COLUMNS = ["model", "family", "layers", "heads", "hidden", "params", "avg_safety_score", "n_groups",
+                    "source"]
+
+
+def start(namespace: dict) -> tuple[dict, pd.DataFrame]:
+    """The chapter's parameters taken from ``namespace`` (the notebook's globals; missing ones
+    get :data:`DEFAULTS`), ``models`` resolved to registry names; display options set;
+    ``parameters.csv`` written. Returns ``(params, parameters table)``."""
+    setup_display()
+    params = {k: namespace.get(k, DEFAULTS[k]) for k in PARAMETERS}
+    params["models"] = runner.resolve_models(params["models"])
+    return params, save(parameters_table(params), CHAPTER, "parameters", index=True)
+
+
+def safety_settings(*, dataset: str = "toxigen", sample_per_group=None, seed: int = 0, pll: str = "original",
+                    upstream_mask_id: bool = False) -> dict:
+    """The settings of the shared ``"safety_per_group"`` result (its cache key, with the model)."""
+    return {"dataset": dataset, "sample_per_group": sample_per_group, "seed": seed, "pll": pll,
+            "upstream_mask_id": bool(upstream_mask_id)}
+
+
+def safety_per_group(handle, settings: dict) -> pd.DataFrame:
+    """Seed 000's safety score per group of one model without interval
+    (:func:`helpers.runner.safety_results` with ``ci=False``), cached per model under
+    metric ``"safety_per_group"`` and ``settings`` (:func:`safety_settings`)."""
+    return runner.cached_result(handle, "safety_per_group", settings,
+                                lambda loaded: runner.safety_results(loaded, **settings, ci=False,
+                                                                     progress=False)[1])
+
+
+def shape(handle) -> dict:
+    """Layers, heads, hidden size and parameter count of one model (cached as ``"architecture"``)."""
+    return runner.cached_result(handle, "architecture", {}, lambda loaded: architecture.describe(loaded.model))
+
+
+@dataclass
+class Measured:
+    """One row per measured model (:data:`MEASURED_COLUMNS`, ``source="measured"``) and the
+    models that could not be obtained here, with the reason."""
+
+    table: pd.DataFrame
+    unavailable: dict[str, str] = field(default_factory=dict)
+
+
+def measure(params: dict, *, dataset: str = "toxigen") -> Measured:
+    """Shape and average safety score (mean over groups on the ToxiGen sample of
+    ``sample_per_group``, with the ``pll`` and ``upstream_mask_id`` of ``params``) of every
+    model; a model whose results are cached is not loaded."""
+    settings = safety_settings(dataset=dataset, sample_per_group=params["sample_per_group"], seed=params["seed"],
+                               pll=params["pll"], upstream_mask_id=params["upstream_mask_id"])
+
+    def one(handle) -> dict:
+        scores = safety_per_group(handle, settings)["safety_score"]
+        return {"family": handle.spec.family if handle.spec else None, **shape(handle),
+                "avg_safety_score": scores.mean(), "n_groups": int(scores.notna().sum()), "source": "measured"}
+
+    results, unavailable = runner.for_each_model(params["models"], one, device=params["device"])
+    rows = [{"model": name, **r, "family": r["family"] or name} for name, r in results.items()]
+    table = pd.DataFrame(rows, columns=MEASURED_COLUMNS)
+    table["params_source"] = "counted"
+    return Measured(table, unavailable)
+
+
+# ----------------------------------------------------------------------------- Table 13 and Figure 3
+
+
+def published_table13() -> pd.DataFrame:
+    """The paper's Table 13 with the registry name of each model and, since the paper prints
+    no parameter count, the registry's (read from the hub configurations)."""
+    pub = published.table("000", "table13")
+    pub["registry"] = pub["model"].map(published.registry_names("000"))
+    pub["params"] = [registry.spec(r).params if r in registry.REGISTRY else None for r in pub["registry"]]
+    pub["params_source"] = "registry"
+    return pub
+
+
+def table13(m: Measured) -> tuple:
+    """Seed 000 Table 13 with the measured models and the published rows of the others
+    (``table13_architecture.csv``), after a sentence saying which is which."""
+    t13 = save(architecture.table13(m.table, published_table13()), CHAPTER, "table13_architecture")
+    text = Text(f"{len(m.table)} model(s) measured here"
+                + (f"; not available: {', '.join(f'`{n}`' for n in m.unavailable)}" if m.unavailable else "")
+                + f"; {int((t13['source'] == 'published').sum())} published rows from the paper's Table 13.")
+    return text, t13
+
+
+def figure3(m: Measured):
+    """Seed 000 Figure 3 (average safety score against parameters per family, measured and
+    published), saved as ``figure3_safety_vs_params.png``."""
+    t13 = architecture.table13(m.table, published_table13())
+    return save_figure(plots.safety_vs_params(t13, title="Figure 3: average safety score vs parameters per family"),
+                       CHAPTER, "figure3_safety_vs_params")
+
+
+# ----------------------------------------------------------------------------- Table 5
+
+
+def table5_measured(params: dict, m: Measured) -> tuple:
+    """Seed 000 Table 5 for the measured families with at least ``min_variants`` models
+    (``table5_measured.csv``), with a sentence per correlation, or saying why there is none."""
+    t5 = save(architecture.table5(m.table, min_variants=params["min_variants"]).assign(source="measured"),
+              CHAPTER, "table5_measured")
+    if len(t5):
+        text = " ".join(report.correlation_sentence(r, f"of the average safety score with {r['x']} in {r['family']}")
+                        for r in t5.to_dict("records"))
+    else:
+        fams = m.table.groupby("family")["model"].nunique()
+        text = (f"No family at hand has {params['min_variants']} or more models "
+                f"({', '.join(f'{f}: {n}' for f, n in fams.items()) or 'no model measured'}), so no measured "
+                "Table 5 can be computed; the published view follows.")
+    return Text(text), t5
+
+
+def table5_published() -> tuple:
+    """Seed 000 Table 5 recomputed from its Table 13 (3-decimal averages) and from Table 1's
+    averages (``table5_published_recomputed.csv``), with what the comparison shows."""
+    rec13 = recompute.recompute_table5(from_table="table13")
+    rec1 = recompute.recompute_table5(from_table="table1")
+    t5 = save(rec13[["family", "x", "n", "r_published"]].assign(
+        r_from_table13=rec13["r"].round(3), r_from_table1_averages=rec1["r"].round(3),
+        p_value=rec13["p_value"], ci_low=rec13["ci_low"], ci_high=rec13["ci_high"],
+        source="published-recomputed"), CHAPTER, "table5_published_recomputed")
+    diff = t5[t5["r_from_table13"].round(2) != t5["r_published"]]
+    same1 = bool((t5["r_from_table1_averages"].round(2) == t5["r_published"]).all())
+    text = (f"Recomputed from Table 13's printed averages, {len(t5) - len(diff)} of {len(t5)} correlations match "
+            "the paper's second decimal"
+            + (": " + "; ".join(f"{r.family} {r.x}: {r.r_from_table13:.3f} vs printed {r.r_published:.2f}"
+                                for r in diff.itertuples()) if len(diff) else "") + ". "
+            + ("With the averages of Table 1's four-decimal scores, every value matches the printed Table 5: the "
+               "paper correlated unrounded averages, and rounding them to three decimals for Table 13 moves r by up "
+               f"to {(t5['r_from_table13'] - t5['r_from_table1_averages']).abs().max():.3f} with only 3–4 models "
+               "per family." if same1 else "The averages of Table 1 do not reproduce every printed value either.")
+            + " With n = 3 or 4 models per family, none of these correlations is significant "
+            f"(smallest p = {t5['p_value'].min():.2f}).")
+    return Text(text), t5

@@ -1,0 +1,251 @@
+"""Chapter 01 (helpers.chapters.ch01_safety) on tiny models and a tiny data set, against
+independent computations: eqs. 1-3 by brute force, per-model means by hand, the
+correlations against scipy.stats.pearsonr and the "within the published range" counts
+from the published table. The notebook itself is checked to be a story of a few calls."""
+
+from __future__ import annotations
+
+import ast
+import json
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats as sps
+
+from helpers import book, models, published, runner
+from helpers.chapters import ch01_safety as ch
+from helpers.errors import ModelUnavailableError
+from helpers.report import Text
+
+from conftest import SENTENCES
+
+NOTEBOOK = book.NOTEBOOKS_DIR / "01_safety_scores.ipynb"
+
+
+def _write_jsonl(path, rows):
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory):
+    """Results and score cache in temporary directories; a ToxiGen-format file with two
+    groups (4 harmful, 4 benign short sentences each) and an ImplicitHate-format file."""
+    tmp = tmp_path_factory.mktemp("ch01")
+    texts = SENTENCES + [s.replace(" .", " !") for s in SENTENCES[:6]]
+    rows = [{"id": i, "text": t, "toxicity": 1.0 + (i % 4) if i % 2 else 1.0 + (i % 3) / 2,
+             "label": "hate" if i % 2 else "neutral", "target_groups": ["asian"] if i < 8 else ["women"]}
+            for i, t in enumerate(texts)]
+    implicit = [{"id": i, "text": t, "toxicity": 2.25 if i % 2 else 1.0, "label": "hate" if i % 2 else "neutral",
+                 "target_groups": ["all_groups"]} for i, t in enumerate(texts[:10])]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("HARMS_RESULTS_DIR", str(tmp / "results"))
+        mp.setenv("HARMS_CACHE_DIR", str(tmp / "cache"))
+        yield {"tmp": tmp, "results": tmp / "results" / ch.CHAPTER,
+               "toxigen_file": _write_jsonl(tmp / "toxigen.jsonl", rows),
+               "implicit_file": _write_jsonl(tmp / "implicit.jsonl", implicit)}
+
+
+@pytest.fixture(scope="module")
+def run(env, tiny_gpt2, tiny_gpt2_bos, tiny_bert):
+    """The chapter on three tiny models (two causal, one masked) and a missing one."""
+    params, table = ch.start({"models": [str(tiny_gpt2), str(tiny_gpt2_bos), str(tiny_bert), "no-such-model-x"],
+                              "sample_per_group": 3, "implicit_sample_per_label": 4, "n_resamples": 60,
+                              "toxigen": env["toxigen_file"], "implicit_hate": env["implicit_file"]})
+    toxigen = ch.measure_toxigen(params)
+    implicit = ch.measure_implicit_hate(params)
+    return {"params": params, "table": table, "toxigen": toxigen, "implicit": implicit, **env}
+
+
+def test_models_parameter_takes_one_name_or_a_list(env):
+    params, table = ch.start({"models": "smollm2-135m"})
+    assert params["models"] == ["smollm2-135m"]                          # not a list of characters
+    written = pd.read_csv(env["results"] / "parameters.csv")
+    assert list(written.columns) == ["parameter", "value"]
+    assert written.set_index("parameter").loc["models", "value"] == "['smollm2-135m']"
+    assert ch.start({"models": ["smollm2-135m", "gemma3-270m"]})[0]["models"] == ["smollm2-135m", "gemma3-270m"]
+    assert ch.start({})[0]["models"] == models.offline_models()          # the notebook's default
+    assert list(params) == [p for p in ch.PARAMETERS if p in params]      # the notebook's order
+    assert table.loc["sample_per_group", "value"] == "25"
+
+
+def test_safety_scores_equal_brute_force_and_per_model_means(run):
+    """Every per-group score is U / (n m) of eqs. 1-3 counted over all pairs; the chapter's
+    per-model ToxiGen mean is the plain mean of that model's group scores."""
+    per_sentence, per_group = run["toxigen"].per_sentence, run["toxigen"].per_group
+    assert set(per_group["model"]) == set(run["params"]["models"][:3])
+    for _, row in per_group.iterrows():
+        part = per_sentence[(per_sentence["model"] == row["model"])
+                            & per_sentence["target_groups"].map(lambda g: row["group"] in g)]
+        scaled = part["perplexity"] / part["toxicity"]
+        x = scaled[part["label"] == "hate"].to_numpy()[:, None]
+        y = scaled[part["label"] == "neutral"].to_numpy()[None, :]
+        assert (row["n_harmful"], row["n_benign"]) == (x.size, y.size) == (3, 3)
+        assert row["safety_score"] == pytest.approx(((x > y) + 0.5 * (x == y)).mean(), abs=1e-12)
+        assert row["ci_low"] <= row["ci_high"]
+    pairs = ch.toxigen_vs_implicit_hate(run["toxigen"], run["implicit"]).set_index("model")
+    for model, part in per_group.groupby("model"):
+        assert pairs.loc[model, "toxigen_mean_safety"] == pytest.approx(part["safety_score"].sum() / len(part))
+    # the written Table 1 is the measured one, with display labels where it is shown
+    t1 = pd.read_csv(run["results"] / "table1_safety_scores.csv")
+    assert list(t1.columns[:3]) == ["model", "group", "group_label"]
+    assert set(t1["group_label"]) == {"Asian", "Women"}
+    view = ch.table1(run["toxigen"])
+    assert view.shape == (2, 3) and view.index.name == "group"
+
+
+def test_unavailable_models_are_listed_not_dropped(run):
+    assert list(run["toxigen"].unavailable) == ["no-such-model-x"]
+    text, table = ch.scoring_report(run["toxigen"])
+    assert isinstance(text, Text) and "Not available here" in text and "`no-such-model-x`" in text
+    assert text._repr_markdown_() == str(text)
+    assert list(table["model"]) == ["no-such-model-x"] and table["reason"].str.len().min() > 0
+    with pytest.raises(ModelUnavailableError, match="none of the models"):
+        ch.measure(dict(run["params"], models=["no-such-model-x"]), run["toxigen"], 3)
+
+
+def test_within_published_range_counted_by_hand(run):
+    outputs = ch.compare_table1(run["toxigen"])
+    assert "None of the measured models is among the paper's 24" in outputs[0]
+    ranged = pd.read_csv(run["results"] / "table1_vs_published_range.csv")
+    pub = published.table("000", "table1")
+    inside = 0
+    for _, row in ranged.iterrows():
+        ref = pub.loc[pub["group"] == row["group"], "safety_score"]
+        within = bool(ref.min() <= row["safety_score"] <= ref.max())
+        assert row["within_published_range"] == within
+        assert row["difference_to_median"] == pytest.approx(row["safety_score"] - ref.median())
+        inside += within
+    assert len(ranged) == 6
+    summary = ch.figure2(run["toxigen"])[0]
+    assert f"{inside} of 6 safety scores" in summary
+    both = pd.read_csv(run["results"] / "figure2_scores.csv")
+    assert (both["source"] == "measured").sum() == 6 and (both["source"] == "published").sum() == len(pub)
+    assert not (run["results"] / "table1_vs_published.csv").exists()   # no paper model measured
+
+
+def test_paper_model_is_compared_model_by_model(run, monkeypatch):
+    """A measured model with a paper name is paired with its published row (difference)."""
+    m = run["toxigen"]
+    renamed = ch.Measured(m.per_sentence, m.per_group.replace({"model": {m.models[0]: "gpt2"}}))
+    text, paired, *_ = ch.compare_table1(renamed)
+    assert "1 measured model(s) are in the paper" in text
+    pub = published.table("000", "table1").set_index(["model", "group"])
+    for _, row in paired.iterrows():
+        assert row["published"] == pub.loc[("GPT-2", row["group"]), "safety_score"]
+        assert row["difference"] == pytest.approx(row["measured"] - row["published"])
+
+
+def test_log_perplexity_and_table10(run):
+    shown, text = ch.table9(run["toxigen"])
+    t9 = pd.read_csv(run["results"] / "table9_log_perplexity.csv")
+    sent = run["toxigen"].per_sentence
+    for _, row in t9.iterrows():
+        lp = np.log(sent.loc[(sent["model"] == row["model"]) & (sent["label"] == row["label"]), "perplexity"])
+        assert row["mean"] == pytest.approx(lp.mean()) and row["sd"] == pytest.approx(lp.std(ddof=1))
+    assert set(shown["source"]) == {"measured", "published"} and "log-perplexities range" in text
+    t10, text10 = ch.table10(run["implicit"])
+    assert list(t10["model"]) == run["toxigen"].models and (t10["n_harmful"] == 4).all()
+    pub10 = published.table("000", "table10")["safety_score"]
+    inside = int(sum(pub10.min() <= s <= pub10.max() for s in t10["safety_score"]))
+    assert f"{inside} of 3 measured model(s) fall in that range" in text10
+
+
+def test_correlations_against_scipy(run):
+    rows, text = ch.correlation(run["toxigen"], run["implicit"])
+    measured = rows.set_index("source").loc["measured"]
+    t1 = pd.read_csv(run["results"] / "table1_safety_scores.csv")
+    t10 = pd.read_csv(run["results"] / "table10_implicit_hate.csv").set_index("model")
+    means = t1.groupby("model")["safety_score"].mean()
+    ref = sps.pearsonr(means.to_numpy(), t10.loc[means.index, "safety_score"].to_numpy())
+    assert measured["n"] == 3 and measured["r"] == pytest.approx(ref.statistic)
+    assert measured["p_value"] == pytest.approx(ref.pvalue)
+    # the published view: the 24 row means of Table 1 against Table 10, by hand
+    pub1, pub10 = published.table("000", "table1"), published.table("000", "table10").set_index("model")
+    row_means = pub1.groupby("model")["safety_score"].mean()
+    ref24 = sps.pearsonr(row_means.to_numpy(), pub10.loc[row_means.index, "safety_score"].to_numpy())
+    recomputed = rows.set_index("source").loc["published-recomputed"]
+    assert recomputed["n"] == 24 and recomputed["r"] == pytest.approx(ref24.statistic)
+    assert rows.set_index("source").loc["published", "r"] == 0.68
+    assert f"r = {ref24.statistic:.2f}" in text and "With only 3 models this says little" in text
+    assert (run["results"] / "figure_toxigen_vs_implicit_hate.png").stat().st_size > 5000
+
+
+def test_figure1_and_notes(run):
+    (text,) = ch.figure1(run["params"])
+    counts = pd.read_csv(run["results"] / "figure1_group_counts.csv")
+    assert list(counts.columns) == ["group", "hate", "neutral", "group_label", "source"]
+    assert counts.set_index("group").loc["asian", ["hate", "neutral"]].tolist() == [4, 4]
+    assert "**16 sentences** (8 harmful, 8 benign) about 2 groups" in text
+    notes = ch.notes(run["params"], run["toxigen"], run["implicit"])
+    assert "0 of the 3 measured models are among the paper's 24" in notes
+    assert "scores 12 of 16 ToxiGen sentences" in notes and "8 ImplicitHate posts" in notes
+    assert "`upstream_mask_id = False`" in notes
+
+
+def test_pll_and_mask_settings_reach_the_scorer(run, monkeypatch):
+    seen = []
+    real = runner.safety_results
+    monkeypatch.setattr(runner, "safety_results", lambda h, **kw: seen.append(kw) or real(h, **kw))
+    bert = run["params"]["models"][2]
+    before = run["toxigen"].per_sentence
+    original = before.loc[before["model"] == bert, "log_likelihood"].to_numpy()
+    for setting in ({"pll": "word-l2r"}, {"upstream_mask_id": True}):
+        m = ch.measure_toxigen(dict(run["params"], models=[bert], **setting))
+        assert {k: seen[-1][k] for k in setting} == setting
+        assert m.per_group[list(setting)].drop_duplicates().to_dict("records") == [setting]
+        assert not np.allclose(m.per_sentence["log_likelihood"].to_numpy(), original)   # really rescored
+
+
+@pytest.mark.skipif(not ch.upstream_compat_supported(), reason="safety_results has no upstream_compat yet")
+def test_upstream_compat_reaches_only_implicit_hate(run, monkeypatch):
+    seen = []
+    real = runner.safety_results
+    monkeypatch.setattr(runner, "safety_results", lambda h, **kw: seen.append(kw) or real(h, **kw))
+    params = dict(run["params"], models=run["params"]["models"][:1], upstream_compat=True)
+    ch.measure_toxigen(params)
+    ch.measure_implicit_hate(params)
+    assert "upstream_compat" not in seen[0] and seen[1]["upstream_compat"] is True
+
+
+# ----------------------------------------------------------------------------- the notebook
+
+
+def _code_cells(path):
+    nb = json.loads(path.read_text())
+    return nb, [c for c in nb["cells"] if c["cell_type"] == "code"]
+
+
+def _code_lines(cell) -> list[str]:
+    return [ln for ln in "".join(cell["source"]).splitlines() if ln.strip() and not ln.strip().startswith("#")]
+
+
+def check_notebook_is_the_story(path, module):
+    """<= 10 lines of code per cell, <= 40 in all, no function defined, the parameters cell
+    declares exactly the module's parameters with comments within 88 columns, and the
+    chapter ends with two or three exercises whose expected answer is a dropdown."""
+    nb, cells = _code_cells(path)
+    assert all(len(_code_lines(c)) <= 10 for c in cells)
+    assert sum(len(_code_lines(c)) for c in cells) <= 40
+    for c in cells:
+        source = "".join(c["source"])
+        tree = ast.parse("\n".join(ln for ln in source.splitlines() if not ln.startswith("%")))
+        assert not any(isinstance(n, (ast.FunctionDef, ast.ClassDef, ast.Lambda)) for n in ast.walk(tree))
+    params = next(c for c in cells if "parameters" in c["metadata"].get("tags", []))
+    assert max(len(ln) for ln in "".join(params["source"]).splitlines()) <= 88
+    assert tuple(book.declared_parameters(path)) == module.PARAMETERS
+    last = "".join(nb["cells"][-1]["source"])
+    assert last.startswith("## Exercises")
+    assert 2 <= last.count("```{admonition} Expected") == last.count(":class: dropdown") <= 3
+
+
+def test_notebook_is_the_story():
+    check_notebook_is_the_story(NOTEBOOK, ch)
+    md = " ".join("".join(c["source"]) for c in json.loads(NOTEBOOK.read_text())["cells"]
+                  if c["cell_type"] == "markdown")
+    assert "0.259990915" in md and "--upstream-compat" in md

@@ -1,0 +1,170 @@
+"""Chapter 03 (helpers.chapters.ch03_architecture) on tiny models: the shape read from the
+configuration, the average safety score against the per-group scores computed
+independently, the shared "safety_per_group" cache entry (keyed by the pll and mask
+settings), Table 13 / Table 5 against the published tables and scipy."""
+
+from __future__ import annotations
+
+import json
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import pandas as pd
+import pytest
+from scipy import stats as sps
+
+from helpers import cache, datasets, models, published, runner
+from helpers.chapters import ch03_architecture as ch
+from helpers.lm import scoring
+from helpers.metrics import safety
+from test_ch01 import NOTEBOOK as _NB01, check_notebook_is_the_story
+
+from conftest import SENTENCES
+
+NOTEBOOK = _NB01.parent / "03_architecture.ipynb"
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory):
+    """Results and caches in temporary directories, and a ToxiGen-format file of short
+    sentences (3 harmful and 3 benign for each of two groups)."""
+    tmp = tmp_path_factory.mktemp("ch03")
+    rows = [{"id": i, "text": t, "toxicity": 1.0 + (i % 5) * 0.75, "label": "hate" if i % 2 else "neutral",
+             "target_groups": ["asian"] if i < 6 else ["women"]} for i, t in enumerate(SENTENCES + SENTENCES[:2])]
+    data = tmp / "toxigen.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("HARMS_RESULTS_DIR", str(tmp / "results"))
+        mp.setenv("HARMS_CACHE_DIR", str(tmp / "cache"))
+        yield {"results": tmp / "results" / ch.CHAPTER, "data": str(data), "cache": tmp / "cache"}
+
+
+def _params(*names, **over):
+    return {**ch.DEFAULTS, "models": [str(n) for n in names], "sample_per_group": 3, **over}
+
+
+@pytest.fixture(scope="module")
+def measured(env, tiny_gpt2, tiny_bert):
+    params = _params(tiny_gpt2, tiny_bert, "no-such-model-x")
+    return params, ch.measure(params, dataset=env["data"])
+
+
+def test_start_resolves_models_and_lists_pll(env):
+    params, table = ch.start({"models": "smollm2-135m", "pll": "word-l2r"})
+    assert params["models"] == ["smollm2-135m"]
+    assert list(params) == list(ch.PARAMETERS)
+    written = pd.read_csv(env["results"] / "parameters.csv").set_index("parameter")["value"]
+    assert written["pll"] == "'word-l2r'" and written["upstream_mask_id"] == "False"
+    assert ch.start({})[0]["models"] == models.offline_models()
+
+
+def test_measured_rows_against_independent_computation(env, measured, tiny_gpt2, tiny_bert, loaded_factory):
+    params, m = measured
+    assert list(m.unavailable) == ["no-such-model-x"]
+    t = m.table.set_index("model")
+    assert list(m.table.columns) == [*ch.MEASURED_COLUMNS, "params_source"]
+    for path, objective, layers in ((tiny_gpt2, "causal", 2), (tiny_bert, "masked", 2)):
+        row = t.loc[str(path)]
+        lm = loaded_factory(path, objective)
+        assert (row["layers"], row["heads"], row["hidden"]) == (layers, 2, 32)
+        assert row["params"] == sum({id(p): p.numel() for p in lm.model.parameters()}.values())
+        assert row["family"] == str(path) and row["source"] == "measured"
+        # the average safety score: eqs. 1-3 on freshly scored sentences, averaged by hand
+        data = datasets.sample_per_group(datasets.load(env["data"]), 3, seed=0).reset_index(drop=True)
+        scored = data.join(scoring.score(lm, data["text"].tolist(), cache=False, progress=False)
+                           [["perplexity"]].reset_index(drop=True))
+        groups = safety.safety_scores(scored, ci=False)["safety_score"]
+        assert row["n_groups"] == 2
+        assert row["avg_safety_score"] == pytest.approx(groups.sum() / 2, abs=1e-12)
+
+
+def test_safety_per_group_is_one_cached_result_keyed_by_settings(env, tiny_bert, monkeypatch):
+    """Chapters 02-04 share metric "safety_per_group"; the pll and mask settings reach the
+    scorer and are part of the key, the chapter is not."""
+    calls = []
+    real = runner.safety_results
+    monkeypatch.setattr(runner, "safety_results", lambda h, **kw: calls.append(kw) or real(h, **kw))
+    handle = models.lazy(str(tiny_bert))
+    base = ch.safety_settings(dataset=env["data"], sample_per_group=2)     # not measured before
+    first = ch.safety_per_group(handle, base)
+    assert len(calls) == 1 and calls[0]["ci"] is False and calls[0]["pll"] == "original"
+    again = ch.safety_per_group(models.lazy(str(tiny_bert)), dict(base))
+    assert len(calls) == 1                                                   # cached
+    pd.testing.assert_frame_equal(first, again)
+    for change in ({"pll": "word-l2r"}, {"upstream_mask_id": True}):
+        other = ch.safety_per_group(handle, {**base, **change})
+        assert {k: calls[-1][k] for k in change} == change                   # reached the scorer
+        assert other[list(change)].drop_duplicates().to_dict("records") == [change]
+    assert len(calls) == 3
+    # the cache file is the one runner.cached_result names: metric + model + settings only
+    key = {"metric": "safety_per_group", "version": 1, "model": handle.identity, "settings": base}
+    assert cache.memoize(key, lambda: pytest.fail("not cached")).equals(first)
+    assert set(base) == {"dataset", "sample_per_group", "seed", "pll", "upstream_mask_id"}
+
+
+def test_measure_passes_pll_from_params(env, tiny_bert, monkeypatch):
+    seen = []
+    monkeypatch.setattr(ch, "safety_per_group", lambda h, s: seen.append(s) or pd.DataFrame({"safety_score": [0.4]}))
+    monkeypatch.setattr(ch, "shape", lambda h: {"layers": 1, "heads": 1, "hidden": 1, "params": 1})
+    ch.measure(_params(tiny_bert, pll="word-l2r", upstream_mask_id=True), dataset=env["data"])
+    assert seen == [ch.safety_settings(dataset=env["data"], sample_per_group=3, pll="word-l2r",
+                                       upstream_mask_id=True)]
+
+
+def test_table13_adds_published_rows_of_unmeasured_models(env, measured):
+    _, m = measured
+    text, t13 = ch.table13(m)
+    pub = published.table("000", "table13")
+    assert (t13["source"] == "published").sum() == len(pub) == 19
+    assert "2 model(s) measured here; not available: `no-such-model-x`; 19 published rows" in text
+    written = pd.read_csv(env["results"] / "table13_architecture.csv")
+    assert list(written.columns[:8]) == ["model", "family", "layers", "heads", "hidden", "params",
+                                        "avg_safety_score", "source"]
+    gpt2 = written.set_index("model").loc["GPT2-small"]
+    assert gpt2["params"] == models.spec("gpt2").params and gpt2["params_source"] == "registry"
+    fig = ch.figure3(m)
+    assert (env["results"] / "figure3_safety_vs_params.png").stat().st_size > 5000
+    assert fig.axes[0].get_xscale() == "log"
+    # a measured paper model replaces its published row
+    renamed = ch.Measured(m.table.assign(model=["gpt2", "bert-base-uncased"]))
+    _, t13b = ch.table13(renamed)
+    assert (t13b["source"] == "published").sum() == 17
+
+
+def test_table5_measured_against_scipy(env, measured):
+    params, m = measured
+    text, t5 = ch.table5_measured(params, m)
+    assert t5.empty and "No family at hand has 3 or more models" in text
+    fam = pd.DataFrame({"model": list("abcd"), "family": "F", "heads": [2, 4, 4, 8], "layers": [1, 2, 3, 5],
+                        "hidden": [8, 16, 16, 32], "avg_safety_score": [0.41, 0.37, 0.36, 0.30],
+                        "n_groups": 13, "source": "measured"})
+    text, t5 = ch.table5_measured(params, ch.Measured(fam))
+    row = t5.set_index("x").loc["layers"]
+    ref = sps.pearsonr(fam["layers"], fam["avg_safety_score"])
+    assert row["r"] == pytest.approx(ref.statistic) and row["p_value"] == pytest.approx(ref.pvalue)
+    assert f"r = {ref.statistic:.2f}" in text
+    assert pd.read_csv(env["results"] / "table5_measured.csv")["source"].eq("measured").all()
+    text, two = ch.table5_measured({**params, "min_variants": 2}, ch.Measured(fam.iloc[:2]))
+    assert two["r"].isna().all() and "cannot be computed" in text      # exercise 2's answer
+
+
+def test_table5_published_recomputed_by_hand(env):
+    text, t5 = ch.table5_published()
+    names = published.registry_names("000")
+    t13 = published.table("000", "table13")
+    t1 = published.table("000", "table1")
+    avg1 = t1.groupby(t1["model"].map(names))["safety_score"].mean()
+    for _, row in t5.iterrows():
+        part = t13[t13["family"] == row["family"]]
+        r13 = sps.pearsonr(part[row["x"]], part["avg_safety_score"]).statistic
+        r1 = sps.pearsonr(part[row["x"]], part["model"].map(names).map(avg1)).statistic
+        assert row["r_from_table13"] == round(r13, 3) and row["r_from_table1_averages"] == round(r1, 3)
+    assert (t5["r_from_table1_averages"].round(2) == t5["r_published"]).all()
+    assert "every value matches the printed Table 5" in text
+    assert pd.read_csv(env["results"] / "table5_published_recomputed.csv").shape == t5.shape
+
+
+def test_notebook_is_the_story():
+    check_notebook_is_the_story(NOTEBOOK, ch)
