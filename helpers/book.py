@@ -182,11 +182,14 @@ def lab_command(display: str | None = None) -> tuple[list[str], dict]:
     (:func:`kernel_env`: kernel ``python3`` of this environment, inline figures; data, cache
     and results directories inherited as in ``make book``; working directory of a kernel:
     ``notebooks/``, as papermill's), progress shown as lines rather than disabled, served on
-    127.0.0.1 only, and ``--no-browser`` when there is no display (``display``: $DISPLAY)."""
+    127.0.0.1 only, ``--no-browser`` when there is no display (``display``: $DISPLAY),
+    ``--allow-root`` when run as root."""
     argv = [str(Path(sys.executable).with_name("jupyter-lab")), f"--ServerApp.root_dir={NOTEBOOKS_DIR}",
             "--ServerApp.ip=127.0.0.1", f"--MappingKernelManager.default_kernel_name={KERNEL}"]
     if not display:
         argv.append("--no-browser")
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        argv.append("--allow-root")         # containers and CI machines run as root; Jupyter refuses else
     # TQDM_DISABLE is left out: a reader at the notebook sees progress (as lines)
     env = {**os.environ, **{k: v for k, v in kernel_env().items() if k != "TQDM_DISABLE"}}
     return argv, env

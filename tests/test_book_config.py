@@ -280,6 +280,7 @@ def test_lab_command_serves_the_notebooks_locally_with_the_book_kernel_environme
     assert env["JUPYTER_PATH"].split(os.pathsep)[0] == str(Path(sys.prefix) / "share" / "jupyter")
     assert env["MPLBACKEND"] == book.KERNEL_ENV["MPLBACKEND"] and "TQDM_DISABLE" not in env
     assert env["HARMS_CACHE_DIR"] == os.environ["HARMS_CACHE_DIR"]
+    assert ("--allow-root" in argv) == (os.geteuid() == 0)          # Jupyter refuses root without it
     argv, _ = book.lab_command(display=":0")
     assert "--no-browser" not in argv
     assert (Path(sys.prefix) / "share" / "jupyter" / "kernels" / book.KERNEL / "kernel.json").is_file()
