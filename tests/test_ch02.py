@@ -93,6 +93,7 @@ def test_measure_caches_each_metric_on_its_own(tiny_gpt2, tiny_bert, tiny_data, 
         100 * (wide["stereotype"] > wide["anti-stereotype"]).groupby(level="target").mean().mean())
     assert m.tables["cma_total_effects"]["n_examples"].tolist() == [2, 2, 2, 2]
     assert set(m.tables["generations"]["perplexity"].notna()) == {True}
+    assert list(m.tables["table12"].columns[:3]) == ["model", "group", "group_label"]    # as the book wrote it
     # a new cma_limit recomputes CMA only: every other metric comes from its own cache entry
     for mod, fn in ((stereoset, "score"), (regard, "generate"), (runner, "safety_results")):
         monkeypatch.setattr(mod, fn, lambda *a, **k: pytest.fail("recomputed a cached metric"))

@@ -172,7 +172,7 @@ def regard_tables(gen: pd.DataFrame, found: Classifiers) -> tuple[pd.DataFrame, 
     no interval) of one model's classified generations."""
     c = next(c for c in found.by_key.values() if c.kind == "regard")
     t11 = regard.regard_scores(gen.drop(columns="source")).assign(source="measured")
-    t12 = regard.regard_safety_scores(gen, ci=False)
+    t12 = runner.with_group_labels(regard.regard_safety_scores(gen, ci=False))
     t12.insert(0, "model", gen["model"].iloc[0])
     t12["classifier"], t12["substitute_for"], t12["source"] = c.name, c.substitute_for, "measured"
     return t11, t12

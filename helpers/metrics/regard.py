@@ -122,8 +122,7 @@ def _hub_pipeline(model_id: str, tokenizer_id: str | None = None):
     (helpers.models' quick probe); otherwise one ModelUnavailableError line."""
     from transformers import AutoModelForSequenceClassification, AutoTokenizer, pipeline
 
-    from helpers import models
-    hub_offline_reason = getattr(models, "hub_offline_reason", None) or models._hub_offline_reason  # TEMP
+    from helpers.models import hub_offline_reason
 
     def make(**kw):
         model = AutoModelForSequenceClassification.from_pretrained(model_id, **kw)
