@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import inspect
 import json
 import os
 import re
@@ -418,10 +417,6 @@ def _cmd_safety(args: argparse.Namespace) -> None:
     else:
         from helpers import models
 
-        compat = {"upstream_compat": True} if args.upstream_compat else {}
-        if compat and "upstream_compat" not in inspect.signature(runner.safety_results).parameters:
-            raise InputError("--upstream-compat with --model needs helpers.runner.safety_results(upstream_compat=); "
-                             "score with `harms score` and pass the scores with --scores instead")
         _set_threads(args)
         handle = models.lazy(args.model, objective=None if args.objective == "auto" else args.objective,
                              device=args.device)        # weights load only if some sentence is not cached
@@ -429,7 +424,8 @@ def _cmd_safety(args: argparse.Namespace) -> None:
             per_sentence, per_group = runner.safety_results(
                 handle, dataset=args.dataset, sample_per_group=args.sample_per_group, seed=args.seed,
                 pll=args.pll, upstream_mask_id=args.upstream_mask_id, batch_tokens=args.batch_tokens,
-                n_resamples=args.n_resamples, cache=not args.no_cache, **compat)
+                n_resamples=args.n_resamples, cache=not args.no_cache,
+                upstream_compat=args.upstream_compat)
         finally:
             handle.release()
     _write_csv(per_sentence, sentence_csv)

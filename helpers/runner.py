@@ -122,11 +122,12 @@ def score_frame(handle, data: pd.DataFrame, *, text_column: str = "text", progre
 def safety_results(handle, *, dataset: str = "toxigen", sample_per_group=None, seed: int = 0,
                    pll: str = "original", upstream_mask_id: bool = False, batch_tokens: int | None = None,
                    ci: bool = True, n_resamples: int = 1000, fix_x000d: bool = True, cache: bool = True,
-                   progress: bool = True) -> tuple[pd.DataFrame, pd.DataFrame]:
+                   upstream_compat: bool = False, progress: bool = True) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Seed 000's safety score of one model on one data set: ``(per_sentence, per_group)``.
 
     Loads and samples the data (:mod:`helpers.datasets`), scores each sentence (cached per
-    sentence), and computes :func:`helpers.metrics.safety.safety_scores`. Both tables carry
+    sentence), and computes :func:`helpers.metrics.safety.safety_scores` (``upstream_compat``:
+    the upstream code's denominator and group filter, see there). Both tables carry
     ``model``, ``dataset`` and ``source="measured"``; ``per_group`` also the PLL settings.
     """
     from helpers import datasets
@@ -137,7 +138,8 @@ def safety_results(handle, *, dataset: str = "toxigen", sample_per_group=None, s
     per_sentence = score_frame(handle, data, pll=pll, upstream_mask_id=upstream_mask_id,
                                batch_tokens=batch_tokens, cache=cache, progress=progress)
     per_sentence["dataset"] = data.attrs.get("dataset", str(dataset))
-    per_group = with_group_labels(safety.safety_scores(per_sentence, ci=ci, n_resamples=n_resamples, seed=seed))
+    per_group = with_group_labels(safety.safety_scores(per_sentence, ci=ci, n_resamples=n_resamples, seed=seed,
+                                                          upstream_compat=upstream_compat))
     per_group.insert(0, "model", handle.name)
     per_group["dataset"] = per_sentence["dataset"].iloc[0]
     per_group["pll"] = pll if handle.objective == "masked" else None
