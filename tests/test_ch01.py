@@ -226,17 +226,19 @@ def _code_lines(cell) -> list[str]:
 
 
 def check_notebook_is_the_story(path, module):
-    """<= 10 lines of code per cell, <= 40 in all, no function defined, the parameters cell
-    declares exactly the module's parameters with comments within 88 columns, and the
-    chapter ends with two or three exercises whose expected answer is a dropdown."""
+    """<= 10 lines of code per cell (the parameters cell: one line per parameter), <= 40 in
+    all, no function defined, the parameters cell declares exactly the module's parameters
+    with comments within 88 columns, and the chapter ends with two or three exercises whose
+    expected answer is a dropdown."""
     nb, cells = _code_cells(path)
-    assert all(len(_code_lines(c)) <= 10 for c in cells)
+    params = next(c for c in cells if "parameters" in c["metadata"].get("tags", []))
+    assert len(_code_lines(params)) == len(module.PARAMETERS)              # one line per parameter
+    assert all(len(_code_lines(c)) <= 10 for c in cells if c is not params)
     assert sum(len(_code_lines(c)) for c in cells) <= 40
     for c in cells:
         source = "".join(c["source"])
         tree = ast.parse("\n".join(ln for ln in source.splitlines() if not ln.startswith("%")))
         assert not any(isinstance(n, (ast.FunctionDef, ast.ClassDef, ast.Lambda)) for n in ast.walk(tree))
-    params = next(c for c in cells if "parameters" in c["metadata"].get("tags", []))
     assert max(len(ln) for ln in "".join(params["source"]).splitlines()) <= 88
     assert tuple(book.declared_parameters(path)) == module.PARAMETERS
     last = "".join(nb["cells"][-1]["source"])
@@ -248,4 +250,4 @@ def test_notebook_is_the_story():
     check_notebook_is_the_story(NOTEBOOK, ch)
     md = " ".join("".join(c["source"]) for c in json.loads(NOTEBOOK.read_text())["cells"]
                   if c["cell_type"] == "markdown")
-    assert "0.259990915" in md and "--upstream-compat" in md
+    assert "0.259990915" in md and "--upstream-compat" in md and "`upstream_compat = True`" in md

@@ -33,10 +33,10 @@ from helpers.report import Text
 CHAPTER = "01_safety_scores"
 #: The notebook's parameters, in the order of its parameters table (``parameters.csv``).
 PARAMETERS = ("models", "sample_per_group", "implicit_sample_per_label", "device", "pll", "upstream_mask_id",
-              "n_resamples", "seed", "toxigen", "implicit_hate")
+              "n_resamples", "seed", "toxigen", "implicit_hate", "upstream_compat")
 DEFAULTS = dict(models="offline", sample_per_group=25, implicit_sample_per_label=100, device="cpu",
                 pll="original", upstream_mask_id=False, n_resamples=1000, seed=0, toxigen="toxigen",
-                implicit_hate="implicit-hate")
+                implicit_hate="implicit-hate", upstream_compat=False)
 PAPER_SENTENCES = 6541           # ToxiGen sentences after the paper's filtering (§3.2.1)
 PAPER_CORRELATION = 0.68         # ToxiGen vs ImplicitHate across the 24 models (appendix A.2)
 
@@ -123,8 +123,8 @@ def measure_toxigen(params: dict) -> Measured:
 
 def measure_implicit_hate(params: dict) -> Measured:
     """Every model on the ImplicitHate sample (``implicit_sample_per_label`` posts per
-    label); writes Table 10 (``table10_implicit_hate.csv``). ``params["upstream_compat"]``
-    (optional, when :func:`upstream_compat_supported`) scores as the upstream code did."""
+    label); writes Table 10 (``table10_implicit_hate.csv``). ``upstream_compat=True``
+    scores as the upstream code did (:func:`upstream_compat_supported`)."""
     extra = {"upstream_compat": True} if params.get("upstream_compat") else {}
     m = measure(params, params["implicit_hate"], params["implicit_sample_per_label"], **extra)
     save(m.per_group, CHAPTER, "table10_implicit_hate")
