@@ -15,16 +15,9 @@ from conftest import SENTENCES, tiny_loaded
 from helpers.errors import InputError
 from helpers.lm import scoring
 from helpers.models import LoadedModel
+from test_scoring import one_thread  # noqa: F401  (autouse: one torch thread in this module too)
 
 BATCH_TOLERANCE = 1e-5          # the module docstring's promise (absolute, on log_likelihood)
-
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 @pytest.fixture(autouse=True)
