@@ -132,10 +132,8 @@ _POSITION_OFFSET_TYPES = ("roberta", "xlm-roberta", "xlm-roberta-xl", "camembert
                           "data2vec-text", "roberta-prelayernorm", "mpnet")
 
 
-def _combined(files: list[Path]) -> str:
-    """``sha256:<hex>`` of one file, or of the ``name:sha256`` lines of several."""
-    if len(files) == 1:
-        return "sha256:" + hashing.sha256_file(files[0])
+def _files_digest(files: list[Path]) -> str:
+    """``sha256:<hex>`` of the ``name:sha256`` lines of several files."""
     return "sha256:" + hashing.sha256_text("".join(f"{f.name}:{hashing.sha256_file(f)}\n" for f in files))
 
 
@@ -146,7 +144,7 @@ def weights_fingerprint(path: str | Path) -> str:
     files = [p] if p.is_file() else sorted(f for f in p.iterdir() if f.is_file() and f.name.endswith(_WEIGHT_SUFFIXES))
     if not files:
         raise ModelUnavailableError(f"cannot load {str(p)!r}: no weight files ({', '.join(_WEIGHT_SUFFIXES)}) in it")
-    return _combined(files)
+    return "sha256:" + hashing.sha256_file(files[0]) if len(files) == 1 else _files_digest(files)
 
 
 def _is_tokenizer_file(name: str) -> bool:
@@ -154,8 +152,8 @@ def _is_tokenizer_file(name: str) -> bool:
 
 
 def tokenizer_problem(directory: str | Path) -> str | None:
-    """Which tokenizer files a save_pretrained directory lacks (one phrase), or None if it has a usable
-    set: tokenizer.json, a sentencepiece ``*.model``, a WordPiece ``vocab.txt``, or a BPE
+    """Which tokenizer files a save_pretrained directory lacks (one phrase), or None if it has
+    a usable set: tokenizer.json, a sentencepiece ``*.model``, a WordPiece ``vocab.txt``, or a BPE
     ``vocab.json`` with its ``merges.txt``."""
     d = Path(directory)
     names = {f.name for f in d.iterdir() if f.is_file()}
@@ -175,8 +173,7 @@ def tokenizer_fingerprint(directory: str | Path) -> str:
     if missing:
         raise ModelUnavailableError(f"cannot load {str(d)!r}: no usable tokenizer in the folder ({missing}); "
                                     "save the model's tokenizer there with tokenizer.save_pretrained(folder)")
-    return "sha256:" + hashing.sha256_text("".join(
-        f"{f.name}:{hashing.sha256_file(f)}\n" for f in sorted(d.iterdir()) if f.is_file() and _is_tokenizer_file(f.name)))
+    return _files_digest([f for f in sorted(d.iterdir()) if f.is_file() and _is_tokenizer_file(f.name)])
 
 
 def _valid_limit(value) -> int | None:
@@ -191,7 +188,8 @@ def config_max_length(config: dict) -> int | None:
     or ``n_ctx``, looked up in the config and then in its ``text_config``."""
     if config.get("model_type") == "xlnet":
         return None
-    for sub in (config, config.get("text_config") or {}):
+    text_config = config.get("text_config")
+    for sub in (config, text_config if isinstance(text_config, dict) else {}):
         for key in ("max_position_embeddings", "n_positions", "n_ctx"):
             limit = _valid_limit(sub.get(key))
             if limit is not None:

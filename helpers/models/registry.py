@@ -76,21 +76,12 @@ def _paper_rows() -> list[dict]:
     return rows
 
 
-def _registry_names() -> dict[str, str]:
-    """Paper spelling of a seed 000 model -> registry name."""
-    try:
-        return published.registry_names("000")
-    except AttributeError:               # an older published/ without registry_names
-        from helpers.published.seed000 import PAPER_TO_REGISTRY
-        return PAPER_TO_REGISTRY
-
-
 def _table13() -> dict[str, tuple[str, int, int, int]]:
     """Seed 000 Table 13 by registry name: (its own spelling, heads, layers, hidden). The five
     distilled/mobile models are not in it; its ELECTRA generator rows are the *discriminator*
     shapes (the released generators have 256 hidden units and 4 heads), so the config values
     are kept in ``extra["config_shape"]``."""
-    names = _registry_names()
+    names = published.registry_names("000")       # paper spelling -> registry name
     t13 = published.table("000", "table13")
     return {names[r.model]: (r.model, int(r.heads), int(r.layers), int(r.hidden)) for r in t13.itertuples()}
 
