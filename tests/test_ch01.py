@@ -240,7 +240,9 @@ def check_notebook_is_the_story(path, module):
         tree = ast.parse("\n".join(ln for ln in source.splitlines() if not ln.startswith("%")))
         assert not any(isinstance(n, (ast.FunctionDef, ast.ClassDef, ast.Lambda)) for n in ast.walk(tree))
     assert max(len(ln) for ln in "".join(params["source"]).splitlines()) <= 88
-    assert tuple(book.declared_parameters(path)) == module.PARAMETERS
+    declared = book.declared_parameters(path)
+    assert tuple(declared) == module.PARAMETERS
+    assert {k: ast.literal_eval(v) for k, v in declared.items()} == module.DEFAULTS   # no drift
     last = "".join(nb["cells"][-1]["source"])
     assert last.startswith("## Exercises")
     assert 2 <= last.count("```{admonition} Expected") == last.count(":class: dropdown") <= 3
