@@ -221,7 +221,7 @@ def cached_scores(key: dict, texts: Sequence[str], compute: Callable[[list[str]]
             if h not in known and h not in todo:
                 todo[h] = t
         items = list(todo.items())
-        with progress_bar(total=len(items), unit="sent", desc="scoring", enabled=progress and bool(items)) as bar:
+        with progress_bar(total=len(items), unit="sentence", desc="scoring", enabled=progress and bool(items)) as bar:
             start, size = 0, largest
             while start < len(items):
                 chunk = items[start:start + size]

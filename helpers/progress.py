@@ -10,11 +10,12 @@ of carriage-return updates. ``HARMS_PROGRESS=off`` (or ``TQDM_DISABLE=1``) silen
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
 
-__all__ = ["progress", "mode"]
+__all__ = ["progress", "mode", "progress_bars_of_libraries"]
 
 
 def mode() -> str:
@@ -28,6 +29,13 @@ def mode() -> str:
         return "bar" if sys.stderr.isatty() else "lines"
     except (AttributeError, ValueError):
         return "lines"
+
+
+def _plural(unit: str, n: int) -> str:
+    """``step`` → ``steps``, ``batch`` → ``batches``, ``sentence`` → ``sentences`` (n ≠ 1)."""
+    if n == 1:
+        return unit
+    return unit + ("es" if unit.endswith(("s", "x", "ch", "sh")) else "s")
 
 
 class _Lines:
@@ -54,7 +62,7 @@ class _Lines:
         self._closed = True
         if self.n:
             secs = time.perf_counter() - self._start
-            print(f"{self.desc}: {self.n} {self.unit}{'' if self.n == 1 else 's'} in {secs:.1f} s",
+            print(f"{self.desc}: {self.n} {_plural(self.unit, self.n)} in {secs:.1f} s",
                   file=self._file, flush=True)
 
     def __enter__(self):
@@ -89,3 +97,22 @@ def progress(iterable=None, *, total=None, desc: str = "", unit: str = "it", ena
                                                 desc=desc, unit=unit)
     bar._iterable = iterable
     return bar
+
+
+@contextlib.contextmanager
+def progress_bars_of_libraries(enabled: bool = True):
+    """transformers' and huggingface_hub's own bars ("Loading weights", "Writing model shards")
+    only where :mod:`helpers.progress` draws bars (a terminal): in a log each would write
+    hundreds of carriage-return updates. The previous setting is restored on exit."""
+    import huggingface_hub.utils as hub
+    from transformers.utils import logging as tlog
+
+    was_on, hub_was_on = tlog.is_progress_bar_enabled(), not hub.are_progress_bars_disabled()
+    if not (enabled and mode() == "bar"):
+        tlog.disable_progress_bar()           # also huggingface_hub's
+        hub.disable_progress_bars()
+    try:
+        yield
+    finally:
+        (tlog.enable_progress_bar if was_on else tlog.disable_progress_bar)()
+        (hub.enable_progress_bars if hub_was_on else hub.disable_progress_bars)()

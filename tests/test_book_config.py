@@ -20,6 +20,7 @@ import nbformat
 import pytest
 import yaml
 
+from helpers.progress import progress_bars_of_libraries
 from helpers import book, tables
 from helpers.paths import REPO_ROOT
 
@@ -52,13 +53,14 @@ TRAIN_SCRIPT = textwrap.dedent("""
     import sys, torch
     from pathlib import Path
     from transformers import GPT2Config, GPT2LMHeadModel
-    from helpers.training import distill, zoo
+    from helpers.progress import progress_bars_of_libraries
+    from helpers.training import distill
     out = Path(sys.argv[1])
     torch.manual_seed(0)
     model = GPT2LMHeadModel(GPT2Config(vocab_size=64, n_positions=16, n_embd=16, n_layer=1, n_head=2,
                                             bos_token_id=0, eos_token_id=0))
     blocks = torch.randint(0, 64, (32, 16))
-    with zoo.library_bars():
+    with progress_bars_of_libraries():
         distill.train(model, blocks, distill.TrainConfig(steps=40, batch_size=4, checkpoint_every=10),
                       arch="gpt2", checkpoint=out / "ckpt" / "pretrain.pt")
         model.save_pretrained(out / "model")                      # transformers: "Writing model shards"
@@ -87,13 +89,13 @@ def test_library_bars_off_in_a_log_and_restored(monkeypatch):
 
     tlog.enable_progress_bar()
     monkeypatch.setenv("HARMS_PROGRESS", "lines")
-    with zoo.library_bars():
+    with progress_bars_of_libraries():
         assert not tlog.is_progress_bar_enabled()
     assert tlog.is_progress_bar_enabled()
     monkeypatch.setenv("HARMS_PROGRESS", "bar")                   # a terminal: the libraries' bars stay
-    with zoo.library_bars():
+    with progress_bars_of_libraries():
         assert tlog.is_progress_bar_enabled()
-    with zoo.library_bars(enabled=False):                          # progress=False silences them anyway
+    with progress_bars_of_libraries(enabled=False):                          # progress=False silences them anyway
         assert not tlog.is_progress_bar_enabled()
     assert tlog.is_progress_bar_enabled()
 

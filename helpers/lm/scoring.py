@@ -46,7 +46,7 @@ import pandas as pd
 
 from helpers.errors import InputError
 
-__all__ = ["sentence_scores", "score", "score_file", "causal_scores", "pll_scores",
+__all__ = ["sentence_scores", "score", "causal_scores", "pll_scores",
            "permutation_scores", "SCORER_VERSION", "DEFAULT_BATCH_TOKENS", "DEFAULT_CPU_BATCH_TOKENS",
            "DEFAULT_STRIDE", "UPSTREAM_MASK_ID", "cache_key"]
 
@@ -161,7 +161,7 @@ def _verified_head(model, make_head, base_forward, probe_ids):
 def _progress(total, progress, desc):
     from helpers.progress import progress as progress_bar
 
-    return progress_bar(total=total, enabled=progress, desc=desc, unit="sent", leave=False)
+    return progress_bar(total=total, enabled=progress, desc=desc, unit="sentence", leave=False)
 
 
 def _no_empty(loaded, texts, enc) -> None:
@@ -570,9 +570,3 @@ def score(loaded, texts, *, pll="original", batch_tokens=None, upstream_mask_id=
     key = cache_key(loaded, pll=pll, upstream_mask_id=upstream_mask_id, stride=stride)
     return cached_scores(key, texts, compute, enabled=cache, progress=progress)
 
-
-def score_file(args) -> None:
-    """``harms score`` handler (reading, validation and writing live in ``helpers.io``)."""
-    from helpers.tables import score_file_cli
-
-    score_file_cli(args)

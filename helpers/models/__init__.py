@@ -19,9 +19,6 @@ from helpers.models.loading import (LazyModel, LoadedModel, config_max_length, g
 from helpers.models.registry import (REGISTRY, ModelSpec, Objective, bert_mlm_params, miniature_berts,
                                      offline_models, paper_models, spec)
 
-# The former private name, still imported by helpers.metrics.regard; remove once it uses
-# hub_offline_reason.
-_hub_offline_reason = hub_offline_reason
 
 __all__ = ["REGISTRY", "ModelSpec", "Objective", "LoadedModel", "LazyModel", "load", "lazy", "spec",
            "paper_models", "miniature_berts", "offline_models", "bert_mlm_params", "infer_objective",

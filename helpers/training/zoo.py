@@ -18,7 +18,6 @@ was interrupted.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import hashlib
 import json
@@ -34,7 +33,7 @@ import pandas as pd
 import torch
 
 from helpers import paths, tables
-from helpers.progress import mode as progress_mode
+from helpers.progress import progress_bars_of_libraries
 from helpers.training import distill
 from helpers.errors import DataNotFoundError, InputError
 
@@ -346,25 +345,6 @@ def _teacher_cache(path: Path) -> dict:
     return torch.load(path, weights_only=False) if path.is_file() else {}
 
 
-@contextlib.contextmanager
-def library_bars(enabled: bool = True):
-    """transformers' and huggingface_hub's own bars ("Loading weights", "Writing model shards")
-    only where :mod:`helpers.progress` draws bars (a terminal): in a log each would write
-    hundreds of carriage-return updates. The previous setting is restored on exit."""
-    import huggingface_hub.utils as hub
-    from transformers.utils import logging as tlog
-
-    was_on, hub_was_on = tlog.is_progress_bar_enabled(), not hub.are_progress_bars_disabled()
-    if not (enabled and progress_mode() == "bar"):
-        tlog.disable_progress_bar()           # also huggingface_hub's
-        hub.disable_progress_bars()
-    try:
-        yield
-    finally:
-        (tlog.enable_progress_bar if was_on else tlog.disable_progress_bar)()
-        (hub.enable_progress_bars if hub_was_on else hub.disable_progress_bars)()
-
-
 def ensure_default_zoo(profile: str = "default", progress: bool = True, **overrides) -> list[str]:
     """Train the zoo models of ``profile`` that are missing; reuse those whose manifest exists
     with the same configuration. Returns the registry names (teacher first within a family).
@@ -377,7 +357,7 @@ def ensure_default_zoo(profile: str = "default", progress: bool = True, **overri
     root = paths.zoo_dir()
     for folder in (root, root / "_checkpoints", *sorted((root / "_checkpoints").glob("*/"))):
         tables.remove_stale_temporaries(folder)
-    with library_bars(progress):
+    with progress_bars_of_libraries(progress):
         return _ensure_default_zoo(profile, progress, **overrides)
 
 
