@@ -9,6 +9,8 @@ sees it: 1-based data row, or the line of a JSONL file) and the problem.
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import os
 import re
@@ -24,7 +26,7 @@ READ_FORMATS = {".csv": "csv", ".json": "json", ".jsonl": "jsonl", ".ndjson": "j
                 ".parquet": "parquet", ".pq": "parquet"}
 WRITE_FORMATS = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
 
-__all__ = ["read_table", "write_table", "check_writable", "atomic_write", "temporary_path",
+__all__ = ["read_table", "read_records", "write_table", "check_writable", "atomic_write", "temporary_path",
            "remove_stale_temporaries", "pid_alive"]
 
 
@@ -128,33 +130,42 @@ def _format(path: Path, formats: dict[str, str], what: str) -> str:
     return fmt
 
 
-def _read_json_list(path: Path, text: str) -> tuple[pd.DataFrame, list[str]]:
+def read_records(path) -> tuple[list[dict], list[str]]:
+    """The rows of a JSON list, JSONL or CSV file as dicts, with where each row is (``row i``
+    counted from 1, or ``line i`` of a JSONL file), for messages. CSV values are the cells
+    verbatim, as strings. One :class:`InputError` for a missing file, non-UTF-8 text,
+    malformed JSON (with its line and column) or a row that is not an object."""
+    path = Path(path)
+    fmt = _format(path, {k: v for k, v in READ_FORMATS.items() if v != "parquet"}, "input")
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{path}: malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
-    if not isinstance(data, list):
-        raise InputError(f"{path}: expected a JSON list of objects, got a JSON {type(data).__name__}")
-    for i, rec in enumerate(data, 1):
-        if not isinstance(rec, dict):
-            raise InputError(f"{path}: row {i}: expected a JSON object, got {type(rec).__name__}")
-    return pd.DataFrame.from_records(data), [f"row {i}" for i in range(1, len(data) + 1)]
-
-
-def _read_jsonl(path: Path, text: str) -> tuple[pd.DataFrame, list[str]]:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    if fmt == "csv":
+        records = [dict(r) for r in csv.DictReader(io.StringIO(text))]
+        return records, [f"row {i}" for i in range(1, len(records) + 1)]
+    if fmt == "jsonl":
+        numbered = [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
+    else:
+        numbered = [(None, text)]
     records, where = [], []
-    for lineno, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
+    for lineno, chunk in numbered:
         try:
-            rec = json.loads(line)
+            value = json.loads(chunk)
         except json.JSONDecodeError as exc:
-            raise InputError(f"{path}: line {lineno}: malformed JSON (column {exc.colno}): {exc.msg}") from None
-        if not isinstance(rec, dict):
-            raise InputError(f"{path}: line {lineno}: expected a JSON object, got {type(rec).__name__}")
-        records.append(rec)
-        where.append(f"line {lineno}")
-    return pd.DataFrame.from_records(records), where
+            at = f"line {lineno}" if lineno else f"line {exc.lineno}, column {exc.colno}"
+            raise InputError(f"{path}: malformed JSON at {at}: {exc.msg}") from None
+        if lineno is None and not isinstance(value, list):
+            raise InputError(f"{path}: expected a JSON list of objects, got a JSON {type(value).__name__}")
+        for k, rec in enumerate(value if lineno is None else [value], 1):
+            label = f"line {lineno}" if lineno else f"row {k}"
+            if not isinstance(rec, dict):
+                raise InputError(f"{path}: {label}: expected a JSON object, got {type(rec).__name__}")
+            records.append(rec)
+            where.append(label)
+    return records, where
 
 
 def _describe(value) -> str:
@@ -190,8 +201,8 @@ def read_table(path, *, text_column: str = "text") -> pd.DataFrame:
                 df[text_column] = pd.read_csv(path, usecols=[text_column], dtype=str, keep_default_na=False,
                                               encoding="utf-8")[text_column].to_numpy(dtype=object)
         else:
-            text = path.read_text(encoding="utf-8")
-            df, where = (_read_jsonl if fmt == "jsonl" else _read_json_list)(path, text)
+            records, where = read_records(path)
+            df = pd.DataFrame.from_records(records)
     except InputError:
         raise
     except pd.errors.EmptyDataError:

@@ -190,7 +190,7 @@ def test_missing_field_and_not_a_list(tmp_path):
     with pytest.raises(InputError, match="expected a JSON list"):
         datasets.load(f)
     f.write_text("[{")
-    with pytest.raises(InputError, match="invalid JSON"):
+    with pytest.raises(InputError, match="malformed JSON"):
         datasets.load(f)
 
 

