@@ -29,7 +29,7 @@ from helpers.errors import InputError, ModelUnavailableError
 T = TypeVar("T")
 
 __all__ = ["resolve_models", "for_each_model", "cached_result", "unavailable_table", "score_frame",
-           "safety_results", "with_group_labels", "SCORE_COLUMNS"]
+           "safety_results", "safety_per_group", "with_group_labels", "SCORE_COLUMNS"]
 
 SCORE_COLUMNS = ["n_tokens", "log_likelihood", "perplexity"]
 
@@ -91,16 +91,30 @@ def unavailable_table(unavailable: dict[str, str]) -> pd.DataFrame:
 
 
 def cached_result(handle, metric: str, settings: dict, compute: Callable[[Any], T], *, version: int = 1,
-                  enabled: bool = True) -> T:
-    """``compute(loaded_model)`` cached on disk under ``{metric, version, model identity, settings}``.
+                  enabled: bool = True, load: bool = True) -> T:
+    """``compute(model)`` cached on disk under ``{metric, version, model identity, settings}``.
 
     ``metric`` names the quantity (e.g. ``"stereoset"``), ``version`` changes when its code
-    changes what it returns, ``settings`` holds every parameter that changes the result. The
-    weights are loaded (``handle.load()``) only on a cache miss.
+    changes what it returns, ``settings`` holds every parameter that changes the result. On a
+    cache miss ``compute`` gets the loaded model (``handle.load()``), or with ``load=False`` the
+    lazy handle itself — for computations that load the weights only if they need them (e.g.
+    scores that are in the per-sentence cache).
     """
     key = {"metric": metric, "version": version, "model": handle.identity, "settings": settings}
-    return cache.memoize(key, lambda: compute(handle.load() if hasattr(handle, "load") else handle),
+    return cache.memoize(key, lambda: compute(handle.load() if load and hasattr(handle, "load") else handle),
                          enabled=enabled)
+
+
+def safety_per_group(handle, *, dataset: str = "toxigen", sample_per_group=None, seed: int = 0,
+                     pll: str = "original", upstream_mask_id: bool = False, cache: bool = True) -> pd.DataFrame:
+    """Seed 000's safety score per group of one model, without intervals (the per-group table of
+    :func:`safety_results` with ``ci=False``), cached as metric ``"safety_per_group"``: the one
+    result every chapter that needs a model's safety scores shares (the settings are the key)."""
+    settings = {"dataset": dataset, "sample_per_group": sample_per_group, "seed": seed, "pll": pll,
+                "upstream_mask_id": bool(upstream_mask_id)}
+    return cached_result(handle, "safety_per_group", settings,
+                         lambda h: safety_results(h, **settings, ci=False, cache=cache, progress=False)[1],
+                         enabled=cache, load=False)
 
 
 def score_frame(handle, data: pd.DataFrame, *, text_column: str = "text", progress: bool = True,

@@ -99,10 +99,7 @@ def safety_settings(params: dict) -> dict:
 def safety_per_group(handle, params: dict) -> pd.DataFrame:
     """Safety score per group (seed 000 eq. 3) without intervals, cached as ``safety_per_group``:
     model, the per-group columns of :func:`helpers.metrics.safety.safety_scores`, source."""
-    s = safety_settings(params)
-    value = runner.cached_result(handle, "safety_per_group", s,
-                                 lambda _: runner.safety_results(handle, **s, ci=False, progress=False)[1])
-    return _named(value[SAFETY_COLUMNS], handle.name)
+    return _named(runner.safety_per_group(handle, **safety_settings(params))[SAFETY_COLUMNS], handle.name)
 
 
 def stereoset_settings(params: dict) -> dict:

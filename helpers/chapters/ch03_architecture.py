@@ -56,9 +56,7 @@ def safety_per_group(handle, settings: dict) -> pd.DataFrame:
     """Seed 000's safety score per group of one model without interval
     (:func:`helpers.runner.safety_results` with ``ci=False``), cached per model under
     metric ``"safety_per_group"`` and ``settings`` (:func:`safety_settings`)."""
-    return runner.cached_result(handle, "safety_per_group", settings,
-                                lambda loaded: runner.safety_results(loaded, **settings, ci=False,
-                                                                     progress=False)[1])
+    return runner.safety_per_group(handle, **settings)
 
 
 def shape(handle) -> dict:
