@@ -40,11 +40,14 @@ FOUND = ch.Classifiers({"regard": _fixed("R", "regard", "negative"), "hatebert":
                        pd.DataFrame())
 
 
-def test_parameters_resolve_one_name_and_keep_every_parameter():
-    p = ch.parameters(PARAMS | {"models": "smollm2-135m", "extra": 1})
+def test_parameters_resolve_one_name_and_keep_every_parameter(tmp_path, monkeypatch):
+    monkeypatch.setenv("HARMS_RESULTS_DIR", str(tmp_path))
+    p, table = ch.start(PARAMS | {"models": "smollm2-135m", "extra": 1})
     assert p["models"] == ["smollm2-135m"] and list(p) == list(ch.PARAMETERS) and "extra" not in p
-    with pytest.raises(KeyError, match="pll"):
-        ch.parameters({k: v for k, v in PARAMS.items() if k != "pll"})
+    assert table.index.tolist() == list(ch.PARAMETERS)
+    assert (tmp_path / ch.CHAPTER / "parameters.csv").is_file()
+    p, _ = ch.start({k: v for k, v in PARAMS.items() if k != "pll"} | {"models": "m"})   # missing: the default
+    assert p["pll"] == ch.DEFAULTS["pll"] == "original"
 
 
 def test_safety_settings_are_shared_and_carry_pll(tiny_bert, tiny_data, monkeypatch):

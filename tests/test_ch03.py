@@ -19,11 +19,10 @@ from helpers import cache, datasets, models, published, runner
 from helpers.chapters import ch03_architecture as ch
 from helpers.lm import scoring
 from helpers.metrics import safety
-from test_ch01 import NOTEBOOK as _NB01, check_notebook_is_the_story
+
 
 from conftest import SENTENCES
 
-NOTEBOOK = _NB01.parent / "03_architecture.ipynb"
 
 
 @pytest.fixture(scope="module")
@@ -164,7 +163,3 @@ def test_table5_published_recomputed_by_hand(env):
     assert (t5["r_from_table1_averages"].round(2) == t5["r_published"]).all()
     assert "every value matches the printed Table 5" in text
     assert pd.read_csv(env["results"] / "table5_published_recomputed.csv").shape == t5.shape
-
-
-def test_notebook_is_the_story():
-    check_notebook_is_the_story(NOTEBOOK, ch)

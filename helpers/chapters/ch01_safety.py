@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from helpers import datasets, models as registry, plots, published, report, runner, stats
-from helpers.chapters.common import parameters_table, save, save_figure, setup_display
+from helpers.chapters import common
+from helpers.chapters.common import save, save_figure
 from helpers.errors import ModelUnavailableError
 from helpers.metrics import safety
 from helpers.published import recompute
@@ -47,16 +48,9 @@ def upstream_compat_supported() -> bool:
     return "upstream_compat" in inspect.signature(runner.safety_results).parameters
 
 
-def start(namespace: dict) -> tuple[dict, pd.DataFrame]:
-    """The chapter's parameters taken from ``namespace`` (the notebook's globals: its defaults
-    and papermill's injected values; missing ones get :data:`DEFAULTS`), ``models`` resolved
-    to registry names (``"offline"``, ``"paper"``, one name or a list); display options set;
-    ``parameters.csv`` written. Returns ``(params, parameters table)``."""
-    setup_display()
-    params = {k: namespace.get(k, DEFAULTS[k]) for k in PARAMETERS}
-    params["models"] = runner.resolve_models(params["models"])
-    return params, save(parameters_table(params), CHAPTER, "parameters", index=True)
-
+def start(namespace) -> tuple[dict, pd.DataFrame]:
+    """The chapter's parameters from the notebook's globals (:func:`helpers.chapters.common.start`)."""
+    return common.start(CHAPTER, namespace, PARAMETERS, DEFAULTS)
 
 # ----------------------------------------------------------------------------- the data
 

@@ -17,7 +17,6 @@ notebook shows: tables, figures and generated Markdown.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import pandas as pd
@@ -30,6 +29,10 @@ CHAPTER = "02_correlations"
 PARAMETERS = ("models", "sample_per_group", "stereoset_clusters_per_target", "cma_limit", "cma_masking_approach",
               "cma_filter_quantile", "regard_groups", "samples_per_prompt", "max_new_tokens", "temperature",
               "top_k", "top_p", "generation_seed", "allow_substitute", "device", "seed", "pll")
+DEFAULTS = dict(models='offline', sample_per_group=25, stereoset_clusters_per_target=5, cma_limit=20,
+                cma_masking_approach=1, cma_filter_quantile=None, regard_groups='all', samples_per_prompt=1,
+                max_new_tokens=15, temperature=1.0, top_k=40, top_p=None, generation_seed=0,
+                allow_substitute=True, device='cpu', seed=0, pll='original')
 CMA_KINDS = ("winobias", "winogender")
 SAFETY_COLUMNS = ["group", "group_label", "n_harmful", "n_benign", "n_dropped_nan", "u_statistic", "safety_score",
                   "p_value", "significant", "ci_low", "ci_high"]
@@ -39,20 +42,9 @@ TABLE3_COLUMNS = ["CMA-WG", "CMA-WB", "SS", "Safety score"]
 TABLE4_COLUMNS = ["RoBERTa-ToxiGen", "HateBERT", "Regard", "CMA-WG", "CMA-WB", "Safety score"]
 
 
-def parameters(namespace: Mapping) -> dict:
-    """The chapter's parameters picked from ``namespace`` (the notebook's globals), ``models``
-    resolved to registry names (:func:`helpers.runner.resolve_models`)."""
-    missing = [k for k in PARAMETERS if k not in namespace]
-    if missing:
-        raise KeyError(f"chapter {CHAPTER}: missing parameter(s) {missing}")
-    params = {k: namespace[k] for k in PARAMETERS}
-    params["models"] = runner.resolve_models(params["models"])
-    return params
-
-
-def parameters_table(params: dict) -> pd.DataFrame:
-    """The parameters table, written as ``parameters.csv``."""
-    return common.save(common.parameters_table(params), CHAPTER, "parameters", index=True)
+def start(namespace) -> tuple[dict, pd.DataFrame]:
+    """The chapter's parameters from the notebook's globals (:func:`helpers.chapters.common.start`)."""
+    return common.start(CHAPTER, namespace, PARAMETERS, DEFAULTS)
 
 
 # ---------------------------------------------------------------- classifiers

@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from helpers import models as registry, plots, published, report, runner
-from helpers.chapters.common import parameters_table, save, save_figure, setup_display
+from helpers.chapters import common
+from helpers.chapters.common import save, save_figure
 from helpers.metrics import architecture
 from helpers.published import recompute
 from helpers.report import Text
@@ -35,15 +36,9 @@ MEASURED_COLUMNS = ["model", "family", "layers", "heads", "hidden", "params", "a
                     "source"]
 
 
-def start(namespace: dict) -> tuple[dict, pd.DataFrame]:
-    """The chapter's parameters taken from ``namespace`` (the notebook's globals; missing ones
-    get :data:`DEFAULTS`), ``models`` resolved to registry names; display options set;
-    ``parameters.csv`` written. Returns ``(params, parameters table)``."""
-    setup_display()
-    params = {k: namespace.get(k, DEFAULTS[k]) for k in PARAMETERS}
-    params["models"] = runner.resolve_models(params["models"])
-    return params, save(parameters_table(params), CHAPTER, "parameters", index=True)
-
+def start(namespace) -> tuple[dict, pd.DataFrame]:
+    """The chapter's parameters from the notebook's globals (:func:`helpers.chapters.common.start`)."""
+    return common.start(CHAPTER, namespace, PARAMETERS, DEFAULTS)
 
 def safety_settings(*, dataset: str = "toxigen", sample_per_group=None, seed: int = 0, pll: str = "original",
                     upstream_mask_id: bool = False) -> dict:

@@ -13,7 +13,6 @@ scores cached and shared with every chapter; the per-group bootstrap intervals a
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -27,6 +26,9 @@ from helpers.training import zoo
 CHAPTER = "04_distillation"
 PARAMETERS = ("models", "zoo_profile", "grid", "corpus", "steps", "causal_teacher", "masked_teacher", "temperature",
               "sample_per_group", "device", "pll", "seed", "n_resamples")
+DEFAULTS = dict(models='zoo', zoo_profile=None, grid=None, corpus=None, steps=None, causal_teacher=None,
+                masked_teacher=None, temperature=None, sample_per_group=25, device='cpu', pll='original',
+                seed=0, n_resamples=200)
 MANIFEST_COLUMNS = ["name", "family", "objective", "layers", "heads", "hidden", "params", "teacher", "corpus",
                     "steps_pretrain", "steps_distill", "final_loss_pretrain", "final_loss_distill",
                     "heldout_perplexity", "training_seconds"]
@@ -36,16 +38,10 @@ MASKED_FAMILIES = ["zoo-distilled-bert", "Distilled-BERT"]
 CAUSAL_FAMILY = "zoo-distilled-gpt2"
 
 
-def parameters(namespace: Mapping) -> dict:
-    """The chapter's parameters picked from ``namespace`` (the notebook's globals)."""
-    missing = [k for k in PARAMETERS if k not in namespace]
-    if missing:
-        raise KeyError(f"chapter {CHAPTER}: missing parameter(s) {missing}")
-    return {k: namespace[k] for k in PARAMETERS}
-
-
-def parameters_table(params: dict) -> pd.DataFrame:
-    return common.parameters_table(params)
+def start(namespace) -> tuple[dict, pd.DataFrame]:
+    """The chapter's parameters from the notebook's globals (:func:`helpers.chapters.common.start`);
+    ``models`` is resolved later by :func:`model_names` (which also takes ``"zoo"``)."""
+    return common.start(CHAPTER, namespace, PARAMETERS, DEFAULTS, resolve_models=False)
 
 
 # ---------------------------------------------------------------- the models

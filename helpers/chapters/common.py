@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from helpers import paths, tables
+from helpers import paths, runner, tables
+from helpers.errors import InputError
 
-__all__ = ["output_dir", "save", "save_figure", "parameters_table", "setup_display"]
+__all__ = ["start", "output_dir", "save", "save_figure", "parameters_table", "setup_display"]
 
 
 def output_dir(chapter: str) -> Path:
@@ -50,3 +51,21 @@ def setup_display() -> None:
         hf_logging.disable_progress_bar()
     except ImportError:
         pass
+
+
+def start(chapter: str, namespace, parameters: tuple[str, ...], defaults: dict, *,
+          resolve_models: bool = True) -> tuple[dict, pd.DataFrame]:
+    """A chapter's first call: its parameters picked from ``namespace`` (the notebook's globals,
+    with papermill's injected values; a parameter it lacks takes ``defaults``), in the order of
+    ``parameters``; ``models`` resolved to registry names (:func:`helpers.runner.resolve_models`:
+    one name stays one model) unless ``resolve_models=False``; display options set; the
+    parameters table written as ``results/<chapter>/parameters.csv``. Returns
+    ``(params, parameters table)``."""
+    setup_display()
+    missing = [k for k in parameters if k not in namespace and k not in defaults]
+    if missing:
+        raise InputError(f"chapter {chapter}: no value for parameter(s) {', '.join(missing)}")
+    params = {k: namespace[k] if k in namespace else defaults[k] for k in parameters}
+    if resolve_models:
+        params["models"] = runner.resolve_models(params["models"])
+    return params, save(parameters_table(params), chapter, "parameters", index=True)
