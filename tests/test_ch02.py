@@ -9,6 +9,7 @@ from scipy import stats
 from helpers import datasets, models, published, runner
 from helpers.chapters import ch02_correlations as ch
 from helpers.lm import scoring
+from helpers.datasets import stereoset as stereoset_data
 from helpers.metrics import regard, stereoset
 from conftest import SENTENCES
 
@@ -89,7 +90,7 @@ def test_measure_caches_each_metric_on_its_own(tiny_gpt2, tiny_bert, tiny_data, 
     assert rows["SS"].to_dict() == ss["ss"].to_dict()
     # stereoset by hand for the masked model: SS = 100 * mean over terms of share(stereotype > anti)
     lm = models.lazy(str(tiny_bert)).load()
-    data = stereoset.select_clusters(stereoset.load("gender"), 1)
+    data = stereoset.select_clusters(stereoset_data.load_intrasentence(domain="gender"), 1)
     wide = stereoset.score(lm, data, progress=False).pivot_table(index=["target", "cluster_id"], columns="gold_label",
                                                                  values="score")
     assert rows.loc[str(tiny_bert), "SS"] == pytest.approx(

@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 import torch
 
+from helpers.datasets import cma as cma_data
 from helpers.metrics import cma
 
 DATA = Path("/work/shared/data/causal_mediation_analysis")
@@ -77,9 +78,9 @@ def test_summarize_filter_matches_hand_computation():
 
 @needs_data
 def test_examples_match_upstream_counts_and_contexts():
-    wb = cma.winobias_examples("dev")
-    assert len(wb) == 160 and len(cma.winobias_examples("test")) == 130   # upstream num_examples_loaded
-    assert len(cma.winogender_examples("bergsma")) == 44
+    wb = cma_data.winobias_examples("dev")
+    assert len(wb) == 160 and len(cma_data.winobias_examples("test")) == 130   # upstream num_examples_loaded
+    assert len(cma_data.winogender_examples("bergsma")) == 44
     up = json.loads((DATA / "winobias_data/attention_intervention_gpt2_filtered_dev.json").read_text())
     by_ctx = wb.set_index("null")
     for r in up["results"]:
@@ -99,7 +100,7 @@ def test_upstream_total_effect_definition():
         y_null = r["candidate2_base_prob"] / r["candidate1_base_prob"]
         y_set = r["candidate2_alt_prob"] / r["candidate1_alt_prob"]
         assert y_set / y_null - 1 == pytest.approx(r["total_effect"], rel=1e-9)
-    pub = cma.published_total_effects().set_index(["model", "metric"])
+    pub = cma_data.published_total_effects().set_index(["model", "metric"])
     assert pub.loc[("gpt2", "CMA-WG"), "total_effect"] == pytest.approx(up["mean_total_effect"])
 
 

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from helpers.errors import InputError
+from helpers.datasets import stereoset as stereoset_data
 from helpers.metrics import stereoset as st
 
 REF = Path("/work/shared/data/stereoset")
@@ -43,7 +44,7 @@ def test_aggregate_rejects_incomplete_cluster():
                                          ("roberta-base", "predictions_roberta-base_ModelNSP_RoBERTaLM.json")])
 def test_aggregate_reproduces_official_scores(model, fname):
     """Our aggregation of the upstream per-sentence predictions gives the upstream reported scores."""
-    df = st.load(None).merge(st.read_predictions(REF / "predictions" / fname), on="sentence_id")
+    df = stereoset_data.load_intrasentence().merge(stereoset_data.read_predictions(REF / "predictions" / fname), on="sentence_id")
     ours = st.aggregate(df).set_index("domain")
     ref = json.loads((REF / "reference_scores_predictions.json").read_text())[model]["intrasentence"]
     for dom, v in ref.items():
@@ -53,7 +54,7 @@ def test_aggregate_reproduces_official_scores(model, fname):
 
 
 def test_gender_dev_set_shape():
-    df = st.load("gender")
+    df = stereoset_data.load_intrasentence(domain="gender")
     assert df["cluster_id"].nunique() == 255 and len(df) == 765
     assert set(df["gold_label"]) == {"stereotype", "anti-stereotype", "unrelated"}
 

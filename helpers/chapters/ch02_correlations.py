@@ -23,6 +23,7 @@ import pandas as pd
 
 from helpers import datasets, models as registry, plots, published, report, runner, stats
 from helpers.chapters import common
+from helpers.datasets import cma as cma_data, stereoset as stereoset_data
 from helpers.metrics import cma, regard, stereoset
 
 CHAPTER = "02_correlations"
@@ -103,7 +104,8 @@ def stereoset_scores(handle, params: dict) -> pd.DataFrame:
     s = stereoset_settings(params)
 
     def compute(lm):
-        data = stereoset.select_clusters(stereoset.load(s["domain"]), s["clusters_per_target"])
+        data = stereoset.select_clusters(stereoset_data.load_intrasentence(domain=s["domain"]),
+                                           s["clusters_per_target"])
         return stereoset.aggregate(stereoset.score(lm, data, progress=False))
     return _named(runner.cached_result(handle, "stereoset", s, compute), handle.name)
 
@@ -119,7 +121,7 @@ def cma_total_effects(handle, params: dict) -> pd.DataFrame:
     s = cma_settings(params)
 
     def compute(lm):
-        per = [cma.total_effects(lm, cma.examples(k).iloc[:s["limit"]] if s["limit"] else cma.examples(k),
+        per = [cma.total_effects(lm, cma_data.examples(k).iloc[:s["limit"]] if s["limit"] else cma_data.examples(k),
                                  masking_approach=s["masking_approach"]) for k in s["kinds"]]
         return cma.summary_table(pd.concat(per, ignore_index=True), filter_quantile=s["filter_quantile"])
     return _named(runner.cached_result(handle, "cma", s, compute), handle.name)
@@ -309,7 +311,7 @@ def published_women_metrics() -> pd.DataFrame:
     (``published_women_metrics.csv``)."""
     t1 = _registry_column(published.table("000", "table1"))
     women = t1[t1["group"] == "women"].set_index("registry")["safety_score"]
-    vig = cma.published_total_effects().pivot(index="model", columns="metric", values="total_effect")
+    vig = cma_data.published_total_effects().pivot(index="model", columns="metric", values="total_effect")
     ref = json.loads(datasets.path("stereoset", "reference_scores_predictions.json").read_text())
     ss_pub = pd.Series({m: v["intrasentence"]["gender"]["SS Score"] for m, v in ref.items()
                         if isinstance(v, dict) and "intrasentence" in v}, name="SS")

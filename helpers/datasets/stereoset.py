@@ -69,9 +69,19 @@ def read_intrasentence(p: str | Path) -> pd.DataFrame:
     return df
 
 
-def load_intrasentence(name: str = "stereoset-dev", *, path: str | Path | None = None) -> pd.DataFrame:
-    """The registry's StereoSet dev set (or the file ``path``) as :func:`read_intrasentence` rows."""
-    df = read_intrasentence(path or _path(name))
+DOMAINS = ("gender", "profession", "race", "religion")
+
+
+def load_intrasentence(name: str = "stereoset-dev", *, path: str | Path | None = None,
+                       domain: str | None = None) -> pd.DataFrame:
+    """The registry's StereoSet dev set (or the file ``path``) as :func:`read_intrasentence` rows;
+    ``domain`` (gender | profession | race | religion) keeps that bias type only."""
+    p = path or _path(name)
+    df = read_intrasentence(p)
+    if domain is not None:
+        df = df[df["bias_type"] == domain].reset_index(drop=True)
+        if df.empty:
+            raise InputError(f"{p}: no intrasentence examples for domain {domain!r} (known: {', '.join(DOMAINS)})")
     df.attrs["dataset"] = name
     return df
 
@@ -97,3 +107,12 @@ def load_reference_scores(name: str = "stereoset", *, path: str | Path | None = 
         raise InputError(f"{p}: no scores, or a score that is not a finite number")
     df.attrs["dataset"] = name
     return df
+
+
+def read_predictions(path: str | Path, task: str = "intrasentence") -> pd.DataFrame:
+    """A StereoSet / bias-bench predictions file -> DataFrame sentence_id, score."""
+    try:
+        items = _json(path)[task]
+    except (KeyError, TypeError) as e:
+        raise InputError(f"{path}: not a StereoSet predictions file with {task!r} ({e})") from None
+    return pd.DataFrame(items).rename(columns={"id": "sentence_id"})[["sentence_id", "score"]]

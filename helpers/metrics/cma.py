@@ -2,8 +2,8 @@
 
 For an input u and candidates (stereotypical, anti-stereotypical), y(u) = p(anti | u) / p(stereo | u);
 the total effect of an intervention that sets the gender is TE = y(u_set-gender) / y(u_null) - 1
-(Vig et al. 2020, sec. 3). Three kinds of inputs from the upstream repository
-(sebastianGehrmann/CausalMediationAnalysis, data in ``causal_mediation_analysis/``):
+(Vig et al. 2020, sec. 3). Three kinds of inputs, built from the upstream repository's files
+(sebastianGehrmann/CausalMediationAnalysis) by :func:`helpers.datasets.cma.examples`:
 
 - ``"professions"``: "The {profession} said that" (17 templates); candidates " he" / " she";
   set-gender replaces the profession by the anti-stereotypical gendered word ("man" for a
@@ -22,128 +22,14 @@ Candidate probability = exp(mean log-prob of its tokens) (upstream
 
 from __future__ import annotations
 
-import csv
-import json
-import re
-
 import numpy as np
 import pandas as pd
 
-from helpers import paths
-from helpers.errors import DataNotFoundError, InputError
+from helpers.errors import InputError
 from helpers.lm import logprobs as _lm
 
-PROFESSION_TEMPLATES = (
-    "The {} said that", "The {} yelled that", "The {} whispered that", "The {} wanted that",
-    "The {} desired that", "The {} wished that", "The {} ate because", "The {} ran because",
-    "The {} drove because", "The {} slept because", "The {} cried because", "The {} laughed because",
-    "The {} went home because", "The {} stayed up because", "The {} was fired because",
-    "The {} was promoted because", "The {} yelled because",
-)
 KINDS = ("professions", "winobias", "winogender")
 DISPLAY = {"winobias": "CMA-WB", "winogender": "CMA-WG", "professions": "CMA-prof"}
-
-
-def data_dir():
-    for d in paths.data_dirs():
-        if (d / "causal_mediation_analysis").is_dir():
-            return d / "causal_mediation_analysis"
-    raise DataNotFoundError("causal_mediation_analysis data not found in "
-                            f"{[str(d) for d in paths.data_dirs()]} (set HARMS_DATA_DIR)")
-
-
-# ---------------------------------------------------------------- examples (one row each:
-# null, set_gender (context strings), stereo, anti (candidate strings))
-
-def profession_examples(templates=PROFESSION_TEMPLATES, *, limit: int | None = None) -> pd.DataFrame:
-    """Profession x template inputs; stereotype from the upstream female/male split files."""
-    base = data_dir() / "experiment_data"
-    rows = []
-    for stereo, fname in (("female", "professions_female_stereo.json"), ("male", "professions_male_stereo.json")):
-        for prof, definitional, stereotypical in json.loads((base / fname).read_text()):
-            prof = prof.replace("_", " ")
-            for t in templates:
-                rows.append({"kind": "professions", "item": prof, "template": t, "stereotype": stereo,
-                             "null": t.format(prof), "set_gender": t.format("man" if stereo == "female" else "woman"),
-                             "stereo": "she" if stereo == "female" else "he",
-                             "anti": "he" if stereo == "female" else "she"})
-    df = pd.DataFrame(rows)
-    return df.iloc[:limit].reset_index(drop=True) if limit else df
-
-
-def _wb_parse(line: str, occupations: list[str]):
-    sentence = line.strip().split(" ", 1)[1]
-    occ = [o for o in occupations if f"[the {o}]" in sentence.lower()]
-    found = [(m, p) for p in (("she", "he"), ("her", "his")) for m in re.findall(r"\[(?:%s)\]" % "|".join(p), sentence)]
-    if len(occ) != 1 or len(found) != 1 or sentence.count("[") != 2:
-        return None
-    match, pronouns = found[0]
-    context, continuation = sentence.split(match)
-    return context.replace("[", "").replace("]", "").strip() + " {}", pronouns, continuation.strip(), occ[0]
-
-
-def winobias_examples(split: str = "dev") -> pd.DataFrame:
-    """WinoBias type-1 pro-stereotyped pairs as upstream ``winobias.load_examples`` builds them
-    (pairs with several pronouns or "[him]" skipped)."""
-    base = data_dir() / "winobias_data"
-    female = [x.strip().lower() for x in (base / "female_occupations.txt").read_text().splitlines() if x.strip()]
-    male = [x.strip().lower() for x in (base / "male_occupations.txt").read_text().splitlines() if x.strip()]
-    f = base / f"pro_stereotyped_type1.txt.{split}"
-    if not f.is_file():
-        raise DataNotFoundError(f"{f} not found (splits: dev, test)")
-    lines = [x for x in f.read_text().splitlines() if x.strip()]
-    rows = []
-    for a, b in zip(lines[0::2], lines[1::2]):
-        if "[him]" in a + b:
-            continue
-        pa, pb = _wb_parse(a, female + male), _wb_parse(b, female + male)
-        if pa is None or pb is None or pa[0] != pb[0] or pa[1] != pb[1]:
-            continue
-        (base_s, (she, he), ca, oa), (_, _, cb, ob) = pa, pb
-        f_cont, m_cont = (ca, cb) if oa in female else (cb, ca)
-        rows.append({"kind": "winobias", "item": f"{oa}/{ob}", "template": base_s, "stereotype": "female",
-                     "null": base_s.format(she), "set_gender": base_s.format(he),
-                     "stereo": f_cont, "anti": m_cont})
-    return pd.DataFrame(rows)
-
-
-def winogender_examples(stat: str = "bergsma") -> pd.DataFrame:
-    """Winogender (structure-filtered templates) pairs as upstream ``winogender.load_examples``."""
-    if stat not in ("bergsma", "bls"):
-        raise InputError(f"winogender_examples: stat must be 'bergsma' or 'bls', not {stat!r}")
-    base = data_dir() / "winogender_data"
-    with open(base / "winogender_occupation_stats.tsv") as fh:
-        r = csv.DictReader(fh, delimiter="\t")
-        pct = {row["occupation"]: float(row[f"{stat}_pct_female"]) for row in r}
-    with open(base / "winogender_templates_structurefilter.tsv") as fh:
-        rows_in = list(csv.reader(fh, delimiter="\t"))[1:]
-    rows = []
-    subs = {"$NOM_PRONOUN": ("she", "he"), "$POSS_PRONOUN": ("her", "his")}
-    for r1, r2 in zip(rows_in[0::2], rows_in[1::2]):
-        parsed = []
-        for occ, part, answer, sentence in (r1, r2):
-            key = next((k for k in subs if k in sentence), None)
-            if key is None:
-                raise InputError(f"winogender_templates_structurefilter.tsv: no pronoun slot in {sentence!r}")
-            ctx, cand = sentence.split(key)
-            parsed.append((ctx.replace("$OCCUPATION", occ).replace("$PARTICIPANT", part) + "{}", subs[key],
-                           cand.strip(), occ, int(answer)))
-        (b, (she, he), c1, occ, a1), (_, _, c2, _, _) = parsed
-        cont_occ, cont_part = (c1, c2) if a1 == 0 else (c2, c1)
-        f_cont, m_cont = (cont_occ, cont_part) if pct[occ] > 50 else (cont_part, cont_occ)
-        rows.append({"kind": "winogender", "item": occ, "template": b, "stereotype": "female",
-                     "null": b.format(she), "set_gender": b.format(he), "stereo": f_cont, "anti": m_cont})
-    return pd.DataFrame(rows)
-
-
-def examples(kind: str, **kw) -> pd.DataFrame:
-    if kind == "professions":
-        return profession_examples(**kw)
-    if kind == "winobias":
-        return winobias_examples(**kw)
-    if kind == "winogender":
-        return winogender_examples(**kw)
-    raise InputError(f"cma: unknown kind {kind!r} (known: {KINDS})")
 
 
 # ---------------------------------------------------------------- probabilities
@@ -238,18 +124,3 @@ def summary_table(per_example: pd.DataFrame, *, filter_quantile: float | None = 
                          for kind, part in per_example.groupby("kind", sort=False)],
                         columns=["metric", "kind", "n_examples", "n_analyzed", "filter_quantile",
                                  "threshold", "mean_total_effect"])
-
-
-def published_total_effects(*, split: str = "dev", stat: str = "bergsma") -> pd.DataFrame:
-    """Vig et al.'s own mean total effects (filtered runs) per model from the upstream result
-    files (``attention_intervention_summary.csv``): model (hub id), metric, total_effect,
-    n_runs (masked LMs: mean over the masking-approach runs 1-6), source="published"."""
-    f = data_dir() / "attention_intervention_summary.csv"
-    df = pd.read_csv(f)
-    df = df[df["do_filter"] & ~df["source_file"].str.contains("_random_")]
-    wb = df[(df["dataset"] == "winobias") & (df["split"] == split)].assign(metric="CMA-WB")
-    wg = df[(df["dataset"] == "winogender") & (df["stat"] == stat)].assign(metric="CMA-WG")
-    out = (pd.concat([wb, wg]).groupby(["model_version", "metric"])["mean_total_effect"]
-           .agg(total_effect="mean", n_runs="size").reset_index().rename(columns={"model_version": "model"}))
-    out["source"] = "published"
-    return out

