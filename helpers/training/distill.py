@@ -52,6 +52,7 @@ import torch
 import torch.nn.functional as F
 
 from helpers import tables
+from helpers.datasets.corpus import pack_blocks  # noqa: F401  (re-exported)
 from helpers.errors import InputError
 from helpers.progress import progress as progress_bar
 
@@ -120,28 +121,6 @@ def build_student(arch: Arch, shape: StudentShape, tokenizer, *, block_size: int
 
 
 # --------------------------------------------------------------------------- data
-def pack_blocks(texts: list[str], tokenizer, *, block_size: int, arch: Arch) -> torch.Tensor:
-    """Tokenise ``texts``, concatenate and cut into blocks of ``block_size`` tokens.
-
-    Causal: documents separated by the EOS token. Masked: each block is
-    ``[CLS] chunk [SEP]``. The incomplete last block is dropped.
-    """
-    ids: list[int] = []
-    sep = tokenizer.eos_token_id if arch == "gpt2" else tokenizer.sep_token_id
-    for enc in tokenizer(list(texts), add_special_tokens=False, verbose=False)["input_ids"]:
-        ids.extend(enc)
-        ids.append(sep)
-    if arch == "gpt2":
-        n = len(ids) // block_size
-        return torch.tensor(ids[: n * block_size], dtype=torch.long).view(n, block_size)
-    body = block_size - 2
-    n = len(ids) // body
-    t = torch.tensor(ids[: n * body], dtype=torch.long).view(n, body)
-    cls = torch.full((n, 1), tokenizer.cls_token_id)
-    sepc = torch.full((n, 1), tokenizer.sep_token_id)
-    return torch.cat([cls, t, sepc], dim=1)
-
-
 def mask_tokens(input_ids: torch.Tensor, *, mask_id: int, vocab_size: int, special_ids: list[int],
                 generator: torch.Generator, prob: float = 0.15):
     """BERT masking (Devlin et al. 2019): select ``prob`` of the non-special tokens; of those

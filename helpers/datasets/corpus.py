@@ -1,0 +1,125 @@
+"""Plain-text corpora for training and held-out evaluation of language models.
+
+The book's zoo heals (or, with ``recipe="scratch"``, pre-trains) students on a corpus and every
+chapter measures each model's held-out perplexity (:mod:`helpers.metrics.quality`, the
+language-model quality gate) on the corpus's fixed held-out split. Offline the corpus is the text
+shipped in gensim's test data; with the hub WikiText-103 or OpenWebText (seed 000 §4.7).
+
+    >>> from helpers.datasets import corpus
+    >>> train, heldout = corpus.load_corpus("gensim")
+    >>> blocks = corpus.pack_blocks(heldout, tokenizer, block_size=128, objective="causal")
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import torch
+
+from helpers.errors import DataNotFoundError, InputError
+
+_GENSIM_FILES = {"lee": "lee_background.cor",
+                 "enwiki": "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"}
+CORPORA = {
+    "gensim": "lee_background.cor (news, ~60k words) + the enwiki sample (Wikipedia, ~400k words) "
+              "shipped in gensim's test data",
+    "gensim-lee": "lee_background.cor only (news, ~60k words)",
+    "gensim-enwiki": "gensim's enwiki sample only (Wikipedia, markup removed, ~400k words)",
+    "wikitext-103": "WikiText-103 raw, train / validation (Hugging Face hub, `datasets` library)",
+    "openwebtext": "OpenWebText (Hugging Face hub, `datasets` library); held-out = last 5 % of documents",
+}
+
+
+def _gensim_dir() -> Path:
+    import importlib.util
+
+    spec = importlib.util.find_spec("gensim")
+    if spec is None:
+        raise DataNotFoundError("corpus 'gensim' needs the gensim package (pip install 'gensim>=4.3')")
+    return Path(spec.origin).parent / "test" / "test_data"
+
+
+def _gensim_lines(which: str) -> list[str]:
+    f = _gensim_dir() / _GENSIM_FILES[which]
+    if not f.is_file():
+        raise DataNotFoundError(f"corpus file {f} missing from the installed gensim")
+    if which == "lee":
+        return [ln.strip() for ln in f.read_text(encoding="utf-8").splitlines() if ln.strip()]
+    import bz2
+
+    from gensim.corpora.wikicorpus import extract_pages, filter_wiki
+
+    lines = []
+    with bz2.open(f) as fh:
+        for _title, text, _pid in extract_pages(fh):
+            for para in filter_wiki(text).split("\n"):
+                para = re.sub(r"'{2,}", "", para).strip()
+                if len(para.split()) >= 20 and not para.startswith(("|", "{", "!", "*", "=")):
+                    lines.append(para)
+    return lines
+
+
+def _split(lines: list[str], fraction: float) -> tuple[list[str], list[str]]:
+    lines = list(dict.fromkeys(lines))      # exact duplicate lines removed: none straddles the split
+    k = max(1, int(round(len(lines) * fraction)))
+    return lines[:-k], lines[-k:]
+
+
+def load_corpus(name: str = "gensim", *, heldout_fraction: float = 0.05) -> tuple[list[str], list[str]]:
+    """(train_lines, heldout_lines): the last ``heldout_fraction`` of each source's (deduplicated)
+    lines is held out (a fixed split). Never the evaluation sets (ToxiGen etc.)."""
+    if name in ("gensim", "gensim-lee", "gensim-enwiki"):
+        parts = {"gensim": ["lee", "enwiki"], "gensim-lee": ["lee"], "gensim-enwiki": ["enwiki"]}[name]
+        train, held = [], []
+        for p in parts:
+            a, b = _split(_gensim_lines(p), heldout_fraction)
+            train += a
+            held += b
+        return train, held
+    if name in ("wikitext-103", "openwebtext"):
+        try:
+            import datasets  # noqa: F401  (lazy: optional, hub only)
+        except ImportError:
+            raise DataNotFoundError(f"corpus {name!r} needs the `datasets` library and the Hugging Face "
+                                    "hub (pip install datasets); offline use corpus='gensim'") from None
+        try:
+            if name == "wikitext-103":
+                ds = datasets.load_dataset("wikitext", "wikitext-103-raw-v1")
+                clean = lambda rows: [t.strip() for t in rows["text"] if len(t.split()) >= 5]  # noqa: E731
+                return clean(ds["train"]), clean(ds["validation"])
+            ds = datasets.load_dataset("openwebtext", split="train")
+            return _split([t.strip() for t in ds["text"]], heldout_fraction)
+        except Exception as e:  # hub unreachable, dataset missing
+            raise DataNotFoundError(f"corpus {name!r}: cannot load from the hub "
+                                    f"({type(e).__name__}: {str(e).splitlines()[0][:160]})") from None
+    raise InputError(f"unknown corpus {name!r}; known: {', '.join(CORPORA)}")
+
+
+def pack_blocks(texts: list[str], tokenizer, *, block_size: int, arch: str) -> torch.Tensor:
+    """Tokenise ``texts``, concatenate and cut into blocks of ``block_size`` tokens.
+
+    ``arch``: ``"gpt2"`` or ``"causal"`` (documents separated by the EOS token) or ``"bert"`` or
+    ``"masked"`` (each block is ``[CLS] chunk [SEP]``). The incomplete last block is dropped.
+    """
+    if arch not in ("gpt2", "causal", "bert", "masked"):
+        raise InputError(f"pack_blocks: arch must be 'causal' or 'masked', got {arch!r}")
+    causal = arch in ("gpt2", "causal")
+    if causal and tokenizer.eos_token_id is None:
+        raise InputError("pack_blocks: the tokenizer has no end-of-sequence token to separate documents")
+    if not causal and (tokenizer.cls_token_id is None or tokenizer.sep_token_id is None):
+        raise InputError("pack_blocks: a masked-LM tokenizer needs [CLS] and [SEP] tokens")
+    ids: list[int] = []
+    sep = tokenizer.eos_token_id if causal else tokenizer.sep_token_id
+    for enc in tokenizer(list(texts), add_special_tokens=False, verbose=False)["input_ids"]:
+        ids.extend(enc)
+        ids.append(sep)
+    if causal:
+        n = len(ids) // block_size
+        return torch.tensor(ids[: n * block_size], dtype=torch.long).view(n, block_size)
+    body = block_size - 2
+    n = len(ids) // body
+    t = torch.tensor(ids[: n * body], dtype=torch.long).view(n, body)
+    cls = torch.full((n, 1), tokenizer.cls_token_id)
+    sepc = torch.full((n, 1), tokenizer.sep_token_id)
+    return torch.cat([cls, t, sepc], dim=1)
