@@ -57,7 +57,10 @@ from helpers.errors import InputError
 from helpers.progress import progress as progress_bar
 
 Arch = Literal["gpt2", "bert"]
-PHASES = {"pretrain": 0, "distill": 1, "teacher": 2}
+PHASES = {"pretrain": 0, "distill": 1, "teacher": 2, "heal-lm": 3, "heal-kd": 3}
+#: Phases whose loss is knowledge distillation from a teacher; the rest use the LM loss. The two
+#: healing phases of pruned students share their salt: both objectives see the same batches.
+KD_PHASES = ("distill", "heal-kd")
 
 
 # --------------------------------------------------------------------------- shapes
@@ -255,7 +258,8 @@ def train(model, blocks: torch.Tensor, cfg: TrainConfig, *, arch: Arch, tokenize
           callback: Callable[[int, float], None] | None = None) -> dict:
     """Train ``model`` in place for ``cfg.steps`` steps; returns a summary dict.
 
-    ``phase="pretrain"``/``"teacher"``: the LM loss. ``phase="distill"``: ``teacher(step, batch)``
+    ``phase="pretrain"``/``"teacher"``/``"heal-lm"``: the LM loss. ``phase="distill"``/``"heal-kd"``:
+    ``teacher(step, batch)``
     returns (logits, indices-or-None) for the batch's scored positions (see
     :func:`distillation_loss`); loss = alpha * LM + (1 - alpha) * KD.
     ``checkpoint``: file written atomically every ``cfg.checkpoint_every`` steps and at the end;
@@ -266,8 +270,9 @@ def train(model, blocks: torch.Tensor, cfg: TrainConfig, *, arch: Arch, tokenize
 
     if phase not in PHASES:
         raise InputError(f"unknown training phase {phase!r} ({', '.join(PHASES)})")
-    if phase == "distill" and teacher is None:
-        raise InputError("phase='distill' needs a teacher")
+    kd_phase = phase in KD_PHASES
+    if kd_phase and teacher is None:
+        raise InputError(f"phase={phase!r} needs a teacher")
     decay = [p for n, p in model.named_parameters() if p.ndim >= 2]
     no_decay = [p for n, p in model.named_parameters() if p.ndim < 2]
     groups = [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
@@ -303,10 +308,10 @@ def train(model, blocks: torch.Tensor, cfg: TrainConfig, *, arch: Arch, tokenize
         t0 = time.perf_counter()
         batch = make_batch(blocks, step, batch_size=cfg.batch_size, seed=cfg.seed, phase=phase,
                            arch=arch, tokenizer=tokenizer, mask_prob=cfg.mask_prob)
-        need_lm = phase != "distill" or cfg.alpha > 0
+        need_lm = not kd_phase or cfg.alpha > 0
         out = model(input_ids=batch["input_ids"], labels=batch["labels"] if need_lm else None)
-        loss = out.loss if phase != "distill" else 0.0
-        if phase == "distill":
+        loss = out.loss if not kd_phase else 0.0
+        if kd_phase:
             t_logits, t_idx = teacher(step, batch)
             # causal: every position is scored, so a view (no copy of the [B*T, V] logits)
             s_logits = (out.logits.flatten(0, 1) if arch == "gpt2"
