@@ -379,3 +379,36 @@ def test_missing_perplexity_stays_allowed(tmp_path):
                   .replace('"perplexity": 10.0', '"perplexity": NaN'))
     got = cli.scores_from_file(up, dataset=str(data))
     assert got["perplexity"].isna().tolist() == [i in (2, 3) for i in range(10)]
+
+
+def _toy_scored(seed: int, n: int = 120):
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame({"id": range(n), "perplexity": rng.lognormal(3, 1, n), "toxicity": rng.integers(1, 6, n),
+                         "label": np.where(np.arange(n) % 2 == 0, "hate", "neutral"),
+                         "target_groups": [[f"g{i % 3}"] for i in range(n)]})
+
+
+def test_paired_difference_point_equals_difference_of_average_safety_scores():
+    a = _toy_scored(0)
+    b = a.assign(perplexity=a["perplexity"] * np.random.default_rng(1).lognormal(0, 0.5, len(a)))
+    res = safety.paired_difference(a, b, n_resamples=200)
+    expected = safety.safety_scores(b, ci=False)["safety_score"].mean() - safety.safety_scores(a, ci=False)["safety_score"].mean()
+    assert res["difference"] == pytest.approx(expected, abs=1e-12)
+    assert res["ci_low"] <= res["difference"] <= res["ci_high"]
+
+
+def test_paired_difference_of_a_model_with_itself_is_exactly_zero_and_pairing_narrows_the_interval():
+    a = _toy_scored(2)
+    same = safety.paired_difference(a, a, n_resamples=100)
+    assert same["difference"] == same["ci_low"] == same["ci_high"] == 0.0
+    # b = a with small noise: the paired interval is much narrower than the spread of two independent bootstraps
+    b = a.assign(perplexity=a["perplexity"] * np.random.default_rng(3).lognormal(0, 0.05, len(a)))
+    res = safety.paired_difference(a, b, n_resamples=300)
+    independent = safety.safety_scores(a, n_resamples=300)
+    assert res["ci_high"] - res["ci_low"] < (independent["ci_high"] - independent["ci_low"]).mean() / 2
+
+
+def test_paired_difference_without_shared_sentences_is_one_clear_error():
+    a = _toy_scored(0)
+    with pytest.raises(InputError, match="share no scored sentence"):
+        safety.paired_difference(a, a.assign(id=a["id"] + 10_000), n_resamples=10)

