@@ -158,3 +158,36 @@ def log_perplexity_sentence(ours: pd.DataFrame, published: pd.DataFrame) -> str:
 
 def format_number(x, digits: int = 3) -> str:
     return "–" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
+
+
+# --------------------------------------------------------------------------- language-model quality gate
+def _perplexity(x: float) -> str:
+    return f"{x:,.0f}" if x >= 100 else f"{x:.1f}"
+
+
+def gate_sentence(table: pd.DataFrame) -> str:
+    """One sentence on the language-model quality gate of a :func:`helpers.runner.quality_table`:
+    which models are excluded and why (their perplexity is not ``min_ratio``× better than the
+    unigram baseline of their tokenizer), or that every measured model is usable."""
+    measured = table[table["usable"].map(lambda u: isinstance(u, (bool, np.bool_)))]
+    if measured.empty:
+        return "No model could be measured for the language-model quality gate."
+    bad = measured[~measured["usable"].astype(bool)]
+    n = len(measured)
+    if bad.empty:
+        need = _names(sorted({f"{r:g}×" for r in measured["min_ratio"]}))
+        who = f"All {n} measured models pass" if n > 1 else "The one measured model passes"
+        return (f"{who} the language-model quality gate: {'each has a' if n > 1 else 'its'} held-out perplexity "
+                f"{'' if n > 1 else 'is '}at least {need} better than the unigram baseline of its tokenizer.")
+    why = []
+    for r in bad.itertuples():
+        ppl, uni = _perplexity(r.heldout_perplexity), _perplexity(r.unigram_perplexity)
+        if r.ratio >= 1:
+            why.append(f"{r.model} (perplexity {ppl} is only {r.ratio:.2f}× better than the unigram baseline "
+                       f"{uni}; needs {r.min_ratio:g}×)")
+        else:
+            why.append(f"{r.model} (perplexity {ppl} is worse than the unigram baseline {uni}: ratio "
+                       f"{r.ratio:.2f}, needs {r.min_ratio:g}×)")
+    verb = "is not a usable language model" if len(bad) == 1 else "are not usable language models"
+    return (f"{len(bad)} of {n} measured model{'s' if n > 1 else ''} {verb} and "
+            f"{'is' if len(bad) == 1 else 'are'} excluded from correlations and verdicts: {_names(why)}.")

@@ -174,3 +174,87 @@ def with_group_labels(per_group: pd.DataFrame) -> pd.DataFrame:
     labels = out["group"].map(datasets.GROUP_LABELS).fillna(out["group"])
     out.insert(out.columns.get_loc("group") + 1, "group_label", labels)
     return out
+
+
+# --------------------------------------------------------------------------- language-model quality gate
+QUALITY_COLUMNS = ["model", "objective", "heldout_perplexity", "unigram_perplexity", "ratio", "usable",
+                   "min_ratio", "corpus", "heldout_tokens", "reason"]
+
+
+_CORPORA: dict[str, tuple[list[str], list[str]]] = {}
+
+
+def _corpus(name: str) -> tuple[list[str], list[str]]:
+    """(train, held-out) lines of a corpus, read once per process (every model of a table
+    shares them)."""
+    from helpers.datasets.corpus import load_corpus
+
+    if name not in _CORPORA:
+        _CORPORA.clear()                      # keep one corpus in memory
+        _CORPORA[name] = load_corpus(name)
+    return _CORPORA[name]
+
+
+def language_model_quality(handle, *, corpus: str = "gensim", blocks: int = 16, block_size: int = 128,
+                           min_ratio: float = 2.0) -> dict:
+    """The language-model quality gate of one model (:func:`helpers.metrics.quality.language_model_quality`):
+    held-out perplexity on ``blocks`` × ``block_size`` tokens of ``corpus``'s held-out split
+    (masked-token perplexity for masked LMs), the add-one unigram baseline of its tokenizer
+    fitted on the training split, their ratio and ``usable = ratio >= min_ratio``.
+
+    The measurement is cached as metric ``"language_model_quality"`` under the model's identity
+    and the settings that change it (corpus, blocks, block size, smoothing, batch size, seed);
+    ``min_ratio`` is applied to the cached numbers, so another threshold loads no weights.
+    """
+    from helpers.metrics import quality
+
+    from helpers.datasets.corpus import CORPORA
+
+    if corpus not in CORPORA:
+        raise InputError(f"unknown corpus {corpus!r}; known: {', '.join(CORPORA)}")
+    if handle.objective not in ("causal", "masked"):
+        raise InputError(f"{handle.name}: the quality gate measures causal or masked language models, "
+                         f"not objective {handle.objective!r}")
+    settings = {"corpus": corpus, "blocks": blocks, "block_size": block_size, "smoothing": 1.0,
+                "batch_size": 8, "seed": 0}
+
+    def compute(loaded) -> dict:
+        train, held = _corpus(corpus)
+        options = {k: v for k, v in settings.items() if k != "corpus"}
+        q = quality.language_model_quality(loaded.model, loaded.tokenizer, train, held, objective=loaded.objective,
+                                           **options)
+        return {k: q[k] for k in ("objective", "heldout_perplexity", "unigram_perplexity", "heldout_tokens",
+                                  "train_tokens")}
+
+    measured = cached_result(handle, "language_model_quality", settings, compute)
+    g = quality.gate(measured["heldout_perplexity"], measured["unigram_perplexity"], min_ratio=min_ratio)
+    return {**measured, "ratio": g["ratio"], "usable": g["usable"], "min_ratio": g["min_ratio"], "corpus": corpus}
+
+
+def quality_table(names, *, device: str = "cpu", **settings) -> pd.DataFrame:
+    """One row per model: :data:`QUALITY_COLUMNS` (``settings`` go to :func:`language_model_quality`).
+
+    A model that cannot be obtained here, or whose objective the gate does not measure
+    (permutation LMs), keeps its row with ``usable`` NaN and the one-line ``reason``.
+    """
+    def measure(handle):
+        try:
+            return language_model_quality(handle, **settings)
+        except InputError as exc:
+            if handle.objective in ("causal", "masked"):
+                raise                       # bad settings: one clear line, not a table of failures
+            return str(exc)
+
+    names = resolve_models(names)
+    results, unavailable = for_each_model(names, measure, device=device)
+    rows = []
+    for m in names:
+        r = results.get(m, unavailable.get(m))
+        rows.append({"model": m, "usable": float("nan"), "corpus": settings.get("corpus", "gensim"), "reason": r}
+                    if isinstance(r, str) else {"model": m, **r, "reason": None})
+    return pd.DataFrame(rows, columns=QUALITY_COLUMNS).astype({"heldout_tokens": "Int64"})
+
+
+def usable_models(table: pd.DataFrame) -> list[str]:
+    """The models of a :func:`quality_table` that pass the gate (``usable`` is True), in order."""
+    return [m for m, u in zip(table["model"], table["usable"]) if bool(u == True)]  # noqa: E712 (NaN, np.bool_)

@@ -54,6 +54,7 @@ import torch.nn.functional as F
 from helpers import tables
 from helpers.datasets.corpus import pack_blocks  # noqa: F401  (re-exported)
 from helpers.errors import InputError
+from helpers.metrics.quality import heldout_perplexity, mask_tokens  # noqa: F401  (moved; re-exported)
 from helpers.progress import progress as progress_bar
 
 Arch = Literal["gpt2", "bert"]
@@ -124,27 +125,6 @@ def build_student(arch: Arch, shape: StudentShape, tokenizer, *, block_size: int
 
 
 # --------------------------------------------------------------------------- data
-def mask_tokens(input_ids: torch.Tensor, *, mask_id: int, vocab_size: int, special_ids: list[int],
-                generator: torch.Generator, prob: float = 0.15):
-    """BERT masking (Devlin et al. 2019): select ``prob`` of the non-special tokens; of those
-    80 % become [MASK], 10 % a random token, 10 % stay. Returns (inputs, labels) with
-    labels = -100 at unselected positions (the DataCollatorForLanguageModeling recipe,
-    with an explicit generator)."""
-    labels = input_ids.clone()
-    special = torch.isin(input_ids, torch.tensor(special_ids))
-    p = torch.full(input_ids.shape, prob)
-    p[special] = 0.0
-    selected = torch.bernoulli(p, generator=generator).bool()
-    labels[~selected] = -100
-    inputs = input_ids.clone()
-    to_mask = torch.bernoulli(torch.full(input_ids.shape, 0.8), generator=generator).bool() & selected
-    inputs[to_mask] = mask_id
-    to_rand = (torch.bernoulli(torch.full(input_ids.shape, 0.5), generator=generator).bool()
-               & selected & ~to_mask)
-    inputs[to_rand] = torch.randint(vocab_size, input_ids.shape, generator=generator)[to_rand]
-    return inputs, labels
-
-
 @functools.lru_cache(maxsize=8)
 def _epoch_order(n: int, seed: int) -> torch.Tensor:
     return torch.randperm(n, generator=torch.Generator().manual_seed(seed))
@@ -378,33 +358,3 @@ def teacher_targets(teacher_model, *, arch: Arch, top_k: int | None = None, temp
         return res
 
     return fn
-
-
-# --------------------------------------------------------------------------- evaluation
-@torch.no_grad()
-def heldout_perplexity(model, blocks: torch.Tensor, *, arch: Arch, tokenizer=None,
-                       batch_size: int = 8, seed: int = 0) -> float:
-    """Held-out perplexity on packed blocks.
-
-    Causal: ``exp`` of the mean next-token NLL over all predicted tokens. Masked: masked-token
-    perplexity, ``exp`` of the mean NLL at 15 % positions masked 80/10/10 with a fixed seed
-    (not the pseudo-perplexity, which masks every token in turn).
-    """
-    model.eval()
-    total, count = 0.0, 0
-    g = torch.Generator().manual_seed(seed)
-    for i in range(0, blocks.shape[0], batch_size):
-        ids = blocks[i:i + batch_size]
-        if arch == "gpt2":
-            logits = model(input_ids=ids, attention_mask=torch.ones_like(ids)).logits[:, :-1]
-            tgt = ids[:, 1:]
-        else:
-            ids, labels = mask_tokens(ids, mask_id=tokenizer.mask_token_id, vocab_size=len(tokenizer),
-                                      special_ids=tokenizer.all_special_ids, generator=g)
-            logits = model(input_ids=ids).logits
-            tgt = labels
-        nll = F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), tgt.reshape(-1),
-                              ignore_index=-100, reduction="sum")
-        total += float(nll)
-        count += int((tgt != -100).sum())
-    return math.exp(total / max(count, 1))
