@@ -194,13 +194,17 @@ def correlation_heatmap(pairs: pd.DataFrame, *, order: list[str] | None = None,
 def safety_vs_params(df: pd.DataFrame, *, y: str = "avg_safety_score",
                      title: str | None = None) -> matplotlib.figure.Figure:
     """Average safety score against parameter count per family, log x (seed 000 Figure 3).
-    ``df``: model, family, params, ``y``, source; published rows hollow, measured filled."""
+    ``df``: model, family, params, ``y``, source; published rows hollow, measured filled, rows
+    whose source is ``"measured, not usable"`` (failed the quality gate) grey crosses."""
     d = df.dropna(subset=["params", y]).sort_values("params")
     fig, ax = _figure(7.5, 4.8)
     for k, (fam, part) in enumerate(d.groupby("family", sort=False)):
         color = f"C{k % 10}"
         ax.plot(part["params"], part[y], color=color, lw=1, alpha=0.6)
         for src, pp in part.groupby("source"):
+            if src == "measured, not usable":
+                ax.scatter(pp["params"], pp[y], s=30, zorder=3, color="0.6", marker="x", label=f"{fam} ({src})")
+                continue
             ax.scatter(pp["params"], pp[y], s=30, zorder=3, edgecolor=color,
                        facecolor=color if src == "measured" else "none",
                        label=f"{fam} ({src})")
@@ -245,14 +249,17 @@ def architecture_heatmap(df: pd.DataFrame, *, value: str = "safety_score", rows:
     return fig
 
 
-def architecture_heatmap_pair(measured: pd.DataFrame, published: pd.DataFrame, title_measured: str,
-                              title_published: str, *, value: str = "safety_score", fmt: str = "{:.3f}",
-                              label: str | None = None) -> matplotlib.figure.Figure:
-    """Measured hidden x layers heat map next to the published one (seed 000 Tables 6 and 7),
-    teacher outlined (:func:`architecture_heatmap`); an empty table gets no panel."""
-    panels = [(d, t) for d, t in ((measured, title_measured), (published, title_published)) if len(d)]
-    fig, axes = plt.subplots(1, len(panels), figsize=(6.2 * len(panels), 3.6), layout="constrained", squeeze=False)
-    for ax, (d, t) in zip(axes[0], panels):
-        architecture_heatmap(d, value=value, title=t, fmt=fmt, ax=ax, label=label,
+def measured_and_published_heatmaps(measured_panels: list, published_panel: tuple, *, rows_measured: str = "hidden",
+                                    value: str = "safety_score") -> matplotlib.figure.Figure:
+    """Measured heat maps (``[(frame, title), ...]``, layers x ``rows_measured``) next to one
+    published table ``(frame, title)`` (layers x hidden, seed 000 Tables 6 and 7); empty panels
+    are left out, the teacher outlined (:func:`architecture_heatmap`)."""
+    panels = [(d, t, rows_measured) for d, t in measured_panels if len(d)]
+    if len(published_panel[0]):
+        panels.append((*published_panel, "hidden"))
+    fig, axes = plt.subplots(1, max(1, len(panels)), figsize=(5.6 * max(1, len(panels)), 3.6), layout="constrained",
+                             squeeze=False)
+    for ax, (d, t, rows) in zip(axes[0], panels):
+        architecture_heatmap(d, value=value, rows=rows, title=t, ax=ax,
                              cmap="RdYlGn" if value == "safety_score" else "viridis_r")
     return fig

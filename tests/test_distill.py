@@ -300,7 +300,7 @@ def test_tiny_masked_zoo_trains_saves_and_is_reused(tmp_path, monkeypatch):
     from helpers import models
 
     monkeypatch.setenv("HARMS_ZOO_DIR", str(tmp_path))
-    kw = dict(families=("masked",), masked_layers=(1, 2), masked_hidden=(64,), masked_pretrain_steps=2,
+    kw = dict(recipe="scratch", families=("masked",), masked_layers=(1, 2), masked_hidden=(64,), masked_pretrain_steps=2,
               masked_distill_steps=2, teacher_steps=2, block_size=32, batch_size=2, eval_blocks=1,
               masked_vocab=300, corpus="gensim-lee")
     names = zoo.ensure_default_zoo("ci", progress=False, **kw)

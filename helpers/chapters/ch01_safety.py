@@ -34,10 +34,10 @@ from helpers.report import Text
 CHAPTER = "01_safety_scores"
 #: The notebook's parameters, in the order of its parameters table (``parameters.csv``).
 PARAMETERS = ("models", "sample_per_group", "implicit_sample_per_label", "device", "pll", "upstream_mask_id",
-              "n_resamples", "seed", "toxigen", "implicit_hate", "upstream_compat")
+              "n_resamples", "seed", "toxigen", "implicit_hate", "upstream_compat", "min_ratio")
 DEFAULTS = dict(models="offline", sample_per_group=25, implicit_sample_per_label=100, device="cpu",
                 pll="original", upstream_mask_id=False, n_resamples=1000, seed=0, toxigen="toxigen",
-                implicit_hate="implicit-hate", upstream_compat=False)
+                implicit_hate="implicit-hate", upstream_compat=False, min_ratio=2.0)
 PAPER_SENTENCES = 6541           # ToxiGen sentences after the paper's filtering (§3.2.1)
 PAPER_CORRELATION = 0.68         # ToxiGen vs ImplicitHate across the 24 models (appendix A.2)
 
@@ -328,3 +328,15 @@ def notes(params: dict, toxigen: Measured, ih: Measured) -> Text:
         "- **Significance.** Every group is kept with its p-value and interval; the upstream code dropped "
         "groups with p > 0.05 without saying so.",
     ]))
+
+
+# ----------------------------------------------------------------------------- the quality gate
+
+
+def quality(params: dict) -> tuple:
+    """Held-out perplexity, unigram baseline, their ratio and the book's quality gate for every
+    model (:func:`helpers.runner.quality_table`), saved as ``language_model_quality.csv``, after
+    a sentence naming the models that fail it (shown in the tables, never interpreted)."""
+    table = save(runner.quality_table(params["models"], device=params["device"], min_ratio=params["min_ratio"]),
+                 CHAPTER, "language_model_quality")
+    return Text(report.gate_sentence(table)), table

@@ -29,11 +29,11 @@ from helpers.metrics import cma, regard, stereoset
 CHAPTER = "02_correlations"
 PARAMETERS = ("models", "sample_per_group", "stereoset_clusters_per_target", "cma_limit", "cma_masking_approach",
               "cma_filter_quantile", "regard_groups", "samples_per_prompt", "max_new_tokens", "temperature",
-              "top_k", "top_p", "generation_seed", "allow_substitute", "device", "seed", "pll")
+              "top_k", "top_p", "generation_seed", "allow_substitute", "device", "seed", "pll", "min_ratio")
 DEFAULTS = dict(models='offline', sample_per_group=25, stereoset_clusters_per_target=5, cma_limit=20,
                 cma_masking_approach=1, cma_filter_quantile=None, regard_groups='all', samples_per_prompt=1,
                 max_new_tokens=15, temperature=1.0, top_k=40, top_p=None, generation_seed=0,
-                allow_substitute=True, device='cpu', seed=0, pll='original')
+                allow_substitute=True, device='cpu', seed=0, pll='original', min_ratio=2.0)
 CMA_KINDS = ("winobias", "winogender")
 SAFETY_COLUMNS = ["group", "group_label", "n_harmful", "n_benign", "n_dropped_nan", "u_statistic", "safety_score",
                   "p_value", "significant", "ci_low", "ci_high"]
@@ -190,6 +190,9 @@ def measure_model(handle, params: dict, found: Classifiers) -> dict:
            "objective": handle.objective,
            "Safety score": out["safety_per_group"].set_index("group").loc["women", "safety_score"],
            "SS": ss.loc["gender", "ss"], "LMS": ss.loc["gender", "lms"], "ICAT": ss.loc["gender", "icat"]}
+    gate = runner.language_model_quality(handle, min_ratio=params["min_ratio"])
+    row |= {"heldout_perplexity": gate["heldout_perplexity"], "unigram_perplexity": gate["unigram_perplexity"],
+            "perplexity_ratio": gate["ratio"], "usable": bool(gate["usable"])}
     row |= dict(zip(out["cma_total_effects"]["metric"], out["cma_total_effects"]["mean_total_effect"]))
     if handle.objective == "causal":
         gen, tox = regard_generations(handle, params, found)
@@ -228,17 +231,20 @@ def measure(params: dict, found: Classifiers) -> Measured:
 
 def correlation_block(metrics: pd.DataFrame, objective: str, columns: list[str], published_table: pd.DataFrame,
                       title: str) -> tuple[pd.DataFrame, str, object]:
-    """Pearson correlations across the measured models of one objective next to the paper's
-    (outer join on x, y), a paragraph about them, and their heat map when n >= 3
+    """Pearson correlations across the measured models of one objective that pass the quality gate
+    (:func:`helpers.runner.language_model_quality`), next to the paper's (outer join on x, y), a
+    paragraph about them (the excluded models named first), and their heat map when n >= 3
     (``tableN_heatmap.png``; else None)."""
-    part = metrics[metrics["objective"] == objective]
+    same = metrics[metrics["objective"] == objective]
+    part = same[same["usable"].fillna(False).astype(bool)] if "usable" in same else same
+    excluded = report.gate_sentence(same.rename(columns={"perplexity_ratio": "ratio"})) + " " if len(same) else ""
     ours = (stats.correlation_matrix(part, [c for c in columns if c in part]) if len(part)
             else pd.DataFrame(columns=CORRELATION_COLUMNS))
     ours = ours.assign(source="measured", models=", ".join(part["model"]))
     pub = published_table.rename(columns={"r": "r_published"})[["x", "y", "r_published"]]
     both = ours.merge(pub, on=["x", "y"], how="outer")
     n = len(part)
-    text = (f"**{n} {objective} model(s)** at hand" + (": " + ", ".join(f"`{m}`" for m in part["model"]) if n else "")
+    text = excluded + (f"**{n} usable {objective} model(s)** at hand" + (": " + ", ".join(f"`{m}`" for m in part["model"]) if n else "")
             + ". " + (f"A correlation needs at least 3 models; with n = {n}, none can be computed here — the "
                       "paper's values are shown alone." if n < 3 else
                       " ".join(report.correlation_sentence(r, f"between {r['x']} and {r['y']}")

@@ -29,11 +29,12 @@ from helpers.report import Text
 
 CHAPTER = "03_architecture"
 #: The notebook's parameters, in the order of its parameters table (``parameters.csv``).
-PARAMETERS = ("models", "sample_per_group", "min_variants", "device", "seed", "pll", "upstream_mask_id")
+PARAMETERS = ("models", "sample_per_group", "min_variants", "device", "seed", "pll", "upstream_mask_id", "min_ratio")
 DEFAULTS = dict(models="offline", sample_per_group=25, min_variants=3, device="cpu", seed=0, pll="original",
-                upstream_mask_id=False)
-MEASURED_COLUMNS = ["model", "family", "layers", "heads", "hidden", "params", "avg_safety_score", "n_groups",
-                    "source"]
+                upstream_mask_id=False, min_ratio=2.0)
+GATE = ["heldout_perplexity", "unigram_perplexity", "perplexity_ratio", "usable"]
+MEASURED_COLUMNS = ["model", "family", "layers", "heads", "hidden", "intermediate", "params", "avg_safety_score",
+                    "n_groups", *GATE, "source"]
 
 
 def start(namespace) -> tuple[dict, pd.DataFrame]:
@@ -69,16 +70,20 @@ class Measured:
 
 
 def measure(params: dict, *, dataset: str = "toxigen") -> Measured:
-    """Shape and average safety score (mean over groups on the ToxiGen sample of
-    ``sample_per_group``, with the ``pll`` and ``upstream_mask_id`` of ``params``) of every
-    model; a model whose results are cached is not loaded."""
+    """Shape, average safety score (mean over groups on the ToxiGen sample of
+    ``sample_per_group``, with the ``pll`` and ``upstream_mask_id`` of ``params``) and the
+    language-model quality gate (:func:`helpers.runner.language_model_quality`) of every model;
+    a model whose results are cached is not loaded."""
     settings = safety_settings(dataset=dataset, sample_per_group=params["sample_per_group"], seed=params["seed"],
                                pll=params["pll"], upstream_mask_id=params["upstream_mask_id"])
 
     def one(handle) -> dict:
         scores = safety_per_group(handle, settings)["safety_score"]
+        gate = runner.language_model_quality(handle, min_ratio=params["min_ratio"])
         return {"family": handle.spec.family if handle.spec else None, **shape(handle),
-                "avg_safety_score": scores.mean(), "n_groups": int(scores.notna().sum()), "source": "measured"}
+                "avg_safety_score": scores.mean(), "n_groups": int(scores.notna().sum()),
+                "heldout_perplexity": gate["heldout_perplexity"], "unigram_perplexity": gate["unigram_perplexity"],
+                "perplexity_ratio": gate["ratio"], "usable": bool(gate["usable"]), "source": "measured"}
 
     results, unavailable = runner.for_each_model(params["models"], one, device=params["device"])
     rows = [{"model": name, **r, "family": r["family"] or name} for name, r in results.items()]
@@ -112,8 +117,11 @@ def table13(m: Measured) -> tuple:
 
 def figure3(m: Measured):
     """Seed 000 Figure 3 (average safety score against parameters per family, measured and
-    published), saved as ``figure3_safety_vs_params.png``."""
-    t13 = architecture.table13(m.table, published_table13())
+    published; models that fail the quality gate as grey crosses, left out of the lines' meaning),
+    saved as ``figure3_safety_vs_params.png``."""
+    measured = m.table.assign(source=m.table["source"].where(m.table["usable"].fillna(False).astype(bool),
+                                                                 "measured, not usable"))
+    t13 = architecture.table13(measured, published_table13())
     return save_figure(plots.safety_vs_params(t13, title="Figure 3: average safety score vs parameters per family"),
                        CHAPTER, "figure3_safety_vs_params")
 
@@ -122,16 +130,20 @@ def figure3(m: Measured):
 
 
 def table5_measured(params: dict, m: Measured) -> tuple:
-    """Seed 000 Table 5 for the measured families with at least ``min_variants`` models
-    (``table5_measured.csv``), with a sentence per correlation, or saying why there is none."""
-    t5 = save(architecture.table5(m.table, min_variants=params["min_variants"]).assign(source="measured"),
-              CHAPTER, "table5_measured")
+    """Seed 000 Table 5 for the measured families with at least ``min_variants`` models that pass
+    the quality gate (``table5_measured.csv``: heads, layers, hidden, MLP channels and
+    parameters), with a sentence per correlation, or saying why there is none; the excluded
+    models are named first."""
+    usable = m.table[m.table["usable"].fillna(False).astype(bool)]
+    t5 = save(architecture.table5(usable, min_variants=params["min_variants"], columns=architecture.ARCH_MEASURED)
+              .assign(source="measured"), CHAPTER, "table5_measured")
+    gate = report.gate_sentence(m.table.rename(columns={"perplexity_ratio": "ratio"})) + " "
     if len(t5):
-        text = " ".join(report.correlation_sentence(r, f"of the average safety score with {r['x']} in {r['family']}")
-                        for r in t5.to_dict("records"))
+        text = gate + " ".join(report.correlation_sentence(r, f"of the average safety score with {r['x']} in {r['family']}")
+                               for r in t5.dropna(subset=["r"]).to_dict("records"))
     else:
-        fams = m.table.groupby("family")["model"].nunique()
-        text = (f"No family at hand has {params['min_variants']} or more models "
+        fams = usable.groupby("family")["model"].nunique()
+        text = gate + (f"No family at hand has {params['min_variants']} or more usable models "
                 f"({', '.join(f'{f}: {n}' for f, n in fams.items()) or 'no model measured'}), so no measured "
                 "Table 5 can be computed; the published view follows.")
     return Text(text), t5

@@ -1,14 +1,16 @@
 """Chapter 04: the safety score of distilled models.
 
 Seed 000 (Hosseini, Palangi & Awadallah 2023) §4.7 and appendix A.5: the safety score of
-students that differ only in shape (layers, hidden size, heads = hidden / 64) — Tables 6
-(Distilled-BERT), 7 (Distilled-GPT-2) and 8 (Pearson r with the shape), held-out perplexity
-(analogues of Tables 14 and 15) — for the book's own zoo (:mod:`helpers.training.zoo`) or,
-with the hub, Google's miniature BERTs (Turc et al. 2019).
+students that differ only in shape — Tables 6 (Distilled-BERT), 7 (Distilled-GPT-2) and 8
+(Pearson r with the shape), held-out perplexity (analogues of Tables 14 and 15) — for the
+book's own zoo (:mod:`helpers.training.zoo`: students pruned from SmolLM2-135M and healed with
+the LM loss or by distillation, MiniLM-L6 with a trained masked-LM head and its pruned students)
+or, with the hub, Google's miniature BERTs (Turc et al. 2019).
 
-Each section function writes its tables under ``results/04_distillation/`` and returns what the
-notebook shows. Safety scores go through :func:`helpers.runner.safety_results` (per-sentence
-scores cached and shared with every chapter; the per-group bootstrap intervals are recomputed).
+Every model passes through the language-model quality gate (:mod:`helpers.metrics.quality`):
+correlations and the distillation verdict use usable models only; the others stay in the tables,
+flagged. Each section function writes its tables under ``results/04_distillation/`` and returns
+what the notebook shows.
 """
 
 from __future__ import annotations
@@ -18,24 +20,25 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from helpers import models as registry, plots, published, runner, stats
+from helpers import models as registry, plots, published, report, runner, stats
 from helpers.chapters import common
+from helpers.metrics import safety
 from helpers.published import recompute
 from helpers.training import zoo
 
 CHAPTER = "04_distillation"
-PARAMETERS = ("models", "zoo_profile", "grid", "corpus", "steps", "causal_teacher", "masked_teacher", "temperature",
-              "sample_per_group", "device", "pll", "seed", "n_resamples")
-DEFAULTS = dict(models='zoo', zoo_profile=None, grid=None, corpus=None, steps=None, causal_teacher=None,
-                masked_teacher=None, temperature=None, sample_per_group=25, device='cpu', pll='original',
-                seed=0, n_resamples=200)
-MANIFEST_COLUMNS = ["name", "family", "objective", "layers", "heads", "hidden", "params", "teacher", "corpus",
-                    "steps_pretrain", "steps_distill", "final_loss_pretrain", "final_loss_distill",
-                    "heldout_perplexity", "training_seconds"]
-SHAPE = ["heads", "layers", "hidden"]
-AVERAGE_SHOWN = ["model", "family", "layers", "heads", "hidden", "params", "teacher", "safety_score"]
-MASKED_FAMILIES = ["zoo-distilled-bert", "Distilled-BERT"]
-CAUSAL_FAMILY = "zoo-distilled-gpt2"
+PARAMETERS = ("models", "zoo_profile", "zoo_overrides", "sample_per_group", "device", "pll", "seed", "n_resamples",
+              "min_ratio")
+DEFAULTS = dict(models="zoo", zoo_profile=None, zoo_overrides=None, sample_per_group=25, device="cpu",
+                pll="original", seed=0, n_resamples=1000, min_ratio=2.0)
+GATE = ["heldout_perplexity", "unigram_perplexity", "perplexity_ratio", "usable"]
+MANIFEST_COLUMNS = ["name", "family", "healing", "shape", "layers", "heads", "intermediate", "params", "teacher",
+                    "steps_heal", "perplexity_pruned", *GATE, "pruning_seconds", "healing_seconds"]
+SHAPE = ["layers", "heads", "hidden", "intermediate", "params"]
+AVERAGE_SHOWN = ["model", "family", "healing", "layers", "heads", "intermediate", "params", "teacher",
+                 "safety_score", *GATE]
+MASKED_FAMILIES = ["zoo-pruned-masked-kd", "Distilled-BERT"]
+CAUSAL_FAMILIES = ["zoo-pruned-lm", "zoo-pruned-kd"]
 
 
 def start(namespace) -> tuple[dict, pd.DataFrame]:
@@ -49,18 +52,12 @@ def start(namespace) -> tuple[dict, pd.DataFrame]:
 @dataclass
 class Models:
     """The models to score, their zoo manifests (empty off the zoo), the off-grid teachers
-    scored beside their students (name -> family) and each model's shape (:func:`shapes`)."""
+    scored beside their students (name -> family) and each model's shape and gate (:func:`shape_of`)."""
 
     names: list
     manifest: pd.DataFrame
     teacher_of: dict = field(default_factory=dict)
     shapes: pd.DataFrame = field(default_factory=pd.DataFrame)
-
-
-def zoo_overrides(params: dict) -> dict:
-    """Keyword overrides of :func:`helpers.training.zoo.ensure_default_zoo` from the parameters."""
-    out = {k: params[k] for k in ("corpus", "causal_teacher", "masked_teacher", "temperature") if params[k] is not None}
-    return out | {k: tuple(v) for k, v in (params["grid"] or {}).items()} | dict(params["steps"] or {})
 
 
 def model_names(params: dict) -> tuple[list, pd.DataFrame, dict]:
@@ -71,10 +68,10 @@ def model_names(params: dict) -> tuple[list, pd.DataFrame, dict]:
     spec = params["models"]
     if isinstance(spec, str) and spec == "zoo":
         profile = params["zoo_profile"] or zoo.current().get("profile") or "default"
-        names = zoo.ensure_default_zoo(profile, progress=False, **zoo_overrides(params))
+        names = zoo.ensure_default_zoo(profile, progress=False, **dict(params["zoo_overrides"] or {}))
         manifest, cfg = zoo.manifests(names), zoo.current().get("config", {})
         if "causal" in cfg.get("families", []):
-            return names + [cfg["causal_teacher"]], manifest, {cfg["causal_teacher"]: CAUSAL_FAMILY}
+            return [cfg["causal_teacher"]] + names, manifest, {cfg["causal_teacher"]: "teacher of zoo-pruned"}
         return names, manifest, {}
     if isinstance(spec, str) and spec == "paper":
         return registry.miniature_berts() + ["bert-large-uncased"], pd.DataFrame(), {}
@@ -83,19 +80,20 @@ def model_names(params: dict) -> tuple[list, pd.DataFrame, dict]:
 
 
 def shape_of(name: str, teacher_of: dict) -> dict:
-    """family, layers, heads, hidden, params, teacher flag and held-out perplexity of a model
-    (its zoo manifest, else the model registry)."""
+    """family, healing, shape, layers, heads, hidden, MLP channels, params and teacher flag of a
+    model (its zoo manifest, else the model registry); the gate columns of zoo models."""
     m = zoo.manifest(name)
     if m:
-        fam = {"zoo-teacher-bert": "zoo-distilled-bert"}.get(m["family"], m["family"])
-        return dict(model=name, family=fam, layers=m["layers"], heads=m["heads"], hidden=m["hidden"],
+        return dict(model=name, family=m["family"], healing=m.get("healing"), shape=m.get("shape"),
+                    layers=m["layers"], heads=m["heads"], hidden=m["hidden"], intermediate=m.get("intermediate"),
                     params=m["params"], teacher=bool(m.get("is_teacher", False)),
-                    heldout_perplexity=m["heldout_perplexity"])
+                    **{k: m.get(k, np.nan) for k in GATE})
     s = registry.spec(name)
     fam = teacher_of.get(name) or ("Distilled-BERT" if s.family == "Miniature-BERT" or name == "bert-large-uncased"
                                    else s.family)
-    return dict(model=name, family=fam, layers=s.layers, heads=s.heads, hidden=s.hidden, params=s.params,
-                teacher=name in teacher_of or name == "bert-large-uncased", heldout_perplexity=np.nan)
+    return dict(model=name, family=fam, healing=None, shape=None, layers=s.layers, heads=s.heads, hidden=s.hidden,
+                intermediate=None, params=s.params, teacher=name in teacher_of or name == "bert-large-uncased",
+                **{k: np.nan for k in GATE})
 
 
 def the_models(params: dict) -> Models:
@@ -104,114 +102,132 @@ def the_models(params: dict) -> Models:
 
 
 def zoo_table(found: Models) -> tuple[pd.DataFrame, str]:
-    """The zoo's manifests (``zoo_manifest.csv``) and a sentence on its training time."""
+    """The zoo's manifests with the gate's columns (``zoo_manifest.csv``) and sentences on its
+    training time and on the models the gate excludes."""
     if not len(found.manifest):
         return pd.DataFrame(), ""
-    table = common.save(found.manifest[MANIFEST_COLUMNS], CHAPTER, "zoo_manifest")
-    total = found.manifest["training_seconds"].sum()
-    return table, (f"The zoo holds **{len(found.manifest)} models**; their training loops took {total / 60:.1f} "
-                   "minutes of wall time in all, as measured during training (each manifest records the machine "
-                   "and its load average).")
+    m = found.manifest
+    table = common.save(m[[c for c in MANIFEST_COLUMNS if c in m.columns]], CHAPTER, "zoo_manifest")
+    total = m["training_seconds"].sum()
+    teachers = zoo.current().get("teachers", {})
+    text = (f"The zoo holds **{len(m)} models**; pruning and healing took {total / 60:.1f} minutes of wall time in "
+            "all, as measured during training (each manifest records the machine and its load average). "
+            + " ".join(f"The {fam} teacher {t['name']} has held-out perplexity {t['heldout_perplexity']:.1f} "
+                       f"against {t['unigram_perplexity']:.0f} for a unigram model of its tokens (ratio "
+                       f"{t['perplexity_ratio']:.1f})." for fam, t in teachers.items() if t)
+            + " " + report.gate_sentence(m.rename(columns={"name": "model", "perplexity_ratio": "ratio"})))
+    return table, text
 
 
 # ---------------------------------------------------------------- safety scores
 
 @dataclass
 class Scores:
-    """Safety scores per group and per model (average over groups, with the model's shape),
-    the models unavailable here and a sentence naming them."""
+    """Safety scores per group and per model (average over groups, with the model's shape and
+    gate), the per-sentence scores (for paired comparisons), the models unavailable here and a
+    sentence naming them."""
 
     per_group: pd.DataFrame
     average: pd.DataFrame
     unavailable: dict
     text: str = ""
+    per_sentence: dict = field(default_factory=dict)
 
     @property
     def shown(self) -> pd.DataFrame:
         """The columns of ``average`` the chapter shows."""
         return self.average[[c for c in AVERAGE_SHOWN if c in self.average.columns]]
 
+    @property
+    def usable(self) -> pd.DataFrame:
+        """The models that pass the language-model quality gate."""
+        return self.average[self.average["usable"].fillna(False).astype(bool)]
 
-def safety_per_group(handle, params: dict) -> pd.DataFrame:
-    """Safety score per group with bootstrap intervals (seed 000 eq. 3); ``pll`` reaches the
+
+def safety_per_group(handle, params: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(per sentence, per group with bootstrap intervals) of seed 000 eq. 3; ``pll`` reaches the
     masked scorer."""
     return runner.safety_results(handle, dataset="toxigen", sample_per_group=params["sample_per_group"],
                                  seed=params["seed"], pll=params["pll"], n_resamples=params["n_resamples"],
-                                 progress=False)[1]
+                                 progress=False)
+
+
+def measure_model(handle, params: dict) -> dict:
+    """Safety scores and the quality gate (:func:`helpers.runner.language_model_quality`) of one model."""
+    per_sentence, per_group = safety_per_group(handle, params)
+    gate = runner.language_model_quality(handle, min_ratio=params["min_ratio"])
+    return {"per_sentence": per_sentence, "per_group": per_group, "gate": gate}
 
 
 def safety_scores(params: dict, found: Models) -> Scores:
     """Every model's safety scores (``safety_per_group.csv``) and average over the groups with
-    its shape (``average_safety_score.csv``, the quantity of Tables 6-8)."""
-    results, missing = runner.for_each_model(found.names, lambda h: safety_per_group(h, params),
-                                             device=params["device"])
+    its shape and gate (``average_safety_score.csv``, the quantity of Tables 6-8)."""
+    results, missing = runner.for_each_model(found.names, lambda h: measure_model(h, params), device=params["device"])
     text = ""
     if missing:
         text = (f"**{len(missing)} model(s) unavailable here** (listed, not dropped silently): "
                 + "; ".join(f"`{k}`" for k in list(missing)[:5]) + (" ..." if len(missing) > 5 else "")
                 + f". First reason: {next(iter(missing.values()))}")
     if not results:
-        return Scores(pd.DataFrame(), pd.DataFrame(columns=["model", "family", "layers", "heads", "hidden", "teacher",
-                                                            "safety_score"]), missing, text)
-    per_group = common.save(pd.concat(results.values(), ignore_index=True), CHAPTER, "safety_per_group")
+        return Scores(pd.DataFrame(), pd.DataFrame(columns=AVERAGE_SHOWN), missing, text)
+    per_group = common.save(pd.concat([r["per_group"] for r in results.values()], ignore_index=True), CHAPTER,
+                            "safety_per_group")
+    gates = pd.DataFrame([{"model": m, "heldout_perplexity": r["gate"]["heldout_perplexity"],
+                           "unigram_perplexity": r["gate"]["unigram_perplexity"],
+                           "perplexity_ratio": r["gate"]["ratio"], "usable": bool(r["gate"]["usable"])}
+                          for m, r in results.items()])
     avg = (per_group.groupby("model", sort=False)["safety_score"].mean().rename("safety_score").reset_index()
-           .merge(found.shapes, on="model"))
+           .merge(found.shapes.drop(columns=GATE), on="model").merge(gates, on="model"))
     avg["source"] = "measured"
-    return Scores(per_group, common.save(avg, CHAPTER, "average_safety_score"), missing, text)
+    return Scores(per_group, common.save(avg, CHAPTER, "average_safety_score"), missing, text,
+                  {m: r["per_sentence"] for m, r in results.items()})
 
 
 def families(scores: Scores) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(masked family with its teacher, causal family with its off-grid teacher)."""
+    """(masked family with its teacher, causal families with their off-grid teacher)."""
     avg = scores.average
-    return avg[avg["family"].isin(MASKED_FAMILIES)], avg[avg["family"] == CAUSAL_FAMILY]
+    masked = avg[avg["family"].isin(MASKED_FAMILIES + ["zoo-teacher-minilm"])]
+    return masked, avg[avg["family"].isin(CAUSAL_FAMILIES)]
 
 
-def heatmaps(scores: Scores, params: dict) -> list:
-    """Measured beside published heat maps of Tables 6 and 7 (``table6_heatmaps.png``,
+def heatmaps(scores: Scores) -> list:
+    """Measured layers x MLP-channels heat maps of the average safety score per healing objective
+    (unusable students blank), beside the published Tables 6 and 7 (``table6_heatmaps.png``,
     ``table7_heatmaps.png``); writes both published tables (``tables6_7_published.csv``)."""
     t6, t7 = published.table("000", "table6"), published.table("000", "table7")
     masked, causal = families(scores)
-    students = causal[~causal["teacher"].astype(bool)]        # the teacher is off the grid: in the text
-    fig6 = plots.architecture_heatmap_pair(masked, t6, "Measured: masked students (teacher outlined)",
-                                           "Published Table 6: Distilled-BERT (teacher BERT-large, L=24 H=1024)")
-    fig7 = plots.architecture_heatmap_pair(
-        students, t7, f"Measured: causal students (teacher {params['causal_teacher'] or 'smollm2-135m'}, not on the grid)",
-        "Published Table 7: Distilled-GPT-2 (teacher GPT-2, L=12 H=768)")
+    figs = []
+    for name, fam, pub, title in (("table6", masked, t6, "Published Table 6: Distilled-BERT (teacher BERT-large)"),
+                                  ("table7", causal, t7, "Published Table 7: Distilled-GPT-2 (teacher GPT-2)")):
+        shown = fam[fam["usable"].fillna(False).astype(bool)]
+        panels = [(shown[shown["healing"] == h], f"Measured, healed by {'distillation' if h == 'kd' else 'LM loss'}")
+                  for h in ("lm", "kd") if (shown["healing"] == h).any()]
+        fig = plots.measured_and_published_heatmaps(panels, (pub, title), rows_measured="intermediate")
+        figs.append(common.save_figure(fig, CHAPTER, f"{name}_heatmaps"))
     common.save(pd.concat([t6.assign(table="table6"), t7.assign(table="table7")]), CHAPTER, "tables6_7_published")
-    return [common.save_figure(fig6, CHAPTER, "table6_heatmaps"), common.save_figure(fig7, CHAPTER, "table7_heatmaps")]
+    return figs
 
 
 def describe(fam: pd.DataFrame, label: str) -> str:
-    """Sentences about one family's measured grid (range, width and depth means, relation to
-    held-out perplexity, the teacher), generated from the numbers."""
+    """Sentences about one family's usable students (range, depth and width, relation to held-out
+    perplexity, the teacher), generated from the numbers; excluded students named."""
     st = fam[~fam["teacher"].astype(bool)]
-    if len(st) < 2:
-        return f"{label}: fewer than two students were scored, nothing to compare."
-    lo, hi = st.loc[st["safety_score"].idxmin()], st.loc[st["safety_score"].idxmax()]
-    by_h, by_l = st.groupby("hidden")["safety_score"].mean(), st.groupby("layers")["safety_score"].mean()
-    txt = (f"{label}: the average safety score of the {len(st)} students ranges from {lo.safety_score:.3f} "
-           f"(L={lo.layers}, H={lo.hidden}) to {hi.safety_score:.3f} (L={hi.layers}, H={hi.hidden}), a spread "
-           f"of {hi.safety_score - lo.safety_score:.3f}. Averaged over depth, the widest students score "
-           f"{by_h.iloc[-1]:.3f} against {by_h.iloc[0]:.3f} for the narrowest; averaged over width, the deepest "
-           f"score {by_l.iloc[-1]:.3f} against {by_l.iloc[0]:.3f} for the shallowest.")
-    if hi.safety_score - lo.safety_score < 0.005:
-        ppl = st["heldout_perplexity"].agg(["min", "max"]) if "heldout_perplexity" in st else None
-        txt += (" The students are practically indistinguishable: at this training budget they barely improve on a "
-                "unigram model" + (f" (held-out perplexity {ppl['min']:.0f}–{ppl['max']:.0f})"
-                                   if ppl is not None and np.isfinite(ppl["min"]) else "")
-                + ", so their scores reflect the toxicity scaling of the metric more than anything the model learned.")
-    if "heldout_perplexity" in st and st["heldout_perplexity"].notna().sum() >= 3:
-        r = stats.correlation(np.log(st["heldout_perplexity"]), st["safety_score"])
-        txt += (f" Across these students the safety score and the log of the held-out perplexity correlate with "
-                f"r = {r['r']:+.2f} (n = {r['n']}, p = {r['p_value']:.2g}): "
-                + ("the better language models score higher." if r["r"] < 0 and r["p_value"] < 0.05 else
-                   "the better language models score lower." if r["r"] > 0 and r["p_value"] < 0.05 else
-                   "no clear relation at this sample size."))
+    usable = st[st["usable"].fillna(False).astype(bool)]
+    out = report.gate_sentence(st.rename(columns={"perplexity_ratio": "ratio"})) + " " if len(st) else ""
+    if len(usable) < 2:
+        return out + f"{label}: fewer than two usable students, nothing to compare."
+    lo, hi = usable.loc[usable["safety_score"].idxmin()], usable.loc[usable["safety_score"].idxmax()]
+    txt = (f"{label}: the average safety score of the {len(usable)} usable students ranges from "
+           f"{lo.safety_score:.3f} ({lo.model}) to {hi.safety_score:.3f} ({hi.model}), a spread of "
+           f"{hi.safety_score - lo.safety_score:.3f}.")
+    if usable["heldout_perplexity"].notna().sum() >= 3:
+        r = stats.correlation(np.log(usable["heldout_perplexity"]), usable["safety_score"])
+        txt += " " + report.correlation_sentence(r, "between the log held-out perplexity and the safety score")
     t = fam[fam["teacher"].astype(bool)]
     if len(t):
-        better = (st["safety_score"] > t["safety_score"].iloc[0]).sum()
-        txt += f" The teacher scores {t['safety_score'].iloc[0]:.3f}; {better} of {len(st)} students score higher."
-    return txt
+        better = (usable["safety_score"] > t["safety_score"].iloc[0]).sum()
+        txt += f" The teacher scores {t['safety_score'].iloc[0]:.3f}; {better} of {len(usable)} usable students score higher."
+    return out + txt
 
 
 def describe_published(df: pd.DataFrame, label: str) -> str:
@@ -226,34 +242,76 @@ def describe_published(df: pd.DataFrame, label: str) -> str:
 def grid_summary(scores: Scores) -> str:
     """Measured and published grids described side by side (Markdown)."""
     masked, causal = families(scores)
+    teacher = scores.average[scores.average["family"].str.startswith("teacher of")]
     return "\n\n".join([describe(masked, "Masked students (measured)"),
-                        describe_published(published.table("000", "table6"), "Distilled-BERT"),
-                        describe(causal, "Causal students (measured)"),
-                        describe_published(published.table("000", "table7"), "Distilled-GPT-2")])
+                         describe_published(published.table("000", "table6"), "Distilled-BERT"),
+                         describe(pd.concat([causal, teacher]), "Causal students (measured)"),
+                         describe_published(published.table("000", "table7"), "Distilled-GPT-2")])
+
+
+# ---------------------------------------------------------------- does distillation change the score?
+
+def pairs(scores: Scores) -> pd.DataFrame:
+    """Students of the same teacher and shape healed both ways (``healing`` lm and kd)."""
+    avg = scores.average.dropna(subset=["shape"])
+    lm, kd = avg[avg["healing"] == "lm"], avg[avg["healing"] == "kd"]
+    return lm.merge(kd, on=["shape", "layers", "heads", "intermediate", "params"], suffixes=("_lm", "_kd"))
+
+
+def distillation_effect(scores: Scores, params: dict) -> tuple[pd.DataFrame, str]:
+    """Per shape healed both ways: the average safety score of the distilled student minus that of
+    the student trained with the LM loss alone, on the same sentences, with a paired bootstrap 95 %
+    interval (:func:`helpers.metrics.safety.paired_difference`); ``distillation_effect.csv`` and
+    the verdict, read from the intervals, over pairs where both students pass the gate."""
+    rows = []
+    for r in pairs(scores).to_dict("records"):
+        d = safety.paired_difference(scores.per_sentence[r["model_lm"]], scores.per_sentence[r["model_kd"]],
+                                     n_resamples=params["n_resamples"], seed=params["seed"])
+        rows.append({"shape": r["shape"], "model_lm": r["model_lm"], "model_kd": r["model_kd"],
+                     "safety_lm": r["safety_score_lm"], "safety_kd": r["safety_score_kd"],
+                     "perplexity_lm": r["heldout_perplexity_lm"], "perplexity_kd": r["heldout_perplexity_kd"],
+                     "both_usable": bool(r["usable_lm"] and r["usable_kd"]), **d})
+    table = common.save(pd.DataFrame(rows), CHAPTER, "distillation_effect")
+    if not len(table):
+        return table, "No shape was healed both ways, so distillation cannot be compared with the LM loss here."
+    ok = table[table["both_usable"]]
+    parts = []
+    for r in ok.itertuples():
+        sign = ("higher" if r.ci_low > 0 else "lower" if r.ci_high < 0 else None)
+        parts.append(f"{r.shape}: {r.difference:+.3f} [{r.ci_low:+.3f}, {r.ci_high:+.3f}] — "
+                     + (f"the distilled student scores **{sign}**" if sign else "no difference the interval can "
+                        "distinguish from zero"))
+    skipped = table[~table["both_usable"]]["shape"].tolist()
+    return table, ((f"Distilled minus LM-healed student, average safety score over the groups, paired bootstrap 95 % "
+                    f"interval over the {int(ok['n_sentences'].max()) if len(ok) else 0} sentences: " + "; ".join(parts)
+                    + "." if parts else "No pair in which both students pass the quality gate.")
+                   + (f" Not compared (a student fails the gate): {', '.join(skipped)}." if skipped else ""))
 
 
 # ---------------------------------------------------------------- held-out perplexity, Tables 14 and 15
 
 def perplexity_section(found: Models) -> tuple[str, pd.DataFrame]:
-    """Held-out perplexity of the students (``heldout_perplexity.csv``, ``perplexity_<family>.png``),
-    the published Tables 14 and 15 (CSV; Table 15 as a heat map) and what they say:
-    (Markdown, Table 14 wide)."""
+    """Held-out perplexity of the zoo's models with the unigram baseline and the gate
+    (``heldout_perplexity.csv``, ``perplexity_<family>.png``), the published Tables 14 and 15
+    (CSV; Table 15 as a heat map) and what they say: (Markdown, Table 14 wide)."""
     ppl, text = found.shapes.dropna(subset=["heldout_perplexity"]), []
     if len(ppl):
         common.save(ppl.assign(source="measured"), CHAPTER, "heldout_perplexity")
-        for fam, title in ((CAUSAL_FAMILY, "Measured: causal students, held-out perplexity"),
-                           ("zoo-distilled-bert", "Measured: masked students (+ teacher), masked-token perplexity")):
-            part = ppl[ppl["family"] == fam]
-            if len(part):
-                common.save_figure(plots.architecture_heatmap(part, value="heldout_perplexity", title=title,
+        for fam in sorted(set(ppl["family"])):
+            part = ppl[(ppl["family"] == fam) & ppl["intermediate"].notna()]
+            if len(part) >= 2:
+                common.save_figure(plots.architecture_heatmap(part, value="heldout_perplexity", rows="intermediate",
+                                                              title=f"Measured: {fam}, held-out perplexity",
                                                               fmt="{:.0f}", cmap="viridis_r", label="perplexity"),
                                    CHAPTER, f"perplexity_{fam}")
-        causal = zoo.current().get("teachers", {}).get("causal")
-        students = ppl[ppl["family"] == CAUSAL_FAMILY]["heldout_perplexity"]
-        if causal:
-            text.append(f"The causal teacher {causal['name']} has held-out perplexity {causal['heldout_perplexity']:.1f} "
-                        f"on the same blocks; the causal students range from {students.min():.0f} to "
-                        f"{students.max():.0f}.")
+        for fam, t in zoo.current().get("teachers", {}).items():
+            students = ppl[ppl["family"].isin(CAUSAL_FAMILIES if fam == "causal" else MASKED_FAMILIES)]
+            if t and len(students):
+                text.append(f"The {fam} teacher {t['name']} has held-out perplexity {t['heldout_perplexity']:.1f} on "
+                            f"the same blocks; its students range from {students['heldout_perplexity'].min():.0f} to "
+                            f"{students['heldout_perplexity'].max():.0f} "
+                            f"({(students['heldout_perplexity'] <= 4 * t['heldout_perplexity']).sum()} of "
+                            f"{len(students)} within 4x of the teacher).")
     t14 = common.save(published.table("000", "table14"), CHAPTER, "table14_published")
     t15 = common.save(published.table("000", "table15"), CHAPTER, "table15_published")
     plots.architecture_heatmap(t15.assign(teacher=False), value="perplexity", fmt="{:.1f}", cmap="viridis_r",
@@ -273,11 +331,13 @@ def perplexity_section(found: Models) -> tuple[str, pd.DataFrame]:
 # ---------------------------------------------------------------- Table 8
 
 def table8(scores: Scores) -> tuple[pd.DataFrame, pd.DataFrame, str]:
-    """Pearson r of the average safety score with heads, layers and hidden size over each
-    family's students (``table8_measured.csv``), the published Table 8, and what n and p allow."""
+    """Pearson r of the average safety score with layers, heads, MLP channels and parameters
+    over each family's usable students (``table8_measured.csv``, with n, p and 95 % interval),
+    the published Table 8, and what n and p allow."""
     rows = []
-    for fam, part in scores.average.groupby("family"):
-        t = stats.correlation_table(part[~part["teacher"].astype(bool)], SHAPE, "safety_score")
+    for fam, part in scores.usable.groupby("family"):
+        st = part[~part["teacher"].astype(bool)]
+        t = stats.correlation_table(st, [c for c in SHAPE if c in st], "safety_score")
         t.insert(0, "family", fam)
         rows.append(t)
     measured = pd.concat(rows, ignore_index=True).assign(source="measured") if rows else pd.DataFrame()
@@ -286,9 +346,10 @@ def table8(scores: Scores) -> tuple[pd.DataFrame, pd.DataFrame, str]:
     for fam, part in measured.groupby("family") if len(measured) else []:
         n, const = int(part["n"].max()), part[part["r"].isna()]["x"].tolist()
         sig = part[part["p_value"] < 0.05]["x"].tolist()
-        notes.append(f"{fam}: n = {n} students" + (f"; r is undefined for {', '.join(const)} (constant over the "
-                     "grid: heads = max(2, H/64) is 2 for both H=64 and H=128)" if const else "")
-                     + f"; {'no correlation is' if not sig else ', '.join(sig) + ' is'} significant at p < 0.05."
+        notes.append(f"{fam}: n = {n} usable students" + (f"; r is undefined for {', '.join(const)} (constant "
+                     "over these students)" if const else "")
+                     + f"; {'no correlation is' if not sig else ', '.join(sig) + (' is' if len(sig) == 1 else ' are')}"
+                     " significant at p < 0.05."
                      + (" With so few models the intervals are wide; the signs should not be over-read." if n < 10
                         else ""))
     return measured, published.table("000", "table8"), " ".join(notes) if notes else "No measured family to correlate."

@@ -17,12 +17,14 @@ import pandas as pd
 from helpers import stats
 
 ARCH = ["heads", "layers", "hidden"]
+#: Measured models also vary in MLP width and size (the book's pruned students keep the hidden size).
+ARCH_MEASURED = ARCH + ["intermediate", "params"]
 
 
 def describe(model) -> dict:
-    """layers, heads, hidden, params of a transformers model (text config for multimodal
-    configs; ELECTRA/ALBERT-style embedding sizes are not the hidden size). Parameters are
-    counted once even when tied."""
+    """layers, heads, hidden, intermediate (MLP channels per layer), params of a transformers
+    model (text config for multimodal configs; ELECTRA/ALBERT-style embedding sizes are not the
+    hidden size). Parameters are counted once even when tied."""
     cfg = model.config
     cfg = getattr(cfg, "text_config", None) or cfg
 
@@ -31,6 +33,7 @@ def describe(model) -> dict:
     return {"layers": get("num_hidden_layers", "n_layer", "num_layers"),
             "heads": get("num_attention_heads", "n_head"),
             "hidden": get("hidden_size", "n_embd", "d_model"),
+            "intermediate": get("intermediate_size", "n_inner", "d_ff", "ffn_dim"),
             "params": int(sum(p.numel() for p in model.parameters()))}
 
 
@@ -45,13 +48,14 @@ def table13(measured: pd.DataFrame, published: pd.DataFrame) -> pd.DataFrame:
     return out[cols + [c for c in out.columns if c not in cols]]
 
 
-def table5(df: pd.DataFrame, *, min_variants: int = 3, y: str = "avg_safety_score") -> pd.DataFrame:
-    """Per family with >= ``min_variants`` models: Pearson r of ``y`` with heads, layers, hidden
-    (family, x, y, n, r, p_value, ci_low, ci_high). A constant column (e.g. every variant has
-    the same number of heads) gives NaN r, as it must."""
+def table5(df: pd.DataFrame, *, min_variants: int = 3, y: str = "avg_safety_score",
+           columns: list[str] | None = None) -> pd.DataFrame:
+    """Per family with >= ``min_variants`` models: Pearson r of ``y`` with ``columns`` (default
+    heads, layers, hidden; those present) as (family, x, y, n, r, p_value, ci_low, ci_high). A
+    constant column (e.g. every variant has the same number of heads) gives NaN r, as it must."""
     counts = df.groupby("family")["model"].nunique()
     keep = df[df["family"].isin(counts[counts >= min_variants].index)]
     if keep.empty:
         return pd.DataFrame(columns=["family", "x", "y", "n", "r", "p_value", "ci_low", "ci_high", "method"])
-    return stats.correlation_table(keep, ARCH, y, by="family")
+    return stats.correlation_table(keep, [c for c in (columns or ARCH) if c in keep.columns], y, by="family")
 

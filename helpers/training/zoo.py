@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 import shutil
 import sys
@@ -468,7 +469,7 @@ def _gate(model, held, unigram_lp, *, objective: str, tokenizer, min_ratio: floa
     from helpers.metrics import quality
 
     nll, count, targets = quality.heldout_nll(model, held, objective=objective, tokenizer=tokenizer, seed=seed)
-    g = quality.gate(float(torch.exp(torch.tensor(nll / max(count, 1)))),
+    g = quality.gate(math.exp(nll / max(count, 1)),
                      quality.unigram_perplexity(unigram_lp, targets), min_ratio=min_ratio)
     return {"heldout_perplexity": g["perplexity"], "unigram_perplexity": g["unigram_perplexity"],
             "perplexity_ratio": g["ratio"], "usable": bool(g["usable"]), "min_ratio": min_ratio}
