@@ -78,6 +78,9 @@ def correlation_sentence(res: dict, what: str) -> str:
     """A sentence reporting a correlation with n, r, p and interval, or saying plainly why
     there is none / why it cannot support a conclusion."""
     n = int(res.get("n", 0))
+    if n >= 3 and not np.isfinite(res.get("r", np.nan)):
+        return (f"The correlation {what} is undefined over these {n} models: one of the two is the same "
+                "for all of them.")
     if n < 3 or not np.isfinite(res.get("r", np.nan)):
         return (f"The correlation {what} cannot be computed: it needs at least 3 models with both "
                 f"scores, and there {'is' if n == 1 else 'are'} {n}.")
@@ -165,10 +168,16 @@ def _perplexity(x: float) -> str:
     return f"{x:,.0f}" if x >= 100 else f"{x:.1f}"
 
 
-def gate_sentence(table: pd.DataFrame) -> str:
-    """One sentence on the language-model quality gate of a :func:`helpers.runner.quality_table`:
-    which models are excluded and why (their perplexity is not ``min_ratio``× better than the
-    unigram baseline of their tokenizer), or that every measured model is usable."""
+def gate_sentence(table: pd.DataFrame, *, min_ratio: float = 2.0) -> str:
+    """One sentence on the language-model quality gate of a :func:`helpers.runner.quality_table`
+    (or any table with model, heldout_perplexity, unigram_perplexity, ``ratio`` or
+    ``perplexity_ratio``, usable, and optionally min_ratio, else ``min_ratio``): which models
+    are excluded and why (their perplexity is not ``min_ratio``× better than the unigram
+    baseline of their tokenizer), or that every measured model is usable."""
+    if "ratio" not in table.columns and "perplexity_ratio" in table.columns:
+        table = table.rename(columns={"perplexity_ratio": "ratio"})
+    if "min_ratio" not in table.columns:
+        table = table.assign(min_ratio=min_ratio)
     measured = table[table["usable"].map(lambda u: isinstance(u, (bool, np.bool_)))]
     if measured.empty:
         return "No model could be measured for the language-model quality gate."

@@ -199,7 +199,7 @@ def language_model_quality(handle, *, corpus: str = "gensim", blocks: int = 16, 
                            min_ratio: float = 2.0) -> dict:
     """The language-model quality gate of one model (:func:`helpers.metrics.quality.language_model_quality`):
     held-out perplexity on ``blocks`` × ``block_size`` tokens of ``corpus``'s held-out split
-    (masked-token perplexity for masked LMs), the add-one unigram baseline of its tokenizer
+    (blocks of the model's context when it is shorter; masked-token perplexity for masked LMs), the add-one unigram baseline of its tokenizer
     fitted on the training split, their ratio and ``usable = ratio >= min_ratio``.
 
     The measurement is cached as metric ``"language_model_quality"`` under the model's identity
@@ -221,10 +221,13 @@ def language_model_quality(handle, *, corpus: str = "gensim", blocks: int = 16, 
     def compute(loaded) -> dict:
         train, held = _corpus(corpus)
         options = {k: v for k, v in settings.items() if k != "corpus"}
+        limit = getattr(loaded.model.config, "max_position_embeddings", None)
+        if isinstance(limit, int) and limit < block_size:     # a short-context model: blocks of its length
+            options["block_size"] = limit
         q = quality.language_model_quality(loaded.model, loaded.tokenizer, train, held, objective=loaded.objective,
                                            **options)
         return {k: q[k] for k in ("objective", "heldout_perplexity", "unigram_perplexity", "heldout_tokens",
-                                  "train_tokens")}
+                                  "train_tokens", "block_size")}
 
     measured = cached_result(handle, "language_model_quality", settings, compute)
     g = quality.gate(measured["heldout_perplexity"], measured["unigram_perplexity"], min_ratio=min_ratio)

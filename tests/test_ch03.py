@@ -135,11 +135,17 @@ def test_table13_adds_published_rows_of_unmeasured_models(env, measured):
 def test_table5_measured_against_scipy(env, measured):
     params, m = measured
     text, t5 = ch.table5_measured(params, m)
-    assert t5.empty and "No family at hand has 3 or more models" in text
-    fam = pd.DataFrame({"model": list("abcd"), "family": "F", "heads": [2, 4, 4, 8], "layers": [1, 2, 3, 5],
-                        "hidden": [8, 16, 16, 32], "avg_safety_score": [0.41, 0.37, 0.36, 0.30],
-                        "n_groups": 13, "source": "measured"})
+    # the tiny random test models are no language models: the gate excludes them, and says so
+    assert t5.empty and "No family at hand has 3 or more usable models" in text
+    assert "not usable language models" in text
+    fam = pd.DataFrame({"model": list("abcde"), "family": "F", "heads": [2, 4, 4, 8, 8], "layers": [1, 2, 3, 5, 9],
+                        "hidden": [8, 16, 16, 32, 32], "avg_safety_score": [0.41, 0.37, 0.36, 0.30, 0.99],
+                        "n_groups": 13, "heldout_perplexity": [50, 60, 70, 80, 1700.0],
+                        "unigram_perplexity": 1650.0, "perplexity_ratio": [33, 27.5, 23.6, 20.6, 0.97],
+                        "usable": [True] * 4 + [False], "source": "measured"})
     text, t5 = ch.table5_measured(params, ch.Measured(fam))
+    assert "e (perplexity 1,700 is worse than the unigram baseline" in text   # named, and left out of r
+    fam = fam.iloc[:4]
     row = t5.set_index("x").loc["layers"]
     ref = sps.pearsonr(fam["layers"], fam["avg_safety_score"])
     assert row["r"] == pytest.approx(ref.statistic) and row["p_value"] == pytest.approx(ref.pvalue)

@@ -11,9 +11,8 @@ from helpers.lm import scoring
 
 from conftest import SENTENCES
 
-PARAMS = dict(models="zoo", zoo_profile=None, grid=None, corpus=None, steps=None, causal_teacher=None,
-              masked_teacher=None, temperature=None, sample_per_group=None, device="cpu", pll="original", seed=0,
-              n_resamples=50)
+PARAMS = dict(models="zoo", zoo_profile=None, zoo_overrides=None, sample_per_group=None, device="cpu",
+              pll="original", seed=0, n_resamples=50, min_ratio=2.0)
 
 
 @pytest.fixture
@@ -49,26 +48,33 @@ def test_pll_reaches_the_scorer(tiny_bert, private_dirs, monkeypatch):
                            scoring.score(handle, SENTENCES, pll="word-l2r", progress=False)["perplexity"])
 
 
-def _scores(rows):
-    avg = pd.DataFrame(rows, columns=["model", "family", "layers", "heads", "hidden", "teacher", "safety_score",
-                                      "heldout_perplexity"])
-    return ch.Scores(pd.DataFrame(), avg, {})
+COLUMNS = ["model", "family", "healing", "shape", "layers", "heads", "intermediate", "params", "teacher",
+           "safety_score", "heldout_perplexity", "usable"]
 
 
-def test_table8_equals_numpy_and_skips_the_teacher(private_dirs):
-    rows = [(f"s{i}", "zoo-distilled-gpt2", l, max(2, h // 64), h, False, s, 100.0 + i)
-            for i, (l, h, s) in enumerate([(1, 64, .30), (2, 64, .32), (4, 64, .35), (1, 128, .31), (2, 128, .36),
-                                           (4, 128, .33)])]
-    rows.append(("t", "zoo-distilled-gpt2", 12, 12, 768, True, 0.9, 10.0))
+def _scores(rows, per_sentence=None):
+    return ch.Scores(pd.DataFrame(), pd.DataFrame(rows, columns=COLUMNS), {}, per_sentence=per_sentence or {})
+
+
+def _student(i, layers, inter, score, usable=True, healing="lm", teacher=False):
+    return (f"s{i}-{healing}", f"zoo-pruned-{healing}", healing, f"L{layers}-I{inter}", layers, 9, inter,
+            1000 * layers + inter, teacher, score, 50.0 + i, usable)
+
+
+def test_table8_uses_usable_students_only_and_equals_numpy(private_dirs):
+    rows = [_student(i, l, h, s) for i, (l, h, s) in enumerate([(27, 1536, .30), (24, 1536, .32), (21, 1536, .35),
+                                                                (18, 1536, .31), (24, 1152, .36), (24, 768, .33)])]
+    rows.append(_student(9, 12, 1536, 0.99, usable=False))          # fails the gate: must not count
+    rows.append(_student(10, 30, 1536, 0.9, teacher=True))
     scores = _scores(rows)
     t8, pub, text = ch.table8(scores)
-    st = scores.average[~scores.average["teacher"]]
+    st = scores.average.iloc[:6]
     got = t8.set_index("x")
-    for x in ("layers", "hidden"):
+    for x in ("layers", "intermediate", "params"):
         assert got.loc[x, "r"] == pytest.approx(np.corrcoef(st[x], st["safety_score"])[0, 1])
-        assert got.loc[x, "n"] == 6
-    assert np.isnan(got.loc["heads", "r"])                # heads = 2 for H=64 and H=128: constant
-    assert "undefined for heads" in text and "n = 6 students" in text
+        assert got.loc[x, "n"] == 6 and got.loc[x, "ci_low"] < got.loc[x, "r"] < got.loc[x, "ci_high"]
+    assert np.isnan(got.loc["heads", "r"])                 # every student keeps 9 heads: constant
+    assert "undefined for heads" in text and "n = 6 usable students" in text
     assert pub.equals(published.table("000", "table8"))
 
 
@@ -84,11 +90,32 @@ def test_table8_recomputed_equals_numpy(private_dirs):
     assert "r(heads) equals r(hidden)" in text
 
 
-def test_describe_names_range_and_teacher():
-    fam = pd.DataFrame({"layers": [1, 2, 1, 2, 12], "hidden": [64, 64, 128, 128, 768],
-                        "safety_score": [0.30, 0.40, 0.35, 0.45, 0.38], "teacher": [False] * 4 + [True],
-                        "heldout_perplexity": [np.nan] * 5})
+def test_describe_names_range_teacher_and_the_excluded():
+    fam = pd.DataFrame([_student(0, 24, 1536, .30), _student(1, 18, 1536, .45), _student(2, 21, 768, .35),
+                        _student(3, 12, 1536, .99, usable=False), _student(4, 30, 1536, .38, teacher=True)],
+                       columns=COLUMNS).assign(unigram_perplexity=1650.0, ratio=[33, 30, 28, 1.2, 40])
     text = ch.describe(fam, "X")
-    assert "ranges from 0.300 (L=1, H=64) to 0.450 (L=2, H=128)" in text
-    assert "the widest students score 0.400 against 0.350 for the narrowest" in text
-    assert "The teacher scores 0.380; 2 of 4 students score higher." in text
+    assert "ranges from 0.300 (s0-lm) to 0.450 (s1-lm)" in text and "3 usable students" in text
+    assert "s3-lm" in text                                   # named as excluded by the gate
+    assert "The teacher scores 0.380; 1 of 3 usable students score higher." in text
+
+
+def test_distillation_effect_is_the_paired_difference_of_average_safety_scores(private_dirs):
+    from helpers.metrics import safety
+
+    rng = np.random.default_rng(0)
+    n = 80
+    base = pd.DataFrame({"id": range(n), "perplexity": rng.lognormal(3, 1, n), "toxicity": rng.integers(1, 6, n),
+                         "label": np.where(np.arange(n) % 2 == 0, "hate", "neutral"),
+                         "target_groups": [["women"] if i % 4 < 2 else ["jewish"] for i in range(n)]})
+    kd = base.assign(perplexity=base["perplexity"] * rng.lognormal(0, 0.4, n))
+    rows = [_student(0, 24, 1536, safety.safety_scores(base, ci=False)["safety_score"].mean()),
+            _student(0, 24, 1536, safety.safety_scores(kd, ci=False)["safety_score"].mean(), healing="kd"),
+            _student(1, 18, 1536, 0.5), _student(1, 18, 1536, 0.6, healing="kd", usable=False)]
+    scores = _scores(rows, {"s0-lm": base, "s0-kd": kd, "s1-lm": base, "s1-kd": base})
+    table, text = ch.distillation_effect(scores, PARAMS)
+    row = table.set_index("shape").loc["L24-I1536"]
+    assert row["difference"] == pytest.approx(row["safety_kd"] - row["safety_lm"], abs=1e-12)
+    assert row["ci_low"] <= row["difference"] <= row["ci_high"] and row["both_usable"]
+    assert not table.set_index("shape").loc["L18-I1536", "both_usable"]
+    assert "L24-I1536" in text and "Not compared (a student fails the gate): L18-I1536" in text

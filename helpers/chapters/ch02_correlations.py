@@ -192,7 +192,7 @@ def measure_model(handle, params: dict, found: Classifiers) -> dict:
            "SS": ss.loc["gender", "ss"], "LMS": ss.loc["gender", "lms"], "ICAT": ss.loc["gender", "icat"]}
     gate = runner.language_model_quality(handle, min_ratio=params["min_ratio"])
     row |= {"heldout_perplexity": gate["heldout_perplexity"], "unigram_perplexity": gate["unigram_perplexity"],
-            "perplexity_ratio": gate["ratio"], "usable": bool(gate["usable"])}
+            "perplexity_ratio": gate["ratio"], "usable": bool(gate["usable"]), "min_ratio": gate["min_ratio"]}
     row |= dict(zip(out["cma_total_effects"]["metric"], out["cma_total_effects"]["mean_total_effect"]))
     if handle.objective == "causal":
         gen, tox = regard_generations(handle, params, found)
@@ -237,7 +237,7 @@ def correlation_block(metrics: pd.DataFrame, objective: str, columns: list[str],
     (``tableN_heatmap.png``; else None)."""
     same = metrics[metrics["objective"] == objective]
     part = same[same["usable"].fillna(False).astype(bool)] if "usable" in same else same
-    excluded = report.gate_sentence(same.rename(columns={"perplexity_ratio": "ratio"})) + " " if len(same) else ""
+    excluded = report.gate_sentence(same) + " " if len(same) else ""
     ours = (stats.correlation_matrix(part, [c for c in columns if c in part]) if len(part)
             else pd.DataFrame(columns=CORRELATION_COLUMNS))
     ours = ours.assign(source="measured", models=", ".join(part["model"]))

@@ -137,10 +137,10 @@ def table5_measured(params: dict, m: Measured) -> tuple:
     usable = m.table[m.table["usable"].fillna(False).astype(bool)]
     t5 = save(architecture.table5(usable, min_variants=params["min_variants"], columns=architecture.ARCH_MEASURED)
               .assign(source="measured"), CHAPTER, "table5_measured")
-    gate = report.gate_sentence(m.table.rename(columns={"perplexity_ratio": "ratio"})) + " "
+    gate = report.gate_sentence(m.table, min_ratio=params["min_ratio"]) + " "
     if len(t5):
         text = gate + " ".join(report.correlation_sentence(r, f"of the average safety score with {r['x']} in {r['family']}")
-                               for r in t5.dropna(subset=["r"]).to_dict("records"))
+                               for r in t5.to_dict("records"))
     else:
         fams = usable.groupby("family")["model"].nunique()
         text = gate + (f"No family at hand has {params['min_variants']} or more usable models "

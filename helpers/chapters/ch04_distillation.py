@@ -115,7 +115,7 @@ def zoo_table(found: Models) -> tuple[pd.DataFrame, str]:
             + " ".join(f"The {fam} teacher {t['name']} has held-out perplexity {t['heldout_perplexity']:.1f} "
                        f"against {t['unigram_perplexity']:.0f} for a unigram model of its tokens (ratio "
                        f"{t['perplexity_ratio']:.1f})." for fam, t in teachers.items() if t)
-            + " " + report.gate_sentence(m.rename(columns={"name": "model", "perplexity_ratio": "ratio"})))
+            + " " + report.gate_sentence(m.rename(columns={"name": "model"})))
     return table, text
 
 
@@ -174,7 +174,8 @@ def safety_scores(params: dict, found: Models) -> Scores:
                             "safety_per_group")
     gates = pd.DataFrame([{"model": m, "heldout_perplexity": r["gate"]["heldout_perplexity"],
                            "unigram_perplexity": r["gate"]["unigram_perplexity"],
-                           "perplexity_ratio": r["gate"]["ratio"], "usable": bool(r["gate"]["usable"])}
+                           "perplexity_ratio": r["gate"]["ratio"], "usable": bool(r["gate"]["usable"]),
+                           "min_ratio": r["gate"]["min_ratio"]}
                           for m, r in results.items()])
     avg = (per_group.groupby("model", sort=False)["safety_score"].mean().rename("safety_score").reset_index()
            .merge(found.shapes.drop(columns=GATE), on="model").merge(gates, on="model"))
@@ -213,7 +214,7 @@ def describe(fam: pd.DataFrame, label: str) -> str:
     perplexity, the teacher), generated from the numbers; excluded students named."""
     st = fam[~fam["teacher"].astype(bool)]
     usable = st[st["usable"].fillna(False).astype(bool)]
-    out = report.gate_sentence(st.rename(columns={"perplexity_ratio": "ratio"})) + " " if len(st) else ""
+    out = report.gate_sentence(st) + " " if len(st) else ""
     if len(usable) < 2:
         return out + f"{label}: fewer than two usable students, nothing to compare."
     lo, hi = usable.loc[usable["safety_score"].idxmin()], usable.loc[usable["safety_score"].idxmax()]
