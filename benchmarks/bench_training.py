@@ -1,4 +1,8 @@
-"""Training throughput: helpers.distill.train vs transformers.Trainer (issue 4).
+"""Training benchmarks: (1) throughput of helpers.distill.train vs transformers.Trainer (issue 4);
+(2) with ``--recipes``: students pruned from SmolLM2-135M and healed vs the same shapes trained
+from random weights for the same time (issue 11; the ratio of perplexities is the headline).
+
+(1) Throughput.
 
 Same process, same torch threads, same student (GPT-2 architecture, causal LM), same packed
 token blocks, same batch size, number of steps, optimiser (AdamW, lr, weight decay), linear
@@ -11,6 +15,15 @@ wall-clock run of each (least interference from other jobs on shared cores) and 
 runs of the throughput of each run's fastest quarter of steps. Goal: ours not slower (ratio >= 1).
 
     .venv/bin/python benchmarks/bench_training.py [--steps 30] [--repeats 3] [--append]
+
+(2) Recipes. For each student shape (``--shapes``, default the zoo's L24, L18 and L24-I768):
+the pruned recipe (importance scores on 16 calibration blocks — their time shared equally by the
+students — then pruning and ``--heal-steps`` LM-loss steps of 4 x 128 tokens at lr 3e-4, the
+zoo's defaults) against the same architecture from random weights trained with the LM loss
+(lr 2e-3 as the scratch zoo, same batches) for as many steps as fit in the pruned recipe's time
+(measured step time of a first scratch run). Held-out perplexity on the zoo's 16 blocks.
+
+    .venv/bin/python benchmarks/bench_training.py --recipes [--heal-steps 12] [--append]
 """
 
 from __future__ import annotations
@@ -31,8 +44,81 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from helpers.training import distill, zoo  # noqa: E402
 
 
+def recipes(a) -> None:
+    """Pruned-and-healed vs from-scratch students at equal time (see the module docstring)."""
+    from transformers import AutoModelForCausalLM
+
+    from helpers import models
+    from helpers.datasets.corpus import load_corpus, pack_blocks
+    from helpers.metrics import quality
+    from helpers.training import prune, students
+
+    h = models.load("smollm2-135m")
+    teacher, tok = h.model, h.tokenizer
+    train_lines, held_lines = load_corpus("gensim")
+    blocks = pack_blocks(train_lines, tok, block_size=128, arch="causal")
+    held = pack_blocks(held_lines, tok, block_size=128, arch="causal")[:16]
+    unigram = quality.unigram_perplexity(quality.unigram_log_probs(blocks.flatten(), len(tok)), held[:, 1:].flatten())
+    teacher_ppl = quality.heldout_perplexity(teacher, held, objective="causal")
+    g = torch.Generator().manual_seed(0)
+    calib = blocks[torch.randperm(blocks.shape[0], generator=g)[:16]]
+    t0 = time.perf_counter()
+    bi, act = prune.block_importance(teacher, calib), prune.activation_importance(teacher, calib)
+    importance_seconds = time.perf_counter() - t0
+    load0, rows = os.getloadavg()[0], []
+    for label in a.shapes:
+        spec = students.parse(label)
+        t0 = time.perf_counter()
+        student = students.build(teacher, spec, block_importance=bi, activation_importance=act)
+        prune_seconds = time.perf_counter() - t0
+        pruned_ppl = quality.heldout_perplexity(student, held, objective="causal")
+        healed = students.heal(student, blocks, objective="lm", steps=a.heal_steps, batch_size=4, lr=3e-4, seed=0,
+                               arch="gpt2", progress=False)
+        seconds = prune_seconds + healed["seconds"] + importance_seconds / len(a.shapes)
+        ppl = quality.heldout_perplexity(student, held, objective="causal")
+        torch.manual_seed(0)
+        scratch = AutoModelForCausalLM.from_config(student.config)
+        probe = students.heal(scratch, blocks, objective="lm", steps=2, batch_size=4, lr=2e-3, seed=0, arch="gpt2",
+                              progress=False, warmup=0.0)
+        steps = max(2, round(seconds / (probe["seconds"] / 2)))
+        torch.manual_seed(0)
+        scratch = AutoModelForCausalLM.from_config(student.config)
+        trained = students.heal(scratch, blocks, objective="lm", steps=steps, batch_size=4, lr=2e-3, seed=0,
+                                arch="gpt2", progress=False)
+        scratch_ppl = quality.heldout_perplexity(scratch, held, objective="causal")
+        rows.append(dict(shape=label, params=int(student.num_parameters()), pruned_seconds=seconds,
+                         perplexity_after_pruning=pruned_ppl, perplexity_pruned_healed=ppl, scratch_steps=steps,
+                         scratch_seconds=trained["seconds"], perplexity_scratch=scratch_ppl,
+                         ratio=scratch_ppl / ppl))
+        print(rows[-1], flush=True)
+    load = max(load0, os.getloadavg()[0])
+    head = (f"teacher SmolLM2-135M perplexity {teacher_ppl:.1f}, unigram {unigram:.0f}; importance scores "
+            f"{importance_seconds:.1f} s (shared by the students); heal {a.heal_steps} steps of 4 x 128 tokens")
+    print(head)
+    if a.append:
+        cmd = "HARMS_CACHE_DIR=... .venv/bin/python benchmarks/bench_training.py " + " ".join(sys.argv[1:])
+        text = (f"\n## Students: pruned and healed vs from scratch at equal time (issue 11)\n\n"
+                f"Command: `{cmd}`  \nDate: {dt.datetime.now().isoformat(timespec='minutes')}  \n"
+                f"Machine: {platform.machine()}, {os.cpu_count()} CPUs, torch {torch.__version__}, "
+                f"{torch.get_num_threads()} threads, load average up to {load:.1f}  \n{head}. Held-out perplexity on "
+                f"the zoo's 16 blocks of 128 tokens (gensim held-out split); the from-scratch run trains the same "
+                f"architecture from random weights (lr 2e-3) for as many steps as fit in the pruned recipe's time.\n\n"
+                "| shape | params | pruned: seconds | perplexity after pruning | after healing | scratch: steps | "
+                "seconds | perplexity | **scratch / pruned** |\n|---|---|---|---|---|---|---|---|---|\n"
+                + "".join(f"| {r['shape']} | {r['params'] / 1e6:.1f} M | {r['pruned_seconds']:.0f} | "
+                          f"{r['perplexity_after_pruning']:.0f} | {r['perplexity_pruned_healed']:.0f} | "
+                          f"{r['scratch_steps']} | {r['scratch_seconds']:.0f} | {r['perplexity_scratch']:.0f} | "
+                          f"**{r['ratio']:.0f}×** |\n" for r in rows))
+        with open(Path(__file__).resolve().parent / "RESULTS.md", "a") as fh:
+            fh.write(text)
+        print("appended to RESULTS.md")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--recipes", action="store_true", help="pruned-and-healed vs from-scratch students (issue 11)")
+    ap.add_argument("--shapes", nargs="+", default=["L24", "L18", "L24-I768"])
+    ap.add_argument("--heal-steps", type=int, default=12)
     ap.add_argument("--steps", type=int, default=30)
     ap.add_argument("--batch-size", type=int, default=8)
     ap.add_argument("--block-size", type=int, default=128)
@@ -43,6 +129,8 @@ def main() -> None:
     ap.add_argument("--append", action="store_true", help="append the result to benchmarks/RESULTS.md")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
+    if a.recipes:
+        return recipes(a)
 
     from transformers import Trainer, TrainerCallback, TrainingArguments, logging as hf_logging
 

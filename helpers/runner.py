@@ -38,6 +38,7 @@ def resolve_models(spec) -> list[str]:
     """Registry names from a ``models`` parameter.
 
     ``"offline"``: every model usable without the hub (package models, then the zoo);
+    ``"packages"``: the pretrained models installed from packages only (no zoo);
     ``"paper"``: seed 000's 24 hub models; ``"miniature"``: Google's 24 miniature BERTs;
     any other string: that one model (a registry name, hub id, directory or ``.gguf`` path —
     never split into characters); a list or tuple: those models, in order, duplicates removed.
@@ -46,6 +47,8 @@ def resolve_models(spec) -> list[str]:
         key = spec.strip()
         if key == "offline":
             return models.offline_models()
+        if key == "packages":
+            return models.package_models()
         if key == "paper":
             return models.paper_models()
         if key == "miniature":
@@ -58,7 +61,7 @@ def resolve_models(spec) -> list[str]:
         if not names or not all(names):
             raise InputError(f"models: expected model names, got {spec!r}")
         return list(dict.fromkeys(names))
-    raise InputError(f"models: expected 'offline', 'paper', a model name or a list of names, got {spec!r}")
+    raise InputError(f"models: expected 'offline', 'packages', 'paper', a model name or a list of names, got {spec!r}")
 
 
 def for_each_model(names: Iterable[str], measure: Callable[[models.LazyModel], T], *, device: str = "cpu",

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import torch
 
-from helpers import models
+from helpers import runner, models
 from helpers.errors import HarmsError, ModelUnavailableError
 
 SEED000 = next(Path("/work/shared/seeds").glob("000_*.txt"), None)
@@ -201,6 +201,8 @@ def test_zoo_models_listed_and_loaded(tiny_gpt2, tmp_path):
     (zoo / "not-a-model").mkdir()
     listed = models.offline_models()
     assert "zoo-gpt2-tiny" in listed and "not-a-model" not in listed
+    assert "zoo-gpt2-tiny" not in models.package_models()             # "packages": pretrained models only
+    assert runner.resolve_models("packages") == models.package_models() == listed[:len(models.package_models())]
     s = models.spec("zoo-gpt2-tiny")
     assert (s.source, s.family, s.params) == ("zoo", "zoo-GPT-2", 123)
     lm = models.load("zoo-gpt2-tiny")

@@ -6,7 +6,7 @@ entry and figure (../shared/DESIGN.md).
 - :mod:`helpers.models.registry`: :data:`REGISTRY` of :class:`ModelSpec` (the 24 PTLMs of
   seed 000 from ``paper_models.csv`` joined with the published Table 13, Google's miniature
   BERTs, the package models), :func:`spec`, :func:`paper_models`, :func:`miniature_berts`,
-  :func:`offline_models`, :func:`bert_mlm_params`;
+  :func:`offline_models`, :func:`package_models`, :func:`bert_mlm_params`;
 - :mod:`helpers.models.loading`: :func:`load` -> :class:`LoadedModel`, :func:`lazy` ->
   :class:`LazyModel` (identity without loading the weights), :func:`weights_fingerprint`,
   :func:`tokenizer_fingerprint`, :func:`infer_objective`, :func:`hub_offline_reason`, and
@@ -17,10 +17,10 @@ from helpers.models.loading import (LazyModel, LoadedModel, config_max_length, g
                                     hub_offline_reason, infer_objective, lazy, load, tokenizer_fingerprint,
                                     verify_converted, weights_fingerprint)
 from helpers.models.registry import (REGISTRY, ModelSpec, Objective, bert_mlm_params, miniature_berts,
-                                     offline_models, paper_models, spec)
+                                     offline_models, package_models, paper_models, spec)
 
 
 __all__ = ["REGISTRY", "ModelSpec", "Objective", "LoadedModel", "LazyModel", "load", "lazy", "spec",
-           "paper_models", "miniature_berts", "offline_models", "bert_mlm_params", "infer_objective",
+           "paper_models", "miniature_berts", "offline_models", "package_models", "bert_mlm_params", "infer_objective",
            "weights_fingerprint", "tokenizer_fingerprint", "config_max_length", "gguf_metadata",
            "verify_converted", "hub_offline_reason"]

@@ -164,10 +164,15 @@ def manifest_spec(d: Path, name: str | None = None) -> ModelSpec:
         raise InputError(f"{f}: unreadable zoo manifest ({type(e).__name__}: {e})") from None
 
 
+def package_models() -> list[str]:
+    """The pretrained language models installed from PyPI packages (SmolLM2-135M, Gemma-3-270M)."""
+    return [n for n in PACKAGE_MODELS if installed(REGISTRY[n])]
+
+
 def offline_models() -> list[str]:
     """Models loadable on this machine without the hub: installed package models, then the
     zoo models present in ``paths.zoo_dir()`` (directories holding a ``manifest.json``)."""
-    names = [n for n in PACKAGE_MODELS if installed(REGISTRY[n])]
+    names = package_models()
     zoo = paths.zoo_dir()
     if zoo.is_dir():
         names += sorted(d.name for d in zoo.iterdir() if (d / "manifest.json").is_file())
