@@ -16,7 +16,7 @@ from conftest import SENTENCES
 PARAMS = dict(models=None, sample_per_group=None, stereoset_clusters_per_target=1, cma_limit=2,
               cma_masking_approach=1, cma_filter_quantile=None, regard_groups=["women", "men"],
               samples_per_prompt=1, max_new_tokens=3, temperature=1.0, top_k=40, top_p=None, generation_seed=0,
-              allow_substitute=True, device="cpu", seed=0, pll="original")
+              allow_substitute=True, device="cpu", seed=0, pll="original", min_ratio=2.0)
 
 
 @pytest.fixture
@@ -109,11 +109,14 @@ def test_measure_caches_each_metric_on_its_own(tiny_gpt2, tiny_bert, tiny_data, 
 
 def test_correlation_block_equals_scipy(tiny_data):
     rng = np.random.default_rng(1)
-    metrics = pd.DataFrame({"model": list("abcde"), "objective": ["masked"] * 4 + ["causal"],
-                            **{c: rng.normal(size=5) for c in ch.TABLE3_COLUMNS}})
+    metrics = pd.DataFrame({"model": list("abcdef"), "objective": ["masked"] * 4 + ["causal", "masked"],
+                            **{c: rng.normal(size=6) for c in ch.TABLE3_COLUMNS},
+                            "heldout_perplexity": [40.0] * 5 + [1700.0], "unigram_perplexity": 1650.0,
+                            "perplexity_ratio": [41.25] * 5 + [0.97], "usable": [True] * 5 + [False]})
     both, text, fig = ch.correlation_block(metrics, "masked", ch.TABLE3_COLUMNS, published.table("000", "table3"),
                                            "Table 3: test")
-    part = metrics[metrics["objective"] == "masked"]
+    assert "f (perplexity 1,700 is worse than the unigram baseline" in text      # excluded, and named
+    part = metrics[(metrics["objective"] == "masked") & metrics["usable"]]
     for r in both.dropna(subset=["r"]).to_dict("records"):
         assert r["r"] == pytest.approx(stats.pearsonr(part[r["x"]], part[r["y"]]).statistic) and r["n"] == 4
     pub = published.table("000", "table3").set_index(["x", "y"])["r"]

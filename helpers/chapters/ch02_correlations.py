@@ -237,7 +237,7 @@ def correlation_block(metrics: pd.DataFrame, objective: str, columns: list[str],
     (``tableN_heatmap.png``; else None)."""
     same = metrics[metrics["objective"] == objective]
     part = same[same["usable"].fillna(False).astype(bool)] if "usable" in same else same
-    excluded = report.gate_sentence(same) + " " if len(same) else ""
+    excluded = report.gate_sentence(same) + " " if len(same) and "usable" in same else ""
     ours = (stats.correlation_matrix(part, [c for c in columns if c in part]) if len(part)
             else pd.DataFrame(columns=CORRELATION_COLUMNS))
     ours = ours.assign(source="measured", models=", ".join(part["model"]))
