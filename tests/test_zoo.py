@@ -115,3 +115,27 @@ def test_manifest_json_is_plain_json(tiny_llama, tmp_path, monkeypatch):
                                                                  causal_distilled=()))
     m = json.loads((tmp_path / names[0] / "manifest.json").read_text())
     assert m["steps"] == {"heal": 2} and m["healing"] == "lm" and m["teacher"] == str(tiny_llama)
+
+
+def test_a_teacher_loaded_from_gguf_gives_students_that_can_be_saved(tiny_llama, tmp_path, monkeypatch):
+    """A GGUF-loaded teacher (SmolLM2 on a cold cache) carries transformers' GGUF quantizer
+    state; the first zoo build on a fresh machine failed in save_pretrained ("quantized with
+    gguf and is not serializable") because every student copied it."""
+    from transformers.quantizers.quantizer_gguf import GgufHfQuantizer
+    from transformers.utils.quantization_config import GgufConfig
+
+    real_load = models.load
+
+    def gguf_like(name, **kw):
+        handle = real_load(name, **kw)
+        handle.model.hf_quantizer = GgufHfQuantizer(GgufConfig(compute_dtype=torch.float32))
+        handle.model.is_quantized = True
+        return handle
+
+    monkeypatch.setattr(models, "load", gguf_like)
+    with pytest.raises(ValueError, match="not serializable"):       # what the old code ran into
+        gguf_like(str(tiny_llama)).model.save_pretrained(tmp_path / "plain")
+    monkeypatch.setenv("HARMS_ZOO_DIR", str(tmp_path / "zoo"))
+    names = zoo.ensure_default_zoo("ci", progress=False, **_kw(tiny_llama, causal_students=("L2",),
+                                                                 causal_distilled=()))
+    assert (tmp_path / "zoo" / names[0] / "model.safetensors").is_file()

@@ -580,14 +580,26 @@ def usable_converted(d: Path, gguf_name: str) -> bool:
     return False
 
 
+_QUANTIZER_STATE = (("hf_quantizer", None), ("is_quantized", False), ("quantization_method", None))
+
+
+def without_quantizer(model):
+    """Drop, in place, the quantizer state transformers attaches to a GGUF-loaded model, whose
+    weights are already plain dequantized tensors: a copy of it (e.g. a student pruned from it)
+    is then an ordinary model that ``save_pretrained`` accepts. Returns ``model``."""
+    for k, v in _QUANTIZER_STATE:
+        setattr(model, k, v)
+    model.config.__dict__.pop("quantization_config", None)
+    return model
+
+
 def _save_dequantized(model, tok, directory: Path) -> None:
     """Save a GGUF-loaded model whose weights are plain fp32 tensors as an ordinary
     (unquantized) checkpoint; transformers refuses to save a GGUF-loaded model as it is."""
-    saved = {k: vars(model)[k] for k in ("hf_quantizer", "is_quantized", "quantization_method")
-             if k in vars(model)}
-    qconfig = model.config.__dict__.pop("quantization_config", None)
+    saved = {k: vars(model)[k] for k, _ in _QUANTIZER_STATE if k in vars(model)}
+    qconfig = model.config.__dict__.get("quantization_config")
     try:
-        model.hf_quantizer, model.is_quantized, model.quantization_method = None, False, None
+        without_quantizer(model)
         model.save_pretrained(directory)
         tok.save_pretrained(directory)
     finally:

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import torch
 
 from helpers.errors import InputError
+from helpers.models.loading import without_quantizer
 from helpers.training import distill, prune
 
 OBJECTIVES = {"lm": "heal-lm", "kd": "heal-kd"}
@@ -80,10 +81,12 @@ def check(specs, config, *, teacher: str) -> list[StudentSpec]:
 
 
 def build(teacher_model, spec: StudentSpec, *, block_importance, activation_importance):
-    """The pruned (not yet healed) student: a new model; the teacher is not modified."""
+    """The pruned (not yet healed) student: a new, ordinary fp32 model (a teacher loaded from a
+    GGUF file leaves no quantizer state on it, :func:`helpers.models.loading.without_quantizer`);
+    the teacher is not modified."""
     keep = prune.layers_to_keep(block_importance, spec.layers)
-    return prune.prune(teacher_model, keep_layers=keep, heads=spec.heads, intermediate=spec.intermediate,
-                       importance=activation_importance)
+    return without_quantizer(prune.prune(teacher_model, keep_layers=keep, heads=spec.heads,
+                                         intermediate=spec.intermediate, importance=activation_importance))
 
 
 def heal(student, blocks: torch.Tensor, *, objective: str, steps: int, batch_size: int, lr: float, seed: int,
