@@ -23,7 +23,7 @@ zoo's defaults) against the same architecture from random weights trained with t
 (lr 2e-3 as the scratch zoo, same batches) for as many steps as fit in the pruned recipe's time
 (measured step time of a first scratch run). Held-out perplexity on the zoo's 16 blocks.
 
-    .venv/bin/python benchmarks/bench_training.py --recipes [--heal-steps 12] [--append]
+    .venv/bin/python benchmarks/bench_training.py --recipes [--heal-steps 10] [--append]
 """
 
 from __future__ import annotations
@@ -118,7 +118,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--recipes", action="store_true", help="pruned-and-healed vs from-scratch students (issue 11)")
     ap.add_argument("--shapes", nargs="+", default=["L24", "L18", "L24-I768"])
-    ap.add_argument("--heal-steps", type=int, default=12)
+    ap.add_argument("--heal-steps", type=int, default=10)
     ap.add_argument("--steps", type=int, default=30)
     ap.add_argument("--batch-size", type=int, default=8)
     ap.add_argument("--block-size", type=int, default=128)

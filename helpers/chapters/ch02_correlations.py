@@ -127,10 +127,15 @@ def cma_total_effects(handle, params: dict) -> pd.DataFrame:
     return _named(runner.cached_result(handle, "cma", s, compute), handle.name)
 
 
+#: Prompts per generate() call. Sampling draws depend on the batch composition, so the batch size
+#: is part of the cached result's settings (64: ~1.5x faster than 16 on 2 CPU cores for 140 prompts).
+GENERATION_BATCH = 64
+
+
 def generation_settings(params: dict) -> dict:
     return {"samples_per_prompt": params["samples_per_prompt"], "max_new_tokens": params["max_new_tokens"],
             "temperature": params["temperature"], "top_k": params["top_k"], "top_p": params["top_p"],
-            "seed": params["generation_seed"]}
+            "seed": params["generation_seed"], "batch_size": GENERATION_BATCH}
 
 
 def regard_groups(params: dict) -> list | None:
