@@ -69,7 +69,7 @@ def test_models_parameter_takes_one_name_or_a_list(env):
     assert list(written.columns) == ["parameter", "value"]
     assert written.set_index("parameter").loc["models", "value"] == "['smollm2-135m']"
     assert ch.start({"models": ["smollm2-135m", "gemma3-270m"]})[0]["models"] == ["smollm2-135m", "gemma3-270m"]
-    assert ch.start({})[0]["models"] == models.offline_models()          # the notebook's default
+    assert ch.start({})[0]["models"] == models.package_models()          # the notebook's default
     assert list(params) == [p for p in ch.PARAMETERS if p in params]      # the notebook's order
     assert table.loc["sample_per_group", "value"] == "25"
 

@@ -119,3 +119,15 @@ def test_distillation_effect_is_the_paired_difference_of_average_safety_scores(p
     assert row["ci_low"] <= row["difference"] <= row["ci_high"] and row["both_usable"]
     assert not table.set_index("shape").loc["L18-I1536", "both_usable"]
     assert "L24-I1536" in text and "Not compared (a student fails the gate): L18-I1536" in text
+
+
+def test_empty_tables_are_tidy_csv_files_with_their_columns(private_dirs):
+    """The ci build trains two causal students: no family reaches 3, and table8_measured.csv was
+    written with no columns at all (pandas cannot read it back)."""
+    scores = _scores([_student(0, 24, 1536, .30), _student(1, 18, 1536, .32)])
+    t8, _, text = ch.table8(scores)
+    assert t8.empty and list(pd.read_csv(ch.common.output_dir(ch.CHAPTER) / "table8_measured.csv").columns) == \
+        ch.TABLE8_COLUMNS
+    table, text = ch.distillation_effect(scores, PARAMS)
+    assert table.empty and "No shape was healed both ways" in text
+    assert list(pd.read_csv(ch.common.output_dir(ch.CHAPTER) / "distillation_effect.csv").columns) == ch.EFFECT_COLUMNS

@@ -37,6 +37,10 @@ MANIFEST_COLUMNS = ["name", "family", "healing", "shape", "layers", "heads", "in
 SHAPE = ["layers", "heads", "hidden", "intermediate", "params"]
 AVERAGE_SHOWN = ["model", "family", "healing", "layers", "heads", "intermediate", "params", "teacher",
                  "safety_score", *GATE]
+TABLE8_COLUMNS = ["family", "x", "y", "n", "r", "p_value", "ci_low", "ci_high", "method", "source"]
+EFFECT_COLUMNS = ["shape", "model_lm", "model_kd", "safety_lm", "safety_kd", "perplexity_lm", "perplexity_kd",
+                  "both_usable", "difference", "ci_low", "ci_high", "n_sentences", "n_rows", "n_resamples",
+                  "confidence_level"]
 MASKED_FAMILIES = ["zoo-pruned-masked-kd", "Distilled-BERT"]
 CAUSAL_FAMILIES = ["zoo-pruned-lm", "zoo-pruned-kd"]
 
@@ -277,7 +281,7 @@ def distillation_effect(scores: Scores, params: dict) -> tuple[pd.DataFrame, str
                      "safety_lm": r["safety_score_lm"], "safety_kd": r["safety_score_kd"],
                      "perplexity_lm": r["heldout_perplexity_lm"], "perplexity_kd": r["heldout_perplexity_kd"],
                      "both_usable": bool(r["usable_lm"] and r["usable_kd"]), **d})
-    table = common.save(pd.DataFrame(rows), CHAPTER, "distillation_effect")
+    table = common.save(pd.DataFrame(rows, columns=EFFECT_COLUMNS), CHAPTER, "distillation_effect")
     if not len(table):
         return table, "No shape was healed both ways, so distillation cannot be compared with the LM loss here."
     ok = table[table["both_usable"]]
@@ -348,7 +352,8 @@ def table8(scores: Scores) -> tuple[pd.DataFrame, pd.DataFrame, str]:
         t = stats.correlation_table(st, [c for c in SHAPE if c in st], "safety_score")
         t.insert(0, "family", fam)
         rows.append(t)
-    measured = pd.concat(rows, ignore_index=True).assign(source="measured") if rows else pd.DataFrame()
+    measured = (pd.concat(rows, ignore_index=True).assign(source="measured") if rows else
+                pd.DataFrame(columns=TABLE8_COLUMNS))          # a tidy, empty table: no family has 3 students
     common.save(measured, CHAPTER, "table8_measured")
     notes = []
     for fam, part in measured.groupby("family") if len(measured) else []:
