@@ -323,6 +323,8 @@ def _ensure_scratch_zoo(cfg: ZooConfig, progress: bool) -> list[str]:
     """The first zoo (``recipe="scratch"``): GPT-2 and BERT students pre-trained from random
     weights on the corpus, then distilled (causal: from SmolLM2; masked: from a BERT the zoo
     pre-trains itself)."""
+    if cfg.masked_teacher == "minilm-l6":           # the pruned recipe's default: scratch trains its own BERT
+        cfg = dataclasses.replace(cfg, masked_teacher="zoo-bert-teacher")
     profile = cfg.profile
     root = paths.zoo_dir()
     names: list[str] = []
