@@ -19,6 +19,7 @@ was interrupted.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 import os
@@ -291,6 +292,12 @@ def _fresh(name: str, key: str) -> bool:
     return m is not None and m.get("config_key") == key
 
 
+def _lazy_corpus(name: str):
+    """A function returning corpus ``name``'s (train, held-out) lines, read on the first call only
+    (a zoo whose models are all fresh never reads it)."""
+    return functools.cache(lambda: load_corpus(name))
+
+
 def _teacher_cache(path: Path) -> dict:
     return torch.load(path, weights_only=False) if path.is_file() else {}
 
@@ -329,13 +336,7 @@ def _ensure_scratch_zoo(cfg: ZooConfig, progress: bool) -> list[str]:
     root = paths.zoo_dir()
     names: list[str] = []
     summary = {"profile": profile, "config": dataclasses.asdict(cfg), "teachers": {}}
-    lines = None
-
-    def corpus():
-        nonlocal lines
-        if lines is None:
-            lines = load_corpus(cfg.corpus)
-        return lines
+    corpus = _lazy_corpus(cfg.corpus)
 
     if "causal" in cfg.families:
         shapes = distill.grid(cfg.causal_layers, cfg.causal_hidden)
@@ -533,7 +534,7 @@ def _importance(model, blocks, cfg: ZooConfig, cache_file: Path) -> tuple:
 
 def _pruned_family(cfg: ZooConfig, objective: str, progress: bool, summary: dict, corpus) -> list[str]:
     """Train the missing students of one family (teacher, importance, prune, heal, gate, save)."""
-    from helpers.training import students
+    from helpers.training import prune, students
 
     root, arch = paths.zoo_dir(), ("gpt2" if objective == "causal" else "bert")
     if objective == "causal":
@@ -621,8 +622,6 @@ def _pruned_family(cfg: ZooConfig, objective: str, progress: bool, summary: dict
         res = students.heal(student, blocks, objective=healing, steps=heal_steps, batch_size=batch_size, lr=lr,
                             seed=cfg.seed, arch=arch, tokenizer=tok, mask_prob=mask_prob, teacher_fn=fn,
                             temperature=cfg.temperature, checkpoint=ckpt / f"{name}-{key}.pt", progress=progress)
-        from helpers.training import prune
-
         man = _pruned_manifest(name, student, tok, cfg, key, objective=objective, healing=healing,
                                family=_PRUNED_FAMILY[(objective, healing)], teacher_name=summary["teachers"][objective]["name"],
                                spec=spec, kept=prune.layers_to_keep(bi, spec.layers), res=res, batch_size=batch_size,
@@ -678,13 +677,7 @@ def _ensure_pruned_zoo(cfg: ZooConfig, progress: bool) -> list[str]:
     budget (:mod:`helpers.training.students`); every manifest carries the gate's columns."""
     root = paths.zoo_dir()
     summary = {"profile": cfg.profile, "recipe": cfg.recipe, "config": dataclasses.asdict(cfg), "teachers": {}}
-    lines = None
-
-    def corpus():
-        nonlocal lines
-        if lines is None:
-            lines = load_corpus(cfg.corpus)
-        return lines
+    corpus = _lazy_corpus(cfg.corpus)
 
     names: list[str] = []
     for family in ("causal", "masked"):
