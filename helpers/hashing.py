@@ -20,7 +20,7 @@ from pathlib import Path
 from helpers import paths
 from helpers.tables import atomic_write
 
-__all__ = ["sha256_bytes", "sha256_text", "sha256_file", "canonical_json", "sha256_json"]
+__all__ = ["sha256_bytes", "sha256_text", "sha256_file", "canonical_json", "sha256_json", "sha256_frame"]
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -40,6 +40,12 @@ def canonical_json(obj) -> str:
 def sha256_json(obj) -> str:
     """SHA-256 of :func:`canonical_json` of ``obj`` (cache keys, configuration keys)."""
     return sha256_text(canonical_json(obj))
+
+
+def sha256_frame(df) -> str:
+    """SHA-256 of a DataFrame's columns, index and values: its CSV, in which pandas writes every
+    float round-trippably (list cells as their repr); the key of results computed from a table."""
+    return sha256_text(df.to_csv())
 
 
 def _store() -> Path:

@@ -218,8 +218,7 @@ def language_model_quality(handle, *, corpus: str = "gensim", blocks: int = 16, 
     if handle.objective not in ("causal", "masked"):
         raise InputError(f"{handle.name}: the quality gate measures causal or masked language models, "
                          f"not objective {handle.objective!r}")
-    settings = {"corpus": corpus, "blocks": blocks, "block_size": block_size, "smoothing": 1.0,
-                "batch_size": 8, "seed": 0}
+    settings = quality_settings(corpus=corpus, blocks=blocks, block_size=block_size)
 
     def compute(loaded) -> dict:
         train, held = _corpus(corpus)
@@ -235,6 +234,26 @@ def language_model_quality(handle, *, corpus: str = "gensim", blocks: int = 16, 
     measured = cached_result(handle, "language_model_quality", settings, compute)
     g = quality.gate(measured["heldout_perplexity"], measured["unigram_perplexity"], min_ratio=min_ratio)
     return {**measured, "ratio": g["ratio"], "usable": g["usable"], "min_ratio": g["min_ratio"], "corpus": corpus}
+
+
+def quality_settings(*, corpus: str = "gensim", blocks: int = 16, block_size: int = 128, seed: int = 0) -> dict:
+    """The settings under which :func:`language_model_quality` caches its measurement."""
+    return {"corpus": corpus, "blocks": blocks, "block_size": block_size, "smoothing": 1.0, "batch_size": 8,
+            "seed": seed}
+
+
+def remember_language_model_quality(handle, measured: dict, **settings) -> None:
+    """Cache a gate measurement made elsewhere on exactly the blocks, tokens and seed of
+    :func:`language_model_quality` with ``settings`` (:func:`quality_settings`), so that the
+    chapters reuse it: the zoo measures every student after healing (``measured`` holds
+    ``objective, heldout_perplexity, unigram_perplexity, heldout_tokens, train_tokens,
+    block_size``). A value already cached is kept."""
+    missing = {"objective", "heldout_perplexity", "unigram_perplexity", "heldout_tokens", "train_tokens",
+               "block_size"} - set(measured)
+    if missing:
+        raise InputError(f"remember_language_model_quality: missing {', '.join(sorted(missing))}")
+    cached_result(handle, "language_model_quality", quality_settings(**settings), lambda _: dict(measured),
+                  load=False)
 
 
 def quality_table(names, *, device: str = "cpu", **settings) -> pd.DataFrame:

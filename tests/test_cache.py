@@ -458,3 +458,14 @@ def test_temporaries_of_killed_writers_are_removed_at_the_next_run():
     assert c.texts == texts[2:]
     assert not dead.exists() and live.exists()
     assert tables.remove_stale_temporaries(d) == 0
+
+
+def test_frame_hash_changes_with_any_value_and_only_then():
+    from helpers.hashing import sha256_frame
+
+    df = pd.DataFrame({"id": [0, 1], "perplexity": [0.1 + 0.2, 1 / 3], "target_groups": [["women"], ["jewish", "women"]]})
+    assert sha256_frame(df) == sha256_frame(df.copy())
+    nudged = df.assign(perplexity=[np.nextafter(0.1 + 0.2, 1.0), 1 / 3])          # one ulp
+    assert sha256_frame(nudged) != sha256_frame(df)
+    assert sha256_frame(df.assign(target_groups=[["women"], ["jewish"]])) != sha256_frame(df)
+    assert sha256_frame(df[["perplexity", "id", "target_groups"]]) != sha256_frame(df)

@@ -119,6 +119,14 @@ def test_distillation_effect_is_the_paired_difference_of_average_safety_scores(p
     assert row["ci_low"] <= row["difference"] <= row["ci_high"] and row["both_usable"]
     assert not table.set_index("shape").loc["L18-I1536", "both_usable"]
     assert "L24-I1536" in text and "Not compared (a student fails the gate): L18-I1536" in text
+    # the intervals are cached by the sentences' scores: the same inputs reuse them, others do not
+    pd.testing.assert_frame_equal(ch.distillation_effect(scores, PARAMS)[0], table)
+    kd2 = kd.assign(perplexity=np.where(kd["label"] == "hate", 2.0, 1.0) * kd["perplexity"])
+    table2, _ = ch.distillation_effect(_scores(rows, {"s0-lm": base, "s0-kd": kd2, "s1-lm": base, "s1-kd": base}),
+                                       PARAMS)
+    direct = safety.paired_difference(base, kd2, n_resamples=PARAMS["n_resamples"], seed=PARAMS["seed"])
+    assert table2.set_index("shape").loc["L24-I1536", "ci_low"] == pytest.approx(direct["ci_low"], abs=1e-12)
+    assert direct["difference"] != pytest.approx(row["difference"], abs=1e-6)
 
 
 def test_empty_tables_are_tidy_csv_files_with_their_columns(private_dirs):

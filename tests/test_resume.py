@@ -28,10 +28,13 @@ SAFETY_TIMEOUT = 600          # seconds; only so that a broken child cannot hang
 # ``python -m helpers score ...`` whose chunk writer pauses after each stored chunk: it
 # touches CONTROL/stored-N and waits for CONTROL/go-N. The time budget per chunk is made
 # unreachable, so every chunk holds exactly HARMS_CACHE_CHUNK_SIZE sentences however
-# slowly the child runs.
+# slowly the child runs. Ctrl-C is made to raise KeyboardInterrupt as in a terminal: a test run
+# started in the background by a non-interactive shell (nohup, CI) inherits SIGINT ignored, and
+# Python then keeps it ignored, so the child would wait for go-k forever.
 _PAUSING_RUN = """
-import os, runpy, sys, time
+import os, runpy, signal, sys, time
 from pathlib import Path
+signal.signal(signal.SIGINT, signal.default_int_handler)
 import helpers.cache as c
 c.SAVE_EVERY_SECONDS = 1e12
 control = Path(os.environ["HARMS_TEST_CONTROL"])

@@ -9,7 +9,7 @@ import shutil
 import pytest
 import torch
 
-from helpers import models
+from helpers import models, runner
 from helpers.datasets.corpus import load_corpus, pack_blocks
 from helpers.errors import HarmsError, InputError
 from helpers.metrics import quality
@@ -41,6 +41,8 @@ def _kw(teacher, **more):
 
 def test_pruned_zoo_against_independent_recomputation_and_reuse(tiny_llama, tmp_path, monkeypatch):
     monkeypatch.setenv("HARMS_ZOO_DIR", str(tmp_path))
+    cache_dir = str(tmp_path / "cache")
+    monkeypatch.setenv("HARMS_CACHE_DIR", cache_dir)
     names = zoo.ensure_default_zoo("ci", progress=False, **_kw(tiny_llama))
     prefix = tiny_llama.name.split("-")[0].lower()              # zoo-<teacher>-<shape>-<healing>
     assert names == [f"zoo-{prefix}-L3-lm", f"zoo-{prefix}-L2-I16-lm", f"zoo-{prefix}-L3-kd"]
@@ -64,8 +66,24 @@ def test_pruned_zoo_against_independent_recomputation_and_reuse(tiny_llama, tmp_
         assert m["perplexity_ratio"] == pytest.approx(unigram / m["heldout_perplexity"], rel=1e-9)
         assert m["usable"] is (m["perplexity_ratio"] >= 2) and m["recipe"] == "pruned"
     assert zoo.manifest(names[0])["kept_layers"] == keep
+    # the zoo hands each gate measurement to the chapters' cache: reused without loading weights,
+    # and equal to the chapters' own measurement in an empty cache
+    for name in [names[0], str(tiny_llama)]:
+        handle = models.lazy(name)
+        reused = runner.language_model_quality(handle, corpus="gensim-lee", blocks=2)
+        assert handle.loaded is None
+        monkeypatch.setenv("HARMS_CACHE_DIR", str(tmp_path / f"empty-cache-{len(name)}"))
+        fresh = runner.language_model_quality(models.lazy(name), corpus="gensim-lee", blocks=2)
+        assert reused["heldout_perplexity"] == pytest.approx(fresh["heldout_perplexity"], rel=1e-5)
+        for k in ("unigram_perplexity", "heldout_tokens", "train_tokens", "block_size", "objective"):
+            assert reused[k] == pytest.approx(fresh[k], rel=1e-9) if isinstance(fresh[k], float) else reused[k] == fresh[k]
+        monkeypatch.setenv("HARMS_CACHE_DIR", cache_dir)
     lm, kd = zoo.manifest(names[0]), zoo.manifest(names[2])
     assert lm["perplexity_pruned"] == kd["perplexity_pruned"]          # the same pruned network, healed two ways
+    bi, act = prune.block_importance(teacher.model, calib), prune.activation_importance(teacher.model, calib)
+    pruned = students.build(teacher.model, students.parse("L3"), block_importance=bi, activation_importance=act)
+    assert lm["perplexity_pruned"] == pytest.approx(quality.heldout_perplexity(pruned, held, objective="causal"),
+                                                    rel=1e-5)
     assert (lm["family"], kd["family"]) == ("zoo-pruned-lm", "zoo-pruned-kd")
     stamp = (tmp_path / names[0] / "model.safetensors").stat().st_mtime_ns
     assert zoo.ensure_default_zoo("ci", progress=False, **_kw(tiny_llama)) == names     # reused

