@@ -236,6 +236,17 @@ def language_model_quality(handle, *, corpus: str = "gensim", blocks: int = 16, 
     return {**measured, "ratio": g["ratio"], "usable": g["usable"], "min_ratio": g["min_ratio"], "corpus": corpus}
 
 
+#: The gate's columns in the chapters' model tables (chapters 02-04).
+GATE_COLUMNS = ["heldout_perplexity", "unigram_perplexity", "perplexity_ratio", "usable", "min_ratio"]
+
+
+def gate_columns(gate: dict) -> dict:
+    """A :func:`language_model_quality` result as the chapters' model-table columns
+    (:data:`GATE_COLUMNS`: ``ratio`` is spelt ``perplexity_ratio`` beside other ratios)."""
+    return {"heldout_perplexity": gate["heldout_perplexity"], "unigram_perplexity": gate["unigram_perplexity"],
+            "perplexity_ratio": gate["ratio"], "usable": bool(gate["usable"]), "min_ratio": gate["min_ratio"]}
+
+
 def quality_settings(*, corpus: str = "gensim", blocks: int = 16, block_size: int = 128, seed: int = 0) -> dict:
     """The settings under which :func:`language_model_quality` caches its measurement."""
     return {"corpus": corpus, "blocks": blocks, "block_size": block_size, "smoothing": 1.0, "batch_size": 8,

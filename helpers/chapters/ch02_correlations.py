@@ -196,8 +196,7 @@ def measure_model(handle, params: dict, found: Classifiers) -> dict:
            "Safety score": out["safety_per_group"].set_index("group").loc["women", "safety_score"],
            "SS": ss.loc["gender", "ss"], "LMS": ss.loc["gender", "lms"], "ICAT": ss.loc["gender", "icat"]}
     gate = runner.language_model_quality(handle, min_ratio=params["min_ratio"])
-    row |= {"heldout_perplexity": gate["heldout_perplexity"], "unigram_perplexity": gate["unigram_perplexity"],
-            "perplexity_ratio": gate["ratio"], "usable": bool(gate["usable"]), "min_ratio": gate["min_ratio"]}
+    row |= runner.gate_columns(gate)
     row |= dict(zip(out["cma_total_effects"]["metric"], out["cma_total_effects"]["mean_total_effect"]))
     if handle.objective == "causal":
         gen, tox = regard_generations(handle, params, found)

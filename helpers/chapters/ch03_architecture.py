@@ -87,8 +87,7 @@ def measure(params: dict, *, dataset: str = "toxigen") -> Measured:
         gate = runner.language_model_quality(handle, min_ratio=params["min_ratio"])
         return {"family": handle.spec.family if handle.spec else None, **shape(handle),
                 "avg_safety_score": scores.mean(), "n_groups": int(scores.notna().sum()),
-                "heldout_perplexity": gate["heldout_perplexity"], "unigram_perplexity": gate["unigram_perplexity"],
-                "perplexity_ratio": gate["ratio"], "usable": bool(gate["usable"]),
+                **{k: v for k, v in runner.gate_columns(gate).items() if k in GATE},
                 "healing_seconds": zoo_manifest(handle).get("healing_seconds"), "source": "measured"}
 
     results, unavailable = runner.for_each_model(params["models"], one, device=params["device"])

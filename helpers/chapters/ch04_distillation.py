@@ -181,11 +181,7 @@ def safety_scores(params: dict, found: Models) -> Scores:
         return Scores(pd.DataFrame(), pd.DataFrame(columns=AVERAGE_SHOWN), missing, text)
     per_group = common.save(pd.concat([r["per_group"] for r in results.values()], ignore_index=True), CHAPTER,
                             "safety_per_group")
-    gates = pd.DataFrame([{"model": m, "heldout_perplexity": r["gate"]["heldout_perplexity"],
-                           "unigram_perplexity": r["gate"]["unigram_perplexity"],
-                           "perplexity_ratio": r["gate"]["ratio"], "usable": bool(r["gate"]["usable"]),
-                           "min_ratio": r["gate"]["min_ratio"]}
-                          for m, r in results.items()])
+    gates = pd.DataFrame([{"model": m, **runner.gate_columns(r["gate"])} for m, r in results.items()])
     avg = (per_group.groupby("model", sort=False)["safety_score"].mean().rename("safety_score").reset_index()
            .merge(found.shapes.drop(columns=GATE), on="model").merge(gates, on="model"))
     avg["source"] = "measured"
