@@ -1,0 +1,103 @@
+"""Top-k fill-ins (helpers.lm.fill) against transformers' fill-mask pipeline and brute force."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from helpers.errors import InputError
+from helpers.lm import fill
+
+TEMPLATES = ["women are just as [MASK] as men .", "the [MASK] of some people is not a reason to hate them .",
+             "i think that [MASK] should be treated with respect"]
+
+
+def _softmax_at(model, ids, pos):
+    with torch.no_grad():
+        return torch.softmax(model(torch.as_tensor([ids])).logits[0, pos].double(), -1).numpy()
+
+
+def test_masked_top_k_equals_the_fill_mask_pipeline(tiny_bert, loaded_factory):
+    from transformers import pipeline
+
+    lm = loaded_factory(tiny_bert, "masked")
+    got = fill.top_k(lm, TEMPLATES, k=5, whole_words=False)
+    pipe = pipeline("fill-mask", model=lm.model, tokenizer=lm.tokenizer, top_k=40, device="cpu")
+    special = set(lm.tokenizer.all_special_ids)
+    for n, t in enumerate(TEMPLATES):
+        ref = [r for r in pipe(t) if r["token"] not in special][:5]
+        mine = got[got["template_id"] == n]
+        assert list(mine["rank"]) == [1, 2, 3, 4, 5]
+        assert list(mine["token"]) == [lm.tokenizer.convert_ids_to_tokens(r["token"]) for r in ref]
+        np.testing.assert_allclose(mine["probability"], [r["score"] for r in ref], atol=1e-5)
+
+
+def test_masked_whole_words_and_skip_against_brute_force(tiny_bert, loaded_factory):
+    lm = loaded_factory(tiny_bert, "masked")
+    tok = lm.tokenizer
+    skip = {"women", "the", "."}
+    got = fill.top_k(lm, TEMPLATES, k=6, skip=skip)
+    vocab = tok.convert_ids_to_tokens(list(range(len(tok))))
+    for n, t in enumerate(TEMPLATES):
+        ids = tok(t.replace("[MASK]", tok.mask_token))["input_ids"]
+        p = _softmax_at(lm.model, ids, ids.index(tok.mask_token_id))
+        keep = [i for i in np.argsort(-p, kind="stable") if not vocab[i].startswith("##")
+                and i not in tok.all_special_ids and vocab[i] not in skip][:6]
+        mine = got[got["template_id"] == n]
+        assert list(mine["word"]) == [vocab[i] for i in keep]
+        np.testing.assert_allclose(mine["probability"], p[keep], atol=1e-6)
+        assert not set(mine["word"]) & skip
+
+
+def test_causal_next_token_and_greedy_whole_words(tiny_gpt2_bos, loaded_factory):
+    lm = loaded_factory(tiny_gpt2_bos, "causal")
+    tok, model = lm.tokenizer, lm.model
+    raw = fill.top_k(lm, TEMPLATES, k=4, whole_words=False)
+    words = fill.top_k(lm, TEMPLATES, k=4, max_pieces=3)
+    starts = fill.word_starts(tok)
+    for n, t in enumerate(TEMPLATES):
+        prefix = tok(t.split("[MASK]")[0].rstrip())["input_ids"]
+        p = _softmax_at(model, prefix, len(prefix) - 1)
+        best = [i for i in np.argsort(-p, kind="stable") if i not in tok.all_special_ids][:4]
+        np.testing.assert_allclose(raw[raw["template_id"] == n]["probability"], p[best], atol=1e-6)
+        mine = words[words["template_id"] == n]
+        assert list(mine["probability"]) == sorted(mine["probability"], reverse=True) and len(mine) == 4
+        assert mine["word"].is_unique
+        for r in mine.itertuples():
+            pieces = tok.convert_tokens_to_ids(r.token.split(" "))
+            assert starts[pieces[0]] and 1 <= len(pieces) <= 3
+            prob, ctx = 1.0, list(prefix)
+            for piece in pieces:                                  # the product of the pieces' probabilities
+                q = _softmax_at(model, ctx, len(ctx) - 1)
+                prob *= q[piece]
+                ctx.append(piece)
+            assert r.probability == pytest.approx(prob, rel=1e-5)
+            if len(pieces) < 3:                                   # stopped because the next piece starts a word
+                nxt = int(np.argmax(_softmax_at(model, ctx, len(ctx) - 1)))
+                assert starts[nxt] or nxt in tok.all_special_ids or not tok.decode([nxt]).strip().isalnum()
+
+
+def test_batching_does_not_change_fill_ins(tiny_bert, tiny_gpt2, loaded_factory):
+    for path, objective in ((tiny_bert, "masked"), (tiny_gpt2, "causal")):
+        lm = loaded_factory(path, objective)
+        a = fill.top_k(lm, TEMPLATES, k=5, batch_tokens=8)
+        b = fill.top_k(lm, TEMPLATES, k=5, batch_tokens=100_000)
+        assert list(a["word"]) == list(b["word"])
+        np.testing.assert_allclose(a["probability"], b["probability"], atol=1e-6)
+
+
+@pytest.mark.parametrize("templates,k,message", [
+    (["no blank"], 3, "exactly one blank"), (["[MASK] [MASK]"], 3, "exactly one blank"),
+    ("women are [MASK]", 3, "not one string"), (["women are [MASK]"], 0, "positive integer"), ([], 3, "no templates"),
+])
+def test_bad_input_is_one_line(tiny_bert, loaded_factory, templates, k, message):
+    lm = loaded_factory(tiny_bert, "masked")
+    with pytest.raises(InputError, match=message) as e:
+        fill.top_k(lm, templates, k=k)
+    assert "\n" not in str(e.value)
+
+
+def test_a_model_without_fill_ins_is_one_line(tiny_xlnet, loaded_factory):
+    with pytest.raises(InputError, match="masked or causal LM"):
+        fill.top_k(loaded_factory(tiny_xlnet, "permutation"), ["the [MASK] ."], k=2)
