@@ -71,17 +71,14 @@ def _device(text: str) -> str:
 _positive = _int_at_least(1, "a positive integer")
 
 
-def _add_scoring_options(p: argparse.ArgumentParser) -> None:
+def _add_model_options(p: argparse.ArgumentParser) -> None:
+    """Options of every subcommand that runs a model: objective, budget, device, cache, threads."""
     p.add_argument("--objective", default="auto", choices=["auto", "causal", "masked", "permutation"],
                    help="how to score; auto reads it from the model's configuration")
-    p.add_argument("--pll", default="original", choices=["original", "word-l2r"],
-                   help="pseudo-log-likelihood variant for masked LMs (Kauf & Ivanova 2023)")
     p.add_argument("--batch-tokens", type=_positive, default=None,
                    help="memory budget: at most this many tokens per forward pass "
                         "(default 1024 on a CPU, 8192 on an accelerator)")
     p.add_argument("--device", type=_device, default="cpu", help="cpu, cuda, cuda:N, mps or auto (device_map='auto')")
-    p.add_argument("--upstream-mask-id", action="store_true",
-                   help="reproduce the upstream SafeNLP bug: mask with id 103 whatever the tokenizer")
     p.add_argument("--no-cache", action="store_true", help="neither read nor write the score cache")
     p.add_argument("--threads", type=_positive, default=None,
                    help=f"CPU threads for scoring (torch.set_num_threads). Default: ${THREADS_ENV} if set, "
@@ -89,6 +86,14 @@ def _add_scoring_options(p: argparse.ArgumentParser) -> None:
                         "machine (so concurrent runs share the cores instead of slowing each other "
                         "down), at most $OMP_NUM_THREADS if set, at least 1")
     p.add_argument("--overwrite", action="store_true", help="replace existing output files")
+
+
+def _add_scoring_options(p: argparse.ArgumentParser) -> None:
+    _add_model_options(p)
+    p.add_argument("--pll", default="original", choices=["original", "word-l2r"],
+                   help="pseudo-log-likelihood variant for masked LMs (Kauf & Ivanova 2023)")
+    p.add_argument("--upstream-mask-id", action="store_true",
+                   help="reproduce the upstream SafeNLP bug: mask with id 103 whatever the tokenizer")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -126,6 +131,26 @@ def build_parser() -> argparse.ArgumentParser:
                         "dropped (add --upstream-mask-id for its masked-LM mask id)")
     _add_scoring_options(p)
     p.set_defaults(func=_cmd_safety)
+
+    p = sub.add_parser("fill", help="fill each template's [MASK] blank: the top-k words, or the "
+                                    "log-probability of given candidate words")
+    p.add_argument("--model", required=True, help="registry name, hub id or local directory")
+    p.add_argument("--input", required=True, help="table with a 'template' or 'text' column; each template "
+                                                  "has exactly one blank written [MASK]")
+    p.add_argument("--output", required=True, help="CSV or Parquet file; not replaced unless --overwrite")
+    p.add_argument("--text-column", default=None, help="column of the templates (default: 'template', else 'text')")
+    what = p.add_mutually_exclusive_group(required=True)
+    what.add_argument("--top-k", type=_positive, help="the K most probable fill-ins of each blank")
+    what.add_argument("--candidates", help="text file of candidate words (one per line), each scored in "
+                                           "every template's blank")
+    p.add_argument("--all-pieces", action="store_true",
+                   help="top-k over every vocabulary piece, not only tokens that start a word")
+    p.add_argument("--skip", help="text file of words (one per line) left out of the top-k, e.g. stop words")
+    p.add_argument("--masked", default="joint", choices=["joint", "l2r"],
+                   help="masked LMs, multi-token candidates: all sub-tokens masked at once (joint, as "
+                        "Kurita et al. 2019) or unmasked left to right")
+    _add_model_options(p)
+    p.set_defaults(func=_cmd_fill)
 
     p = sub.add_parser("fetch-data", help="download a data set from its upstream URL and verify it")
     p.add_argument("name", nargs="+", help="data set name(s), or 'all'")
@@ -256,6 +281,59 @@ def _cmd_score(args: argparse.Namespace) -> None:
         out[col] = scores[col].to_numpy()
     tables.write_table(out, args.output)
     print(f"harms: scored {len(out)} sentences -> {args.output}", file=sys.stderr)
+
+
+# --------------------------------------------------------------------------- harms fill
+
+def _words_file(path: str, what: str) -> list[str]:
+    """Non-empty stripped lines of a text file; one clear line if missing, unreadable or empty."""
+    try:
+        words = [w.strip() for w in Path(path).read_text(encoding="utf-8").splitlines()]
+    except FileNotFoundError:
+        raise InputError(f"{what} file {path}: not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{what} file {path}: cannot be read as UTF-8 text ({exc.__class__.__name__})") from None
+    words = [w for w in words if w]
+    if not words:
+        raise InputError(f"{what} file {path}: has no words")
+    return words
+
+
+def _cmd_fill(args: argparse.Namespace) -> None:
+    """``--top-k K``: the K most probable fill-ins of each template's blank
+    (:func:`helpers.lm.fill.top_k`); ``--candidates FILE``: each candidate's log-probability in
+    each blank (:func:`helpers.lm.cloze.cloze_logprobs`). Writes a tidy table."""
+    from helpers import models
+    from helpers.lm import cloze, fill
+
+    column = args.text_column or "template"
+    try:
+        df = tables.read_table(args.input, text_column=column)
+    except InputError as exc:
+        if args.text_column or "no column 'template'" not in str(exc):
+            raise
+        column, df = "text", tables.read_table(args.input, text_column="text")
+    templates = df[column].tolist()
+    for i, t in enumerate(templates):
+        try:
+            cloze.split_template(t)
+        except InputError as exc:
+            raise InputError(f"{args.input}, row {i}: {exc}") from None
+    candidates = _words_file(args.candidates, "candidates") if args.candidates else None
+    skip = _words_file(args.skip, "skip") if args.skip else None
+    tables.check_writable(args.output, overwrite=args.overwrite)
+    _set_threads(args)
+    objective = None if args.objective == "auto" else args.objective
+    if candidates is not None:
+        handle = models.lazy(args.model, objective=objective, device=args.device)
+        out = cloze.cloze_logprobs(handle, templates, candidates, masked=args.masked, batch_tokens=args.batch_tokens,
+                                   cache=not args.no_cache, progress=True)
+    else:
+        lm = models.load(args.model, objective=objective, device=args.device)
+        out = fill.top_k(lm, templates, k=args.top_k, whole_words=not args.all_pieces, skip=skip,
+                         batch_tokens=args.batch_tokens)
+    tables.write_table(out, args.output)
+    print(f"harms: {len(out)} rows for {len(templates)} templates -> {args.output}", file=sys.stderr)
 
 
 # --------------------------------------------------------------------------- harms safety
