@@ -53,14 +53,16 @@ def test_masked_whole_words_and_skip_against_brute_force(tiny_bert, loaded_facto
 def test_causal_next_token_and_greedy_whole_words(tiny_gpt2_bos, loaded_factory):
     lm = loaded_factory(tiny_gpt2_bos, "causal")
     tok, model = lm.tokenizer, lm.model
-    raw = fill.top_k(lm, TEMPLATES, k=4, whole_words=False)
+    raw = fill.top_k(lm, TEMPLATES, k=40, whole_words=False)
     words = fill.top_k(lm, TEMPLATES, k=4, max_pieces=3)
     starts = fill.word_starts(tok)
     for n, t in enumerate(TEMPLATES):
         prefix = tok(t.split("[MASK]")[0].rstrip())["input_ids"]
         p = _softmax_at(model, prefix, len(prefix) - 1)
-        best = [i for i in np.argsort(-p, kind="stable") if i not in tok.all_special_ids][:4]
-        np.testing.assert_allclose(raw[raw["template_id"] == n]["probability"], p[best], atol=1e-6)
+        best = [i for i in np.argsort(-p, kind="stable") if i not in tok.all_special_ids][:40]
+        mine = raw[raw["template_id"] == n]                      # raw pieces: a lone space piece included
+        np.testing.assert_allclose(mine["probability"], p[best], atol=1e-6)
+        assert list(mine["token"]) == tok.convert_ids_to_tokens(best)
         mine = words[words["template_id"] == n]
         assert list(mine["probability"]) == sorted(mine["probability"], reverse=True) and len(mine) == 4
         assert mine["word"].is_unique

@@ -54,24 +54,25 @@ def _word(tokenizer, ids: list[int]) -> str:
     return tokenizer.decode(ids).strip()
 
 
-def _ranked(tokenizer, probs: np.ndarray, allowed: np.ndarray, skip: set[str], k: int, extend=None):
-    """The k most probable words (ids, word, p) among ``allowed`` ids, words in ``skip`` left out.
+def _ranked(tokenizer, order: np.ndarray, probs: np.ndarray, skip: set[str], k: int, extend=None, *,
+            words_only: bool = True):
+    """The k most probable words (ids, word, p) from pieces ``order`` (descending ``probs``),
+    words in ``skip`` (and, with ``words_only``, pieces that are no word, e.g. a lone space) left out.
 
     ``extend(id, p)`` continues a piece to a word (p can only fall: a product of
-    probabilities), so pieces are examined in descending probability until the next piece's
-    own probability is below the k-th best word found; a word reached twice keeps its best.
+    probabilities), so pieces are examined until the next piece's own probability is below the
+    k-th best word found; a word reached by two paths keeps its best.
     """
-    best: dict[str, tuple[list[int], str, float]] = {}
-    for i in np.argsort(-probs, kind="stable"):
-        if not allowed[i]:
-            continue
-        if len(best) >= k and probs[i] < sorted(v[2] for v in best.values())[-k]:
+    best: dict = {}
+    for i, q in zip(order.tolist(), probs.tolist()):
+        if len(best) >= k and q < sorted(v[2] for v in best.values())[-k]:
             break
-        ids, p = ([int(i)], float(probs[i])) if extend is None else extend(int(i), float(probs[i]))
+        ids, p = ([i], q) if extend is None else extend(i, q)
         word = _word(tokenizer, ids)
-        if not word or word.lower() in skip or (word in best and best[word][2] >= p):
+        key = word if extend is not None else tuple(ids)
+        if (words_only and not word) or word.lower() in skip or (key in best and best[key][2] >= p):
             continue
-        best[word] = (ids, word, p)
+        best[key] = (ids, word, p)
         if extend is None and len(best) == k:
             break
     return sorted(best.values(), key=lambda v: -v[2])[:k]
@@ -85,37 +86,72 @@ def _skip_set(skip: Iterable[str] | None) -> set[str]:
     return {w.strip().lower() for w in skip}
 
 
-def _probs_at(loaded, rows: list[list[int]], positions: list[int], batch_tokens: int | None) -> np.ndarray:
-    """The model's distribution over the vocabulary at ``positions[i]`` of each row of ids
-    (causal LMs: the next token after that position), batched under the token budget."""
+def _distributions(loaded, rows: list[list[int]], positions: list[int], batch_tokens: int | None):
+    """Yield ``(row indices, probabilities [len, vocab])`` of the model's distribution at
+    ``positions[i]`` of each row of ids (causal LMs: the next token), batched under the token
+    budget; the LM head runs only at those positions (:func:`helpers.lm.scoring._verified_head`)."""
     import torch
 
     model, tok = loaded.model, loaded.tokenizer
-    out = np.zeros((len(rows), scoring._config_get(model, "vocab_size") or len(tok)), dtype=np.float64)
     pad_id = tok.pad_token_id if tok.pad_token_id is not None else 0
     dev = scoring._device(model)
+    base = model.base_model
+
+    def base_forward(ids, attention):
+        return base(input_ids=ids, attention_mask=attention).last_hidden_state
+
+    make = scoring._mlm_head if loaded.objective == "masked" else scoring._causal_head
+    head = scoring._verified_head(model, make, base_forward, rows[0][:8])
     with torch.inference_mode():
         for batch in scoring._batches([len(r) for r in rows], batch_tokens or scoring._default_budget(model)):
             ids, mask = scoring._pad([rows[i] for i in batch], pad_id)
-            logits = model(input_ids=ids.to(dev), attention_mask=None if mask is None else mask.to(dev)).logits
+            ids, mask = ids.to(dev), None if mask is None else mask.to(dev)
+            r = torch.arange(len(batch), device=dev)
             pos = torch.as_tensor([positions[i] for i in batch], device=dev)
-            out[batch] = torch.softmax(logits[torch.arange(len(batch), device=dev), pos].double(), -1).cpu().numpy()
+            logits = (head(base_forward(ids, mask)[r, pos]) if head is not None
+                      else model(input_ids=ids, attention_mask=mask).logits[r, pos])
+            yield batch, torch.softmax(logits.double(), -1)
+
+
+def _next_token_probs(loaded, row: list[int], batch_tokens: int | None) -> np.ndarray:
+    """The next-token distribution after one row of ids."""
+    return next(_distributions(loaded, [row], [len(row) - 1], batch_tokens))[1][0].cpu().numpy()
+
+
+def _best(loaded, rows, positions, allowed: np.ndarray, m: int, batch_tokens) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per row, the ``m`` most probable ``allowed`` ids and their probabilities, descending."""
+    import torch
+
+    out: list = [None] * len(rows)
+    for batch, probs in _distributions(loaded, rows, positions, batch_tokens):
+        banned = torch.as_tensor(~allowed, device=probs.device)
+        masked = probs[:, :len(allowed)].masked_fill(banned, -1.0)
+        top = torch.topk(masked, min(m, int(allowed.sum())), dim=-1)
+        for j, i in enumerate(batch):
+            out[i] = (top.indices[j].cpu().numpy(), top.values[j].cpu().numpy())
     return out
 
 
-def _next_token_probs(loaded, rows: list[list[int]], batch_tokens: int | None) -> np.ndarray:
-    return _probs_at(loaded, rows, [len(r) - 1 for r in rows], batch_tokens)
-
-
-def _masked_probs(loaded, templates: list[str], batch_tokens: int | None) -> np.ndarray:
-    tok = loaded.tokenizer
-    if tok.mask_token_id is None:
+def _rows(loaded, templates: list[str]) -> tuple[list[list[int]], list[int]]:
+    """Input ids and the scored position per template: masked LMs the mask, causal LMs the
+    last token of the text before the blank (its next-token distribution)."""
+    tok, rows, positions = loaded.tokenizer, [], []
+    if loaded.objective == "masked" and tok.mask_token_id is None:
         raise InputError(f"{loaded.name}: the tokenizer has no mask token; not a masked LM")
-    rows = []
     for t in templates:
         prefix, suffix = cloze.split_template(t)
-        rows.append(tok(prefix + tok.mask_token + suffix)["input_ids"])
-    return _probs_at(loaded, rows, [r.index(tok.mask_token_id) for r in rows], batch_tokens)
+        if loaded.objective == "masked":
+            ids = tok(prefix + tok.mask_token + suffix)["input_ids"]
+            rows.append(ids)
+            positions.append(ids.index(tok.mask_token_id))
+            continue
+        before = prefix.rstrip()
+        ids = tok(before)["input_ids"] if before else _start(tok)
+        if not ids:
+            raise InputError(f"template {t!r}: nothing precedes the blank and the tokenizer adds no start token")
+        rows.append(ids)
+        positions.append(len(ids) - 1)
+    return rows, positions
 
 
 def top_k(loaded, templates: Sequence[str], k: int = 10, *, whole_words: bool = True, skip=None,
@@ -137,23 +173,18 @@ def top_k(loaded, templates: Sequence[str], k: int = 10, *, whole_words: bool = 
                          f"{loaded.objective!r}")
     tok, skipped = loaded.tokenizer, _skip_set(skip)
     allowed = word_starts(tok) if whole_words else ~np.isin(np.arange(len(tok)), tok.all_special_ids)
-    if loaded.objective == "masked":
-        probs = _masked_probs(loaded, templates, batch_tokens)
-        found = [_ranked(tok, p[:len(tok)], allowed, skipped, k) for p in probs]
-    else:
-        prefixes = []
-        for t in templates:
-            before = cloze.split_template(t)[0].rstrip()
-            ids = tok(before)["input_ids"] if before else _start(tok)
-            if not ids:
-                raise InputError(f"template {t!r}: nothing precedes the blank and the tokenizer adds no start token")
-            prefixes.append(ids)
-        probs = _next_token_probs(loaded, prefixes, batch_tokens)
-        found = []
-        for ids, p in zip(prefixes, probs):
-            extend = (lambda i, q, ids=ids: _complete(loaded, ids, i, q, allowed, max_pieces, batch_tokens)) \
-                if whole_words else None
-            found.append(_ranked(tok, p[:len(tok)], allowed, skipped, k, extend))
+    rows, positions = _rows(loaded, templates)
+    m = 4 * k + len(skipped) + 64                   # pieces kept per blank; all of them if that is not enough
+    found = []
+    for n, (order, probs) in enumerate(_best(loaded, rows, positions, allowed, m, batch_tokens)):
+        extend = None
+        if whole_words and loaded.objective == "causal":
+            extend = lambda i, q, ids=rows[n]: _complete(loaded, ids, i, q, allowed, max_pieces, batch_tokens)  # noqa: E731
+        words = _ranked(tok, order, probs, skipped, k, extend, words_only=whole_words)
+        if len(words) < k and len(order) < allowed.sum():
+            order, probs = _best(loaded, [rows[n]], [positions[n]], allowed, len(allowed), batch_tokens)[0]
+            words = _ranked(tok, order, probs, skipped, k, extend, words_only=whole_words)
+        found.append(words)
     rows = [{"template_id": n, "template": t, "rank": r + 1, "token": " ".join(tok.convert_ids_to_tokens(ids)),
              "word": w, "probability": p, "log_prob": float(np.log(p)) if p > 0 else -np.inf}
             for n, (t, f) in enumerate(zip(templates, found)) for r, (ids, w, p) in enumerate(f)]
@@ -177,7 +208,7 @@ def _complete(loaded, prefix: list[int], first: int, p: float, starts: np.ndarra
     special = set(tok.all_special_ids)
     pieces = [first]
     while len(pieces) < max_pieces:
-        nxt = _next_token_probs(loaded, [prefix + pieces], batch_tokens)[0][:len(tok)]
+        nxt = _next_token_probs(loaded, prefix + pieces, batch_tokens)[:len(tok)]
         j = int(np.argmax(nxt))
         if starts[j] or j in special or _is_punctuation(tok.convert_tokens_to_string([tok.convert_ids_to_tokens(j)])):
             break
