@@ -277,6 +277,23 @@ def machine(threads: int) -> str:
             f"load average at start {load[0]:.1f}")
 
 
+def parse_or_run_job(ap: argparse.ArgumentParser, job_of) -> argparse.Namespace | None:
+    """Parse the arguments, with the hidden options of a job subprocess (--job, --dir, --texts);
+    in a job subprocess run ``job_of(args)(args)`` with ``--threads`` torch threads, print its
+    JSON result for :func:`run` and return None."""
+    ap.add_argument("--job", help=argparse.SUPPRESS)
+    ap.add_argument("--dir", help=argparse.SUPPRESS)
+    ap.add_argument("--texts", help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if not a.job:
+        return a
+    import torch
+
+    torch.set_num_threads(a.threads)
+    print(json.dumps(job_of(a)(a)))
+    return None
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, default=500, help="number of ToxiGen sentences (first N)")
@@ -286,18 +303,9 @@ def main() -> None:
     ap.add_argument("--long-budgets", default="1024,8192")
     ap.add_argument("--skip", default="", help="comma list of: pll,causal,long")
     ap.add_argument("--no-append", action="store_true", help="do not append to benchmarks/RESULTS.md")
-    ap.add_argument("--job", help=argparse.SUPPRESS)
-    ap.add_argument("--dir", help=argparse.SUPPRESS)
-    ap.add_argument("--texts", help=argparse.SUPPRESS)
-    a = ap.parse_args()
-
-    if a.job:
-        import torch
-
-        torch.set_num_threads(a.threads)
-        fn = {"ours-pll": job_ours_pll, "ours-causal": job_causal, "upstream-causal": job_causal,
-              "long": job_long}[a.job]
-        print(json.dumps(fn(a)))
+    a = parse_or_run_job(ap, lambda a: {"ours-pll": job_ours_pll, "ours-causal": job_causal,
+                                        "upstream-causal": job_causal, "long": job_long}[a.job])
+    if a is None:
         return
 
     import numpy as np

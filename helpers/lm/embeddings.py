@@ -1,0 +1,138 @@
+"""Contextual embeddings of words in sentences, and sentence embeddings, for any encoder or LM.
+
+- :func:`word_embeddings`: the vector of a target word inside its sentence = the mean of its
+  sub-tokens' hidden states at ``layer`` (May et al. 2019's SEAT takes the sentence vector;
+  Guo & Caliskan 2021's CEAT and Kurita et al. take the word's own contextual vector, as here).
+  The word is found by whole-word, case-insensitive match on the text and the tokenizer's
+  character offsets.
+- :func:`sentence_embeddings`: ``mean`` of all tokens with attention (special tokens included, as
+  sentence-transformers' mean pooling), ``cls`` (the first token), ``last`` (the last real token:
+  causal LMs), ``max``, or ``model``: the pooling of a sentence-transformers folder
+  (``1_Pooling/config.json`` and a ``Normalize`` module in ``modules.json``, see
+  :func:`folder_pooling`).
+
+``layer``: index into ``output_hidden_states`` (0 = the embedding layer's output, -1 = the last
+layer). Texts are batched by length under a token budget; padding does not change a vector.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from helpers.errors import InputError
+from helpers.lm import scoring
+
+__all__ = ["word_embeddings", "sentence_embeddings", "folder_pooling", "POOLINGS"]
+
+POOLINGS = ("mean", "cls", "last", "max", "model")
+
+
+def _parts(loaded):
+    model, tok = getattr(loaded, "model", None), getattr(loaded, "tokenizer", None)
+    if model is None or tok is None:
+        raise InputError("embeddings need a loaded model with its tokenizer (helpers.models.load)")
+    return model, tok
+
+
+def _texts(texts, what: str) -> list[str]:
+    if isinstance(texts, str):
+        raise InputError(f"{what} must be a list of strings, not one string")
+    texts = list(texts)
+    for i, t in enumerate(texts):
+        if not isinstance(t, str) or not t.strip():
+            raise InputError(f"{what} row {i}: empty or not a string")
+    return texts
+
+
+def _hidden(loaded, texts: list[str], layer: int, batch_tokens: int | None):
+    """Yield ``(index, hidden [n_tokens, H] as numpy, encoding)`` per text, batched by length."""
+    import torch
+
+    model, tok = _parts(loaded)
+    if not getattr(tok, "is_fast", False):
+        raise InputError("embeddings need a fast tokenizer (character offsets)")
+    enc = tok(texts, add_special_tokens=True, return_offsets_mapping=True, return_special_tokens_mask=True)
+    n_layers = (getattr(model.config, "num_hidden_layers", None) or getattr(model.config, "n_layer", None))
+    if isinstance(n_layers, int) and not -(n_layers + 1) <= layer <= n_layers:
+        raise InputError(f"layer {layer}: the model has {n_layers} layers (0 = embeddings, -1 = last)")
+    pad_id = tok.pad_token_id if tok.pad_token_id is not None else 0
+    dev = scoring._device(model)
+    ids_all = enc["input_ids"]
+    with torch.inference_mode():
+        for batch in scoring._batches([len(i) for i in ids_all], batch_tokens or scoring._default_budget(model)):
+            ids, mask = scoring._pad([ids_all[i] for i in batch], pad_id)
+            out = model(input_ids=ids.to(dev), attention_mask=None if mask is None else mask.to(dev),
+                        output_hidden_states=True)
+            h = out.hidden_states[layer].float().cpu().numpy()
+            for k, i in enumerate(batch):
+                yield i, h[k, :len(ids_all[i])], {key: enc[key][i] for key in ("offset_mapping", "special_tokens_mask")}
+
+
+def _word_tokens(text: str, word: str, offsets, special, occurrence: int, row: int) -> list[int]:
+    spans = [(m.start(), m.end()) for m in re.finditer(rf"(?<!\w){re.escape(word.strip())}(?!\w)", text, re.IGNORECASE)]
+    if len(spans) <= occurrence:
+        raise InputError(f"sentence row {row}: the word {word!r} occurs {len(spans)} time(s) in {text[:80]!r}, "
+                         f"occurrence {occurrence} asked for")
+    a, b = spans[occurrence]
+    found = [i for i, (s, e) in enumerate(offsets) if not special[i] and e > s and s < b and e > a]
+    if not found:
+        raise InputError(f"sentence row {row}: the tokenizer gives no token for {word!r}")
+    return found
+
+
+def word_embeddings(loaded, sentences: Sequence[str], words, *, layer: int = -1, occurrence: int = 0,
+                    batch_tokens: int | None = None) -> np.ndarray:
+    """``[n, hidden]``: the mean hidden state of ``words[i]``'s sub-tokens in ``sentences[i]``
+    (``words`` one word for all sentences, or one per sentence; ``occurrence``: which match)."""
+    sentences = _texts(sentences, "sentence")
+    words = [words] * len(sentences) if isinstance(words, str) else list(words)
+    if len(words) != len(sentences):
+        raise InputError(f"{len(words)} words for {len(sentences)} sentences")
+    out: list = [None] * len(sentences)
+    for i, h, enc in _hidden(loaded, sentences, layer, batch_tokens):
+        pos = _word_tokens(sentences[i], words[i], enc["offset_mapping"], enc["special_tokens_mask"], occurrence, i)
+        out[i] = h[pos].mean(axis=0)
+    return np.stack(out)
+
+
+def folder_pooling(path) -> tuple[str, bool]:
+    """``(mode, normalize)`` of a sentence-transformers folder: mode ``mean``, ``cls`` or
+    ``max`` from ``1_Pooling/config.json``; normalize when ``modules.json`` lists Normalize."""
+    path = Path(path)
+    try:
+        modules = json.loads((path / "modules.json").read_text())
+        config = json.loads((path / "1_Pooling" / "config.json").read_text())
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{path}: not a sentence-transformers folder with a pooling module ({exc.__class__.__name__})") from None
+    modes = [m for m, key in (("cls", "pooling_mode_cls_token"), ("mean", "pooling_mode_mean_tokens"),
+                              ("max", "pooling_mode_max_tokens")) if config.get(key)]
+    if len(modes) != 1:
+        raise InputError(f"{path}: pooling {config} is not one of cls, mean or max")
+    return modes[0], any(str(m.get("type", "")).endswith("Normalize") for m in modules)
+
+
+def sentence_embeddings(loaded, texts: Sequence[str], *, pooling: str = "mean", layer: int = -1,
+                        normalize: bool = False, model_dir=None, batch_tokens: int | None = None) -> np.ndarray:
+    """``[n, hidden]`` sentence vectors (see the module); ``pooling="model"`` reads the pooling
+    of the sentence-transformers folder ``model_dir``; ``normalize``: unit length."""
+    if pooling not in POOLINGS:
+        raise InputError(f"pooling must be one of {', '.join(POOLINGS)}, got {pooling!r}")
+    if pooling == "model":
+        if model_dir is None:
+            raise InputError("pooling='model' needs model_dir, the sentence-transformers folder")
+        pooling, from_folder = folder_pooling(model_dir)
+        normalize = normalize or from_folder
+    texts = _texts(texts, "text")
+    out: list = [None] * len(texts)
+    for i, h, _enc in _hidden(loaded, texts, layer, batch_tokens):
+        out[i] = {"mean": lambda: h.mean(axis=0), "cls": lambda: h[0], "last": lambda: h[-1],
+                  "max": lambda: h.max(axis=0)}[pooling]()
+    vectors = np.stack(out)
+    if normalize:
+        vectors = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+    return vectors

