@@ -1,0 +1,251 @@
+"""Text classifiers for chapters 05–07: an encoder fine-tuned with a sequence-classification head,
+and TF-IDF + logistic regression (seed 002's toxicity probe), with one interface and the
+metrics of scikit-learn.
+
+- :func:`fine_tune` — any transformers encoder (or LM with a classification head class), seeded
+  (weights of the new head, data order, dropout), evaluated on the validation split after every
+  epoch, early stopping after ``patience`` epochs without improvement, the best epoch kept. A
+  checkpoint (model, optimizer, scheduler, RNG states, epoch, step) is written atomically every
+  ``checkpoint_every`` steps and at each epoch's end; a killed run resumes from it and ends
+  identical to an uninterrupted one. The finished directory holds ``save_pretrained`` files and
+  ``manifest.json`` (inputs' hashes, settings, per-epoch metrics); it is reused only when both
+  match.
+- :class:`TfidfLogistic` — ``TfidfVectorizer`` + ``LogisticRegression`` (scikit-learn), seeded.
+- :func:`predict_proba` and :func:`classification_metrics` (accuracy, precision, recall, F1,
+  macro and weighted F1 from ``sklearn.metrics``).
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+import shutil
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from helpers import hashing, tables
+from helpers.errors import InputError
+
+__all__ = ["fine_tune", "predict_proba", "classification_metrics", "TfidfLogistic", "check_split"]
+
+CHECKPOINT = "_checkpoint.pt"
+
+
+def check_split(df: pd.DataFrame, *, text: str, label: str, what: str) -> pd.DataFrame:
+    """The split with its text and label columns checked: one clear line per problem."""
+    for col in (text, label):
+        if col not in df.columns:
+            raise InputError(f"{what}: no column {col!r} (columns: {', '.join(map(str, df.columns))})")
+    if len(df) == 0:
+        raise InputError(f"{what}: no rows")
+    bad = [i for i, t in enumerate(df[text].tolist()) if not (isinstance(t, str) and t.strip())]
+    if bad:
+        raise InputError(f"{what}: row {bad[0]} has an empty text")
+    if df[label].isna().any():
+        raise InputError(f"{what}: row {int(np.flatnonzero(df[label].isna().to_numpy())[0])} has no label")
+    return df
+
+
+def _labels(train: pd.DataFrame, validation: pd.DataFrame, label: str) -> list:
+    names = sorted(train[label].unique().tolist(), key=str)
+    if len(names) < 2:
+        raise InputError(f"training split: one class only ({names[0]!r}); a classifier needs two or more")
+    unseen = sorted(set(validation[label].unique().tolist()) - set(names), key=str)
+    if unseen:
+        raise InputError(f"validation split: label(s) {unseen} do not occur in the training split")
+    return names
+
+
+def classification_metrics(y_true, y_pred, *, labels=None) -> pd.DataFrame:
+    """Tidy ``metric, value``: accuracy, precision / recall / F1 (binary: of the positive second
+    label; else macro), macro F1 and weighted F1 (scikit-learn)."""
+    from sklearn import metrics
+
+    labels = sorted(set(np.asarray(y_true).tolist()) | set(np.asarray(y_pred).tolist()), key=str) \
+        if labels is None else list(labels)
+    binary = len(labels) == 2
+    avg = dict(average="binary", pos_label=labels[1]) if binary else dict(average="macro")
+    rows = {"accuracy": metrics.accuracy_score(y_true, y_pred),
+            "precision": metrics.precision_score(y_true, y_pred, labels=labels, zero_division=0, **avg),
+            "recall": metrics.recall_score(y_true, y_pred, labels=labels, zero_division=0, **avg),
+            "f1": metrics.f1_score(y_true, y_pred, labels=labels, zero_division=0, **avg),
+            "f1_macro": metrics.f1_score(y_true, y_pred, labels=labels, average="macro", zero_division=0),
+            "f1_weighted": metrics.f1_score(y_true, y_pred, labels=labels, average="weighted", zero_division=0)}
+    return pd.DataFrame({"metric": list(rows), "value": [float(v) for v in rows.values()]})
+
+
+# --------------------------------------------------------------------------- TF-IDF + logistic regression
+
+class TfidfLogistic:
+    """TF-IDF features + logistic regression (scikit-learn): seed 002's toxicity probe."""
+
+    def __init__(self, *, ngram_range=(1, 2), min_df: int = 1, C: float = 1.0, max_iter: int = 1000, seed: int = 0):
+        from sklearn.feature_extraction.text import TfidfVectorizer
+        from sklearn.linear_model import LogisticRegression
+        from sklearn.pipeline import make_pipeline
+
+        self.settings = dict(ngram_range=list(ngram_range), min_df=min_df, C=C, max_iter=max_iter, seed=seed)
+        self.pipeline = make_pipeline(TfidfVectorizer(ngram_range=tuple(ngram_range), min_df=min_df),
+                                      LogisticRegression(C=C, max_iter=max_iter, random_state=seed))
+
+    def fit(self, train: pd.DataFrame, *, text: str = "text", label: str = "label") -> "TfidfLogistic":
+        check_split(train, text=text, label=label, what="training split")
+        _labels(train, train.iloc[:0], label)
+        self.pipeline.fit(train[text].tolist(), train[label].tolist())
+        self.labels = list(self.pipeline.classes_)
+        return self
+
+    def predict_proba(self, texts) -> np.ndarray:
+        return self.pipeline.predict_proba(list(texts))
+
+    def predict(self, texts) -> np.ndarray:
+        return self.pipeline.predict(list(texts))
+
+    def save(self, path) -> Path:
+        """Pickle + ``manifest.json`` (settings, labels), each written atomically."""
+        path = Path(path)
+        path.mkdir(parents=True, exist_ok=True)
+        tables.atomic_write(path / "model.pkl", pickle.dumps(self))
+        tables.atomic_write(path / "manifest.json", json.dumps({"kind": "tfidf-logistic", **self.settings,
+                                                                "labels": [str(x) for x in self.labels]}, indent=2))
+        return path
+
+    @staticmethod
+    def load(path) -> "TfidfLogistic":
+        f = Path(path) / "model.pkl"
+        if not f.is_file():
+            raise InputError(f"{path}: no saved TF-IDF classifier (model.pkl)")
+        return pickle.loads(f.read_bytes())
+
+
+# --------------------------------------------------------------------------- fine-tuned encoders
+
+def fine_tune(encoder, train: pd.DataFrame, validation: pd.DataFrame, *, out_dir, text: str = "text",
+              label: str = "label", epochs: int = 3, lr: float = 2e-5, batch_size: int = 16, max_length: int = 128,
+              seed: int = 0, patience: int = 2, metric: str = "f1_weighted", checkpoint_every: int = 50,
+              stop_after_steps: int | None = None) -> Path | None:
+    """Fine-tune ``encoder`` (a directory or hub id) on ``train``; the best epoch by ``metric``
+    on ``validation`` is saved in ``out_dir`` (see the module). ``stop_after_steps`` stops the
+    run after that many optimizer steps, as a kill would (for tests and time budgets): the
+    checkpoint is on disk, None is returned and the next call resumes. Returns ``out_dir``."""
+    import torch
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer, get_linear_schedule_with_warmup
+
+    for name, value, ok in (("epochs", epochs, isinstance(epochs, int) and epochs >= 1),
+                            ("lr", lr, isinstance(lr, (int, float)) and 0 < lr < 1),
+                            ("batch_size", batch_size, isinstance(batch_size, int) and batch_size >= 1),
+                            ("patience", patience, isinstance(patience, int) and patience >= 1)):
+        if not ok:
+            raise InputError(f"fine_tune: {name} = {value!r} is not a sensible value")
+    if metric not in ("accuracy", "precision", "recall", "f1", "f1_macro", "f1_weighted"):
+        raise InputError(f"fine_tune: unknown metric {metric!r}")
+    check_split(train, text=text, label=label, what="training split")
+    check_split(validation, text=text, label=label, what="validation split")
+    names = _labels(train, validation, label)
+    out = Path(out_dir)
+    settings = dict(encoder=str(encoder), epochs=epochs, lr=lr, batch_size=batch_size, max_length=max_length,
+                         seed=seed, patience=patience, metric=metric, labels=[str(n) for n in names],
+                         train=hashing.sha256_frame(train[[text, label]]),
+                         validation=hashing.sha256_frame(validation[[text, label]]))
+    key = hashing.sha256_json(settings)
+    manifest = out / "manifest.json"
+    if manifest.is_file() and json.loads(manifest.read_text()).get("key") == key:
+        return out
+    work = out.parent / f".{out.name}.training-{key[:16]}"
+    work.mkdir(parents=True, exist_ok=True)
+    tok = AutoTokenizer.from_pretrained(encoder)
+    index = {n: i for i, n in enumerate(names)}
+    torch.manual_seed(seed)
+    model = AutoModelForSequenceClassification.from_pretrained(
+        encoder, num_labels=len(names), id2label={i: str(n) for i, n in enumerate(names)},
+        label2id={str(n): i for i, n in enumerate(names)})
+    texts, y = train[text].tolist(), torch.as_tensor([index[v] for v in train[label]])
+    steps_per_epoch = -(-len(texts) // batch_size)
+    opt = torch.optim.AdamW(model.parameters(), lr=lr)
+    sched = get_linear_schedule_with_warmup(opt, int(0.1 * steps_per_epoch * epochs), steps_per_epoch * epochs)
+    state = {"epoch": 0, "step": 0, "history": [], "best": None, "since_best": 0}
+    ckpt = work / CHECKPOINT
+    if ckpt.is_file():
+        saved = torch.load(ckpt, weights_only=False)
+        model.load_state_dict(saved["model"])
+        opt.load_state_dict(saved["optimizer"])
+        sched.load_state_dict(saved["scheduler"])
+        torch.set_rng_state(saved["rng"])
+        state = saved["state"]
+
+    def save_checkpoint():
+        tmp = tables.temporary_path(ckpt)
+        torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "scheduler": sched.state_dict(),
+                    "rng": torch.get_rng_state(), "state": state}, tmp)
+        tmp.replace(ckpt)
+
+    started, done_steps = time.time(), 0
+    while state["epoch"] < epochs and state["since_best"] < patience:
+        order = torch.randperm(len(texts), generator=torch.Generator().manual_seed(seed + state["epoch"]))
+        model.train()
+        for b in range(state["step"], steps_per_epoch):
+            idx = order[b * batch_size:(b + 1) * batch_size].tolist()
+            enc = tok([texts[i] for i in idx], padding=True, truncation=True, max_length=max_length, return_tensors="pt")
+            loss = model(**enc, labels=y[idx]).loss
+            loss.backward()
+            opt.step()
+            sched.step()
+            opt.zero_grad()
+            state["step"], done_steps = b + 1, done_steps + 1
+            if state["step"] % checkpoint_every == 0 or (stop_after_steps and done_steps >= stop_after_steps):
+                save_checkpoint()
+            if stop_after_steps and done_steps >= stop_after_steps:
+                return None
+        scores = classification_metrics(validation[label].map(index).to_numpy(),
+                                        predict_proba((model, tok), validation[text].tolist(),
+                                                      max_length=max_length).argmax(1),
+                                        labels=list(range(len(names))))
+        value = float(scores.set_index("metric").loc[metric, "value"])
+        state["history"].append({"epoch": state["epoch"] + 1, **dict(zip(scores["metric"], scores["value"]))})
+        if state["best"] is None or value > state["best"]:
+            state["best"], state["since_best"] = value, 0
+            model.save_pretrained(work / "best")
+            tok.save_pretrained(work / "best")
+        else:
+            state["since_best"] += 1
+        state["epoch"], state["step"] = state["epoch"] + 1, 0
+        save_checkpoint()
+    best = work / "best"
+    tables.atomic_write(best / "manifest.json", json.dumps({"key": key, **settings, "history": state["history"],
+                                                            "best_" + metric: state["best"],
+                                                            "seconds_last_call": round(time.time() - started, 2)},
+                                                           indent=2))
+    if out.exists():
+        shutil.rmtree(out)
+    best.replace(out)
+    shutil.rmtree(work, ignore_errors=True)
+    return out
+
+
+def predict_proba(classifier, texts, *, batch_size: int = 32, max_length: int = 128) -> np.ndarray:
+    """Class probabilities ``[n, classes]`` of a fine-tuned classifier (a directory, or a
+    ``(model, tokenizer)`` pair), batched; padding does not change a row."""
+    import torch
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    if isinstance(classifier, (str, Path)):
+        if not (Path(classifier) / "config.json").is_file():
+            raise InputError(f"{classifier}: no fine-tuned classifier (config.json) there")
+        model = AutoModelForSequenceClassification.from_pretrained(classifier)
+        tok = AutoTokenizer.from_pretrained(classifier)
+    else:
+        model, tok = classifier
+    texts = list(texts)
+    was_training = model.training
+    model.eval()
+    out = []
+    with torch.inference_mode():
+        for a in range(0, len(texts), batch_size):
+            enc = tok(texts[a:a + batch_size], padding=True, truncation=True, max_length=max_length,
+                      return_tensors="pt")
+            out.append(torch.softmax(model(**enc).logits.double(), -1).numpy())
+    model.train(was_training)
+    return np.concatenate(out) if out else np.zeros((0, model.config.num_labels))

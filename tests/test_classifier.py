@@ -1,0 +1,109 @@
+"""Classifiers (helpers.training.classifier) against scikit-learn and an uninterrupted run."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from helpers.errors import InputError
+from helpers.training import classifier
+
+POS = ["women are just as capable as men in every profession !", "i think that muslims should be treated with respect",
+       "jewish families celebrated the holidays together", "immigrants from mexico work hard and pay their taxes"]
+NEG = ["the unhappiness of some people is not a reason to hate them .",
+       "a reasonable person would never say something so hateful",
+       "nobody should be judged by the colour of their skin , ever .", "the rethinking of asian history is fascinating"]
+
+
+def _data(n=24, seed=0):
+    rng = np.random.default_rng(seed)
+    rows = [(t, "good") for t in POS] + [(t, "bad") for t in NEG]
+    picks = [rows[i] for i in rng.integers(0, len(rows), n)]
+    return pd.DataFrame(picks, columns=["text", "label"])
+
+
+def _weights(path):
+    from transformers import AutoModelForSequenceClassification
+
+    return {k: v.clone() for k, v in AutoModelForSequenceClassification.from_pretrained(path).state_dict().items()}
+
+
+def test_fine_tuning_is_deterministic_resumable_and_keeps_the_best_epoch(tiny_bert, tmp_path, monkeypatch):
+    train, val = _data(24, 0), _data(8, 1)
+    kw = dict(epochs=3, lr=5e-3, batch_size=4, seed=0, patience=2, checkpoint_every=1000)
+    a = classifier.fine_tune(tiny_bert, train, val, out_dir=tmp_path / "a", **kw)
+    b = classifier.fine_tune(tiny_bert, train, val, out_dir=tmp_path / "b", **kw)
+    assert classifier.fine_tune(tiny_bert, train, val, out_dir=tmp_path / "c", stop_after_steps=4, **kw) is None
+    assert not (tmp_path / "c").exists()                                   # killed: nothing final yet
+    saved = torch.load(next(tmp_path.glob(".c.training-*/" + classifier.CHECKPOINT)), weights_only=False)
+    assert (saved["state"]["epoch"], saved["state"]["step"]) == (0, 4)
+    steps = []
+    real_step = torch.optim.AdamW.step
+    monkeypatch.setattr(torch.optim.AdamW, "step", lambda self, *x, **y: steps.append(1) or real_step(self, *x, **y))
+    c = classifier.fine_tune(tiny_bert, train, val, out_dir=tmp_path / "c", **kw)  # resumes from step 4
+    monkeypatch.undo()
+    epochs_run = len(json.loads((a / "manifest.json").read_text())["history"])
+    assert len(steps) == epochs_run * 6 - 4                                 # 24 rows / batch 4 = 6 steps an epoch
+    wa, wb, wc = _weights(a), _weights(b), _weights(c)
+    assert all(torch.equal(wa[k], wb[k]) and torch.equal(wa[k], wc[k]) for k in wa)
+    man = json.loads((a / "manifest.json").read_text())
+    f1 = [h["f1_weighted"] for h in man["history"]]
+    assert man["best_f1_weighted"] == max(f1) and 1 <= len(f1) <= 3
+    stamp = (a / "manifest.json").stat().st_mtime_ns                       # same inputs: reused
+    classifier.fine_tune(tiny_bert, train, val, out_dir=a, **kw)
+    assert (a / "manifest.json").stat().st_mtime_ns == stamp
+    p = classifier.predict_proba(a, val["text"], batch_size=3)
+    np.testing.assert_allclose(p.sum(1), 1.0, atol=1e-9)
+    np.testing.assert_allclose(p, classifier.predict_proba(a, val["text"], batch_size=1), atol=1e-6)   # padding
+
+
+def test_metrics_equal_scikit_learn():
+    from sklearn import metrics
+
+    y, p = ["a", "b", "b", "a", "b", "a"], ["a", "b", "a", "a", "b", "b"]
+    got = classifier.classification_metrics(y, p).set_index("metric")["value"]
+    assert got["accuracy"] == metrics.accuracy_score(y, p)
+    assert got["f1"] == metrics.f1_score(y, p, pos_label="b")
+    assert got["f1_weighted"] == metrics.f1_score(y, p, average="weighted")
+    assert got["precision"] == metrics.precision_score(y, p, pos_label="b")
+    three = classifier.classification_metrics([0, 1, 2, 2], [0, 2, 2, 1]).set_index("metric")["value"]
+    assert three["f1"] == metrics.f1_score([0, 1, 2, 2], [0, 2, 2, 1], average="macro")
+
+
+def test_tfidf_logistic_equals_a_direct_scikit_learn_pipeline(tmp_path):
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+
+    train, test = _data(40, 2), _data(10, 3)
+    ours = classifier.TfidfLogistic(seed=0).fit(train)
+    ref = make_pipeline(TfidfVectorizer(ngram_range=(1, 2)), LogisticRegression(max_iter=1000, random_state=0))
+    ref.fit(train["text"], train["label"])
+    np.testing.assert_allclose(ours.predict_proba(test["text"]), ref.predict_proba(test["text"]), atol=1e-12)
+    again = classifier.TfidfLogistic.load(ours.save(tmp_path / "lr"))
+    np.testing.assert_array_equal(again.predict_proba(test["text"]), ours.predict_proba(test["text"]))
+
+
+@pytest.mark.parametrize("change,message", [
+    (lambda d: d.drop(columns="label"), "no column 'label'"),
+    (lambda d: d.assign(label="good"), "one class only"),
+    (lambda d: d.assign(text=[""] + d["text"].tolist()[1:]), "row 0 has an empty text"),
+])
+def test_bad_training_data_is_one_line(tiny_bert, tmp_path, change, message):
+    with pytest.raises(InputError, match=message):
+        classifier.fine_tune(tiny_bert, change(_data()), _data(4, 1), out_dir=tmp_path / "x")
+    with pytest.raises(InputError, match=message):
+        classifier.TfidfLogistic().fit(change(_data()))
+
+
+def test_bad_settings_and_unseen_validation_labels_are_one_line(tiny_bert, tmp_path):
+    with pytest.raises(InputError, match="epochs = 0"):
+        classifier.fine_tune(tiny_bert, _data(), _data(4, 1), out_dir=tmp_path / "x", epochs=0)
+    with pytest.raises(InputError, match="lr = -1"):
+        classifier.fine_tune(tiny_bert, _data(), _data(4, 1), out_dir=tmp_path / "x", lr=-1)
+    with pytest.raises(InputError, match=r"label\(s\) \['ugly'\]"):
+        classifier.fine_tune(tiny_bert, _data(), _data(4, 1).assign(label="ugly"), out_dir=tmp_path / "x")
