@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from helpers import datasets
-from helpers.datasets import cma, stereoset, reviews
+from helpers.datasets import cma, reviews, stereoset, words
 from helpers.errors import DataNotFoundError, HarmsError, InputError
 
 COLUMNS = {  # the documented columns of each registered set (helpers/datasets/__init__.py)
@@ -21,6 +21,7 @@ COLUMNS = {  # the documented columns of each registered set (helpers/datasets/_
     "causal_mediation_analysis": cma.SUMMARY_COLUMNS,
     "imdb": reviews.COLUMNS,
     "rotten-tomatoes": reviews.COLUMNS,
+    "bec-pro": words.BEC_PRO_COLUMNS,
 }
 
 

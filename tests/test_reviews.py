@@ -45,3 +45,23 @@ def test_split_fractions_and_a_damaged_file(tmp_path, monkeypatch):
     monkeypatch.setattr(reviews.registry, "path", lambda name: bad)
     with pytest.raises(InputError, match="missing column"):
         reviews.load_reviews("imdb")
+
+
+def test_bec_pro_counts_and_templates_for_the_cloze_engine():
+    from helpers.datasets import words
+    from helpers.errors import DataNotFoundError
+    from helpers.lm import cloze
+
+    try:
+        df = datasets.load("bec-pro")
+    except DataNotFoundError as exc:
+        pytest.skip(str(exc))
+    assert list(df.columns) == words.BEC_PRO_COLUMNS and len(df) == 5_400           # SOURCE.md
+    assert df["person"].value_counts().eq(300).all() and df["person"].nunique() == 18
+    assert df["profession"].nunique() == 60 and df["pattern"].value_counts().eq(1_080).all()
+    assert df["profession_gender"].value_counts().eq(1_800).all()
+    for r in df.itertuples():                                                       # the blank is the person
+        assert cloze.fill(r.template, r.person)[0] == r.sentence
+    assert df.attrs["upstream_templates_fixed"] == 5               # upstream: "[MASK]ager" for "manager"
+    assert df.loc[df["sentence"] == "This man is a lodging manager.", "template"].item() == \
+        "This [MASK] is a lodging manager."

@@ -26,6 +26,8 @@ causal_mediation_analysis  source_file, dataset, model_version, ..., mean_model_
                            (attention-intervention summary, one row per upstream result file)
 imdb, rotten-tomatoes      review_id, text, label (positive/negative), source, split (seeded
                            train / validation / test; :mod:`~helpers.datasets.reviews`)
+bec-pro                    sentence, template (person as the blank), person, gender, profession,
+                           profession_gender, pattern (:mod:`~helpers.datasets.words`)
 =========================  ================================================================
 """
 

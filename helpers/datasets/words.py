@@ -1,0 +1,47 @@
+"""Word-level bias sets for cloze tests (chapter 05): BEC-Pro (Bartl et al. 2020).
+
+:func:`load_bec_pro` returns ``sentence, template, person, gender, profession, profession_gender,
+pattern``: ``template`` is the sentence with the person word as the one blank ``[MASK]`` (the
+form :func:`helpers.lm.cloze.cloze_logprobs` takes, whatever the model's mask token);
+the profession is the attribute that Kurita et al.'s prior masks too
+(:func:`helpers.lm.cloze.kurita_log_ratio` with ``attributes=df["profession"]``), so the upstream
+per-token ``[MASK] [MASK]`` columns (BERT-specific) are not needed. The template is rebuilt from
+the sentence by masking the person word as a whole word: the upstream ``Sent_TM`` column replaced
+it as a substring, so in 5 rows "man" inside "manager" became "[MASK]ager" as well (counted in
+``df.attrs["upstream_templates_fixed"]``).
+"""
+
+from __future__ import annotations
+
+import re
+
+import pandas as pd
+
+from helpers.datasets import registry
+from helpers.errors import InputError
+
+BEC_PRO_COLUMNS = ["sentence", "template", "person", "gender", "profession", "profession_gender", "pattern"]
+_BEC_PRO_SOURCE = {"Sentence": "sentence", "Sent_TM": "template", "Person": "person", "Gender": "gender",
+                   "Profession": "profession", "Prof_Gender": "profession_gender", "Template": "pattern"}
+
+
+def load_bec_pro(name: str = "bec-pro") -> pd.DataFrame:
+    """BEC-Pro English: 5,400 sentences, 18 person words x 60 professions x 5 patterns."""
+    f = registry.path(name)
+    try:
+        raw = pd.read_csv(f, sep="\t", index_col=0, dtype=str, keep_default_na=False)
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{f}: cannot read the BEC-Pro TSV ({exc.__class__.__name__})") from None
+    missing = sorted(set(_BEC_PRO_SOURCE) - set(raw.columns))
+    if missing:
+        raise InputError(f"{f}: missing column(s) {', '.join(missing)}")
+    df = raw[list(_BEC_PRO_SOURCE)].rename(columns=_BEC_PRO_SOURCE).reset_index(drop=True)
+    rebuilt = [re.sub(rf"(?<!\w){re.escape(p)}(?!\w)", "[MASK]", t, count=1)
+               for t, p in zip(df["sentence"], df["person"])]
+    bad = [i for i, t in enumerate(rebuilt) if t.count("[MASK]") != 1]
+    if bad:
+        raise InputError(f"{f}: row {bad[0]}: the person word {df['person'][bad[0]]!r} is not in its sentence")
+    fixed = int((df["template"] != pd.Series(rebuilt)).sum())
+    df = df.assign(template=rebuilt)[BEC_PRO_COLUMNS]
+    df.attrs.update(dataset=name, upstream_templates_fixed=fixed)
+    return df
