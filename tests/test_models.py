@@ -368,6 +368,7 @@ def test_registry_identical_to_the_code_it_replaced():
             s.name, s.hub_id, s.family, s.objective, s.layers, s.heads, s.hidden, s.params, s.source,
             s.paper_name, s.extra.get("table13_name"), int(s.published),
             shape and "{layers}x{heads}x{hidden}".format(**shape)])))
-    assert got == _REGISTRY_BEFORE.splitlines()
-    assert len(got) == 24 + 24 + 2
-    assert hashing.sha256_json([asdict(s) for s in models.REGISTRY.values()]) == _REGISTRY_BEFORE_SHA256
+    before = list(models.REGISTRY.values())[:24 + 24 + 2]     # entries added since (encoders) come after
+    assert got[:len(before)] == _REGISTRY_BEFORE.splitlines()
+    assert [s.name for s in list(models.REGISTRY.values())[len(before):]] == ["minilm-l6"]
+    assert hashing.sha256_json([asdict(s) for s in before]) == _REGISTRY_BEFORE_SHA256

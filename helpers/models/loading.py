@@ -86,7 +86,8 @@ def infer_objective(config: Any) -> Objective:
     """Training objective of a transformers config.
 
     XLNet -> ``permutation``; ``is_decoder`` or an architecture ``*ForCausalLM`` /
-    ``*LMHeadModel`` -> ``causal``; ``*ForMaskedLM`` -> ``masked``; otherwise by
+    ``*LMHeadModel`` -> ``causal``; ``*ForMaskedLM`` -> ``masked``; only ``*Model`` or
+    classifier architectures (saved without an LM head, e.g. ``BertModel``) -> ``encoder``; otherwise by
     ``model_type``: one with a masked-LM class (encoders: BERT, RoBERTa, ...) -> ``masked``,
     one with only a causal-LM class (GPT-2, Llama, Gemma, ...) -> ``causal``.
     """
@@ -98,11 +99,15 @@ def infer_objective(config: Any) -> Objective:
         return "permutation"
     if getattr(config, "is_decoder", False):
         return "causal"
-    for arch in getattr(config, "architectures", None) or []:
+    architectures = getattr(config, "architectures", None) or []
+    for arch in architectures:
         if arch.endswith(("ForCausalLM", "LMHeadModel")):
             return "causal"
         if arch.endswith("ForMaskedLM"):
             return "masked"
+    if architectures and all(a.endswith(("Model", "ForSequenceClassification", "ForTokenClassification"))
+                             for a in architectures):
+        return "encoder"          # saved without an LM head (e.g. BertModel): loading one would add a random head
     if model_type in MODEL_FOR_MASKED_LM_MAPPING_NAMES:
         return "masked"
     if model_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
@@ -118,6 +123,8 @@ def _model_class(objective: str, config: Any):
         return tf.AutoModelForMaskedLM
     if objective == "causal":
         return tf.AutoModelForCausalLM
+    if objective == "encoder":
+        return tf.AutoModel
     if getattr(config, "model_type", None) != "xlnet":
         raise InputError(f"objective 'permutation' needs an XLNet model, not {config.model_type!r}")
     return tf.XLNetLMHeadModel
@@ -480,8 +487,9 @@ def _hub_snapshot(hub_id: str, revision: str | None) -> tuple[str, dict] | None:
     return f"hub:{hub_id}@{commit or revision or 'main'}", config
 
 
-def _package_gguf(s: ModelSpec) -> Path:
-    """Path of a package model's GGUF file (gemma: assembled once into cache_dir()/gguf)."""
+def _package_weights(s: ModelSpec) -> Path:
+    """Path of a package model's weights: its GGUF file (gemma: assembled once into
+    cache_dir()/gguf), or the ``save_pretrained`` folder ``extra["subdir"]`` inside the package."""
     import importlib
     import importlib.util
 
@@ -489,6 +497,8 @@ def _package_gguf(s: ModelSpec) -> Path:
     found = importlib.util.find_spec(s.extra["module"])
     if found is None or found.origin is None:
         raise ModelUnavailableError(f"cannot load {s.name!r}: package {s.package} is not installed; {how}")
+    if s.gguf_file is None:
+        return Path(found.origin).parent / s.extra["subdir"]
     if s.name == "gemma3-270m":
         g = importlib.import_module(s.extra["module"])
         target = paths.cache_dir() / "gguf" / g.MODEL_NAME
@@ -656,7 +666,7 @@ def _load_gguf(f: Path, fingerprint: str, objective, dtype, dev_kw):
 def _weights_location(s: ModelSpec | None, kind: str, loc: Any) -> Path:
     """The weight directory or GGUF file of a non-hub model (package GGUF assembled once)."""
     if kind == "package":
-        return _package_gguf(s)
+        return _package_weights(s)
     if kind == "dir" and not (loc / "config.json").is_file():
         ggufs = sorted(loc.glob("*.gguf"))
         if len(ggufs) != 1:

