@@ -22,6 +22,7 @@ COLUMNS = {  # the documented columns of each registered set (helpers/datasets/_
     "imdb": reviews.COLUMNS,
     "rotten-tomatoes": reviews.COLUMNS,
     "bec-pro": words.BEC_PRO_COLUMNS,
+    "seat": words.SEAT_COLUMNS,
 }
 
 

@@ -65,3 +65,26 @@ def test_bec_pro_counts_and_templates_for_the_cloze_engine():
     assert df.attrs["upstream_templates_fixed"] == 5               # upstream: "[MASK]ager" for "manager"
     assert df.loc[df["sentence"] == "This man is a lodging manager.", "template"].item() == \
         "This [MASK] is a lodging manager."
+
+
+def test_seat_tests_and_their_set_sizes(tmp_path, monkeypatch):
+    from helpers.datasets import words
+    from helpers.errors import DataNotFoundError
+
+    try:
+        df = datasets.load("seat")
+    except DataNotFoundError as exc:
+        pytest.skip(str(exc))
+    assert df["test"].nunique() == 46                                              # SOURCE.md
+    sizes = lambda t: df[df["test"] == t].groupby("role").size().to_dict()        # noqa: E731
+    assert sizes("sent-weat1") == {"targ1": 350, "targ2": 350, "attr1": 215, "attr2": 250}
+    assert sizes("weat6") == {"targ1": 8, "targ2": 8, "attr1": 8, "attr2": 8}
+    assert sizes("weat3") == {"targ1": 32, "targ2": 32, "attr1": 25, "attr2": 25}
+    assert set(datasets.load("seat", tests=["weat1"])["category"]) == {"Flowers", "Insects", "Pleasant", "Unpleasant"}
+    with pytest.raises(InputError, match="unknown SEAT test"):
+        datasets.load("seat", tests=["weat99"])
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "broken.jsonl").write_text('{"targ1": {"category": "A"}}')
+    monkeypatch.setattr(words.registry, "path", lambda name: tmp_path)
+    with pytest.raises(InputError, match="broken.jsonl: not a SEAT test"):
+        words.load_seat()

@@ -28,6 +28,7 @@ imdb, rotten-tomatoes      review_id, text, label (positive/negative), source, s
                            train / validation / test; :mod:`~helpers.datasets.reviews`)
 bec-pro                    sentence, template (person as the blank), person, gender, profession,
                            profession_gender, pattern (:mod:`~helpers.datasets.words`)
+seat                       test, role (targ1/targ2/attr1/attr2), category, example
 =========================  ================================================================
 """
 

@@ -1,4 +1,9 @@
-"""Word-level bias sets for cloze tests (chapter 05): BEC-Pro (Bartl et al. 2020).
+"""Word-level bias sets (chapter 05): BEC-Pro (Bartl et al. 2020) for cloze tests, and the SEAT /
+WEAT tests (May et al. 2019; Caliskan et al. 2017) for embedding association tests.
+
+:func:`load_seat` returns one row per example: ``test, role`` (``targ1``, ``targ2``, ``attr1``,
+``attr2``), ``category`` (e.g. ``Flowers``), ``example`` (a word, or a bleached sentence for the
+``sent-`` tests).
 
 :func:`load_bec_pro` returns ``sentence, template, person, gender, profession, profession_gender,
 pattern``: ``template`` is the sentence with the person word as the one blank ``[MASK]`` (the
@@ -13,6 +18,7 @@ it as a substring, so in 5 rows "man" inside "manager" became "[MASK]ager" as we
 
 from __future__ import annotations
 
+import json
 import re
 
 import pandas as pd
@@ -44,4 +50,31 @@ def load_bec_pro(name: str = "bec-pro") -> pd.DataFrame:
     fixed = int((df["template"] != pd.Series(rebuilt)).sum())
     df = df.assign(template=rebuilt)[BEC_PRO_COLUMNS]
     df.attrs.update(dataset=name, upstream_templates_fixed=fixed)
+    return df
+
+
+SEAT_COLUMNS = ["test", "role", "category", "example"]
+SEAT_ROLES = ("targ1", "targ2", "attr1", "attr2")
+
+
+def load_seat(name: str = "seat", *, tests=None) -> pd.DataFrame:
+    """SEAT / WEAT tests (module docstring); ``tests``: test names to keep (None: all 46)."""
+    folder = registry.path(name) / "tests"
+    files = sorted(folder.glob("*.jsonl"))
+    wanted = None if tests is None else [tests] if isinstance(tests, str) else list(tests)
+    if wanted is not None:
+        unknown = sorted(set(wanted) - {f.stem for f in files})
+        if unknown:
+            raise InputError(f"unknown SEAT test(s) {', '.join(unknown)}; known: {', '.join(f.stem for f in files)}")
+        files = [f for f in files if f.stem in wanted]
+    rows = []
+    for f in files:
+        try:
+            test = json.loads(f.read_text(encoding="utf-8"))      # one pretty-printed object per file
+            for role in SEAT_ROLES:
+                rows += [(f.stem, role, test[role]["category"], e) for e in test[role]["examples"]]
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise InputError(f"{f}: not a SEAT test ({exc.__class__.__name__}: {exc})") from None
+    df = pd.DataFrame(rows, columns=SEAT_COLUMNS)
+    df.attrs["dataset"] = name
     return df
