@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from helpers import datasets
-from helpers.datasets import cma, reviews, stereoset, words
+from helpers.datasets import cma, probing, reviews, stereoset, words
 from helpers.errors import DataNotFoundError, HarmsError, InputError
 
 COLUMNS = {  # the documented columns of each registered set (helpers/datasets/__init__.py)
@@ -23,6 +23,8 @@ COLUMNS = {  # the documented columns of each registered set (helpers/datasets/_
     "rotten-tomatoes": reviews.COLUMNS,
     "bec-pro": words.BEC_PRO_COLUMNS,
     "seat": words.SEAT_COLUMNS,
+    "atomic-probing": probing.PATTERN_COLUMNS,
+    "atomic-probing-groups": probing.GROUP_COLUMNS,
 }
 
 

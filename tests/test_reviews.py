@@ -88,3 +88,31 @@ def test_seat_tests_and_their_set_sizes(tmp_path, monkeypatch):
     monkeypatch.setattr(words.registry, "path", lambda name: tmp_path)
     with pytest.raises(InputError, match="broken.jsonl: not a SEAT test"):
         words.load_seat()
+
+
+def test_atomic_probing_patterns_and_groups():
+    from helpers.datasets import probing
+    from helpers.errors import DataNotFoundError
+    from helpers.lm import cloze
+
+    try:
+        en = datasets.load("atomic-probing")
+    except DataNotFoundError as exc:
+        pytest.skip(str(exc))
+    assert en["head_id"].nunique() == 10_586 and len(en) == 10_586 * 6                 # SOURCE.md
+    assert en["pattern"].iloc[0] == "PersonX calls everyone because he is [MASK] ."
+    assert en["head"].iloc[0] == "PersonX calls everyone"
+    fr = datasets.load("atomic-probing", language="fr")                                 # read by position
+    assert fr["head"].iloc[0] == "PersonX appelle tout le monde" and fr["pattern_id"].max() == 6
+    assert fr["pattern"].iloc[0].startswith("PersonX appelle tout le monde parce qu'il est")
+    ar = datasets.load("atomic-probing", language="ar")
+    assert ar["head_id"].nunique() == 674 and ar["pattern_id"].max() == 4
+    counts = {lang: datasets.load("atomic-probing-groups", language=lang).groupby("gender").size().to_dict()
+              for lang in probing.LANGUAGES}
+    assert counts == {"en": {"female": 33, "male": 31, "neutral": 31}, "fr": {"female": 30, "male": 30, "neutral": 30},
+                      "ar": {"female": 31, "male": 31, "neutral": 30}}
+    filled = probing.with_group(en["pattern"].iloc[0], "A man")
+    assert filled == "A man calls everyone because he is [MASK] ." and cloze.split_template(filled)
+    assert probing.with_group(ar["pattern"].iloc[0], "X").startswith("X ")
+    with pytest.raises(InputError, match="language must be one of"):
+        datasets.load("atomic-probing", language="de")

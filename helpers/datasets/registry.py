@@ -360,3 +360,28 @@ _upstream_set(
     license="CC BY-NC 4.0",
     citation="Chandler May, Alex Wang, Shikha Bordia, Samuel R. Bowman, Rachel Rudinger. 2019. On Measuring Social "
              "Biases in Sentence Encoders. NAACL 2019. (WEAT lists: Caliskan, Bryson, Narayanan 2017, Science.)")
+
+_PROBING_FILES = {
+     "atomic_probing_en.csv": ("c766ec2fbb0d9b633d0924609d22baa128298b5768cd829b8fbccfc5655f84ef", 'atomic_probing_en.csv'),
+     "atomic_probing_fr.csv": ("d30b48ba5846e61acf90a11d96034ed09d25ca9d00584d4a735c855f858b1e93", 'atomic_probing_fr.csv'),
+     "atomic_probing_ar.csv": ("8d4990bf2363191c037b24aedd29fb4cde2e0f42dc86e9c4d170bb88358709ad", 'atomic_probing_ar.csv'),
+     "cands/female.txt": ("c4be0cd61f48530e2aa1e5bf35a63d2da0e9e64934677882dc74a84637ada78c", None),
+     "cands/female_ar.txt": ("33cd922e89b31187bbbdf229fe1db21af3a11be2991862289e4401f174f97f5f", None),
+     "cands/female_fr.txt": ("8ec4618d7fdac4149bad4e41311ced5e98ea53d37e15e96500bd5003a489225d", None),
+     "cands/male.txt": ("3805b42ebd0656d80cc3a8d8a724ef5ca3b77db6a8794d3cb4c5e02195330085", None),
+     "cands/male_ar.txt": ("abf04bd5aed06afb91c71e6815e46c626a72ea3277aba50042e74dfcbd2e970a", None),
+     "cands/male_fr.txt": ("6fa2b60f4a740ad9deeee01bc34f1d88e21a985e340d060f93ba507cd05cdf97", None),
+     "cands/neutral.txt": ("fc39577676c1d4ce59f05806fd00ae5f6b1cbafad9cac2cc5d50bfdcfe68ba4a", None),
+     "cands/neutral_ar.txt": ("6825ecf4b897dbf0e2753aff008c11bfd324edeaf7d696906790ccc49838b3ad", None),
+     "cands/neutral_fr.txt": ("59a9e1b481fe57f4b3e38909a54e45e980eb2f001d5aa21d176fb2f60c6a9236", None),
+}
+_CITE_PROBING = ("Nedjma Ousidhoum, Xinran Zhao, Tianqing Fang, Yangqiu Song, Dit-Yan Yeung. 2021. Probing Toxic "
+                 "Content in Large Pre-Trained Language Models. ACL-IJCNLP 2021, pp. 4262-4274.")
+for _name, _main, _loader, _what in (
+        ("atomic-probing", "atomic_probing_en.csv", "probing.load_patterns",
+         "ATOMIC-based cloze patterns of seed 002 in English (10,586 heads x 6), French and Arabic."),
+        ("atomic-probing-groups", "cands/neutral.txt", "probing.load_groups",
+         "Social-group phrases that replace PersonX (female / male / neutral; en, fr, ar).")):
+    _upstream_set(_name, ("HKUST-KnowComp/Probing_toxicity_in_PTLMs", "80e010be901284bb3984b8c7a6d2874384b7a929"),
+                  _PROBING_FILES, folder="probing_toxicity_ptlms", main=_main, loader=_loader, description=_what,
+                  license="MIT", citation=_CITE_PROBING)
