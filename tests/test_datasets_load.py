@@ -25,6 +25,7 @@ COLUMNS = {  # the documented columns of each registered set (helpers/datasets/_
     "seat": words.SEAT_COLUMNS,
     "atomic-probing": probing.PATTERN_COLUMNS,
     "atomic-probing-groups": probing.GROUP_COLUMNS,
+    "mlma": probing.MLMA_COLUMNS,
 }
 
 

@@ -116,3 +116,15 @@ def test_atomic_probing_patterns_and_groups():
     assert probing.with_group(ar["pattern"].iloc[0], "X").startswith("X ")
     with pytest.raises(InputError, match="language must be one of"):
         datasets.load("atomic-probing", language="de")
+
+
+def test_mlma_counts_and_the_binary_rule():
+    from helpers.errors import DataNotFoundError
+
+    try:
+        en = datasets.load("mlma")
+    except DataNotFoundError as exc:
+        pytest.skip(str(exc))
+    assert len(en) == 5_647 and (en["label"] == "non-toxic").sum() == (en["sentiment"] == "normal").sum() == 661
+    assert en.loc[en["sentiment"] == "offensive_normal", "label"].eq("toxic").all()   # only single-label normal
+    assert {lang: len(datasets.load("mlma", language=lang)) for lang in ("fr", "ar")} == {"fr": 4_014, "ar": 3_353}

@@ -31,6 +31,8 @@ bec-pro                    sentence, template (person as the blank), person, gen
 seat                       test, role (targ1/targ2/attr1/attr2), category, example
 atomic-probing             language, head_id, head, pattern_id, pattern (:mod:`~helpers.datasets.probing`)
 atomic-probing-groups      language, gender, group
+mlma                       tweet_id, language, text, sentiment, label (toxic/non-toxic), directness,
+                           target, group
 =========================  ================================================================
 """
 

@@ -74,3 +74,28 @@ def load_groups(name: str = "atomic-probing-groups", *, language: str = "en") ->
 def with_group(pattern: str, group: str) -> str:
     """``pattern`` with ``group`` as its subject (``PersonX`` replaced, or put first)."""
     return pattern.replace("PersonX", group) if "PersonX" in pattern else f"{group} {pattern}"
+
+
+MLMA_COLUMNS = ["tweet_id", "language", "text", "sentiment", "label", "directness", "target", "group"]
+
+
+def load_mlma(name: str = "mlma", *, language: str = "en") -> pd.DataFrame:
+    """MLMA hate speech (Ousidhoum et al. 2019), one language: ``tweet_id, language, text,
+    sentiment`` (multi-label hostility joined by ``_``), ``label`` (Ousidhoum et al. 2021's binary
+    rule: single-label ``normal`` = ``non-toxic``, anything else ``toxic``), ``directness``,
+    ``target``, ``group``. Seed 002's probe classifier is trained on it."""
+    f = registry.path(name).parent / f"{_language(language)}_dataset.csv"
+    try:
+        raw = pd.read_csv(f, dtype=str, keep_default_na=False)
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{f}: cannot read MLMA ({exc.__class__.__name__})") from None
+    missing = sorted({"tweet", "sentiment", "directness", "target", "group"} - set(raw.columns))
+    if missing:
+        raise InputError(f"{f}: missing column(s) {', '.join(missing)}")
+    df = pd.DataFrame({"tweet_id": range(len(raw)), "language": language, "text": raw["tweet"].str.strip(),
+                       "sentiment": raw["sentiment"], "label": raw["sentiment"].map(
+                           lambda s: "non-toxic" if s == "normal" else "toxic"),
+                       "directness": raw["directness"], "target": raw["target"], "group": raw["group"]})
+    df = df[df["text"] != ""].reset_index(drop=True)[MLMA_COLUMNS]
+    df.attrs.update(dataset=name, language=language)
+    return df

@@ -385,3 +385,16 @@ for _name, _main, _loader, _what in (
     _upstream_set(_name, ("HKUST-KnowComp/Probing_toxicity_in_PTLMs", "80e010be901284bb3984b8c7a6d2874384b7a929"),
                   _PROBING_FILES, folder="probing_toxicity_ptlms", main=_main, loader=_loader, description=_what,
                   license="MIT", citation=_CITE_PROBING)
+
+_upstream_set(
+    "mlma", ("HKUST-KnowComp/MLMA_hate_speech", "479836984aebfbd8a0270ca92018980f745e4c44"),
+    {"en_dataset.csv": ("2f0afb0dd5df6d88cb59b20998774b45cb7f55ac8ca99d17986681a503f014e5", None),
+     "fr_dataset.csv": ("6b5cafa5f8986127639f973b2efa2e87419202af9cc121bef82ad0b010305af8", None),
+     "ar_dataset.csv": ("8ece80926bff4296d3843090a2103f14216e066ff3ff2290109ec9aeb7c1cb87", None)},
+    folder="mlma_hate_speech", main="en_dataset.csv", loader="probing.load_mlma",
+    # the CSVs are inside upstream's hate_speech_mlma.zip: no per-file URL (use ../shared/data)
+    description="MLMA multilingual hate speech: 5,647 English, 4,014 French and 3,353 Arabic tweets with "
+                "hostility, directness, target and group labels (seed 002's classifier data).",
+    license="MIT",
+    citation="Nedjma Ousidhoum, Zizheng Lin, Hongming Zhang, Yangqiu Song, Dit-Yan Yeung. 2019. Multilingual and "
+             "Multi-Aspect Hate Speech Analysis. EMNLP-IJCNLP 2019.")
