@@ -128,3 +128,15 @@ def test_mlma_counts_and_the_binary_rule():
     assert len(en) == 5_647 and (en["label"] == "non-toxic").sum() == (en["sentiment"] == "normal").sum() == 661
     assert en.loc[en["sentiment"] == "offensive_normal", "label"].eq("toxic").all()   # only single-label normal
     assert {lang: len(datasets.load("mlma", language=lang)) for lang in ("fr", "ar")} == {"fr": 4_014, "ar": 3_353}
+
+
+def test_kurita_lists_counts():
+    from helpers.errors import DataNotFoundError
+
+    try:
+        df = datasets.load("kurita-lists")
+    except DataNotFoundError as exc:
+        pytest.skip(str(exc))
+    assert df.groupby("list").size().to_dict() == {"positive_traits": 230, "negative_traits": 365,
+                                                   "in_demand_tech_skills": 25}                  # SOURCE.md
+    assert df["item"].iloc[0] == "Accessible" and not df["item"].str.strip().eq("").any()

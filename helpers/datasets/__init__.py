@@ -29,6 +29,7 @@ imdb, rotten-tomatoes      review_id, text, label (positive/negative), source, s
 bec-pro                    sentence, template (person as the blank), person, gender, profession,
                            profession_gender, pattern (:mod:`~helpers.datasets.words`)
 seat                       test, role (targ1/targ2/attr1/attr2), category, example
+kurita-lists               list (positive_traits, negative_traits, in_demand_tech_skills), item
 atomic-probing             language, head_id, head, pattern_id, pattern (:mod:`~helpers.datasets.probing`)
 atomic-probing-groups      language, gender, group
 mlma                       tweet_id, language, text, sentiment, label (toxic/non-toxic), directness,

@@ -398,3 +398,17 @@ _upstream_set(
     license="MIT",
     citation="Nedjma Ousidhoum, Zizheng Lin, Hongming Zhang, Yangqiu Song, Dit-Yan Yeung. 2019. Multilingual and "
              "Multi-Aspect Hate Speech Analysis. EMNLP-IJCNLP 2019.")
+
+_upstream_set(
+    "kurita-lists", ("keitakurita/contextual_embedding_bias_measure", "18044f87e2ff640fab43941120f14dcf482df6ca"),
+    {"positive_traits": ("8560d9835b7e3b2538ff8aeb3b7d0f259381bff93b149e8f5da297ff67ccb66f",
+                         "notebooks/data/positive_traits"),
+     "negative_traits": ("101a8f55526f269cfdf65182fb9c8513f11885d747f719f3cf3e0d018c0effff",
+                         "notebooks/data/negative_traits"),
+     "in_demand_tech_skills": ("74263229df060bdd9d1b142132bd4e2d90a172a400c6d3510627d010db7ae0d6",
+                               "notebooks/data/in_demand_tech_skills")},
+    folder="kurita_bias", main="positive_traits", loader="words.load_kurita",
+    description="Kurita et al.'s attribute lists: 230 positive and 365 negative traits, 25 in-demand tech skills.",
+    license="none stated upstream (no LICENSE file); short word lists used for research",
+    citation="Keita Kurita, Nidhi Vyas, Ayush Pareek, Alan W Black, Yulia Tsvetkov. 2019. Measuring Bias in "
+             "Contextualized Word Representations. GeBNLP @ ACL 2019.")

@@ -78,3 +78,24 @@ def load_seat(name: str = "seat", *, tests=None) -> pd.DataFrame:
     df = pd.DataFrame(rows, columns=SEAT_COLUMNS)
     df.attrs["dataset"] = name
     return df
+
+
+KURITA_COLUMNS = ["list", "item"]
+KURITA_LISTS = ("positive_traits", "negative_traits", "in_demand_tech_skills")
+
+
+def load_kurita(name: str = "kurita-lists") -> pd.DataFrame:
+    """Kurita et al. (2019)'s attribute lists: ``list`` (positive_traits 230, negative_traits 365,
+    in_demand_tech_skills 25 items), ``item`` (blank lines dropped). Their templates, e.g.
+    ``"[MASK] is XXX."``, live in the upstream code, not in a data file: chapter 05 states the
+    ones it uses."""
+    folder = registry.path(name).parent
+    rows = []
+    for lst in KURITA_LISTS:
+        try:
+            rows += [(lst, x.strip()) for x in (folder / lst).read_text(encoding="utf-8").splitlines() if x.strip()]
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InputError(f"{folder / lst}: cannot read the list ({exc.__class__.__name__})") from None
+    df = pd.DataFrame(rows, columns=KURITA_COLUMNS)
+    df.attrs["dataset"] = name
+    return df
