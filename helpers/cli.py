@@ -145,7 +145,8 @@ def build_parser() -> argparse.ArgumentParser:
                                            "every template's blank")
     p.add_argument("--all-pieces", action="store_true",
                    help="top-k over every vocabulary piece, not only tokens that start a word")
-    p.add_argument("--skip", help="text file of words (one per line) left out of the top-k, e.g. stop words")
+    p.add_argument("--skip", help="words left out of the top-k: en, fr or ar (stopwords-iso and punctuation), "
+                                  "or a text file of words (one per line)")
     p.add_argument("--masked", default="joint", choices=["joint", "l2r"],
                    help="masked LMs, multi-token candidates: all sub-tokens masked at once (joint, as "
                         "Kurita et al. 2019) or unmasked left to right")
@@ -320,7 +321,8 @@ def _cmd_fill(args: argparse.Namespace) -> None:
         except InputError as exc:
             raise InputError(f"{args.input}, row {i}: {exc}") from None
     candidates = _words_file(args.candidates, "candidates") if args.candidates else None
-    skip = _words_file(args.skip, "skip") if args.skip else None
+    skip = (args.skip if args.skip in fill.STOP_WORD_LANGUAGES else _words_file(args.skip, "skip")) if args.skip \
+        else None
     tables.check_writable(args.output, overwrite=args.overwrite)
     _set_threads(args)
     objective = None if args.objective == "auto" else args.objective

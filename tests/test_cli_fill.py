@@ -85,3 +85,18 @@ def test_fill_ins_from_a_model_without_them_and_missing_files_are_one_line(tmp_p
     assert code == 2 and "candidates file" in err and "not found" in err
     code = main(["fill", "--model", str(tiny_xlnet), "--input", str(inp), "--output", str(tmp_path / "o.csv")])
     assert code == 2 and "one of the arguments --top-k --candidates is required" in capsys.readouterr().err
+
+
+def test_skip_takes_a_language_or_a_file(tmp_path, tiny_bert, loaded_factory):
+    inp, _ = _files(tmp_path)
+    lm = loaded_factory(tiny_bert, "masked")
+    out = tmp_path / "en.csv"
+    assert main(["fill", "--model", str(tiny_bert), "--input", str(inp), "--top-k", "4", "--skip", "en",
+                 "--output", str(out)]) == 0
+    assert list(pd.read_csv(out)["word"]) == list(fill.top_k(lm, TEMPLATES, k=4, skip="en")["word"])
+    words = tmp_path / "skip.txt"
+    words.write_text("women\nthe\n")
+    out2 = tmp_path / "file.csv"
+    assert main(["fill", "--model", str(tiny_bert), "--input", str(inp), "--top-k", "4", "--skip", str(words),
+                 "--output", str(out2)]) == 0
+    assert list(pd.read_csv(out2)["word"]) == list(fill.top_k(lm, TEMPLATES, k=4, skip=["women", "the"])["word"])

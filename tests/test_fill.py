@@ -103,3 +103,24 @@ def test_bad_input_is_one_line(tiny_bert, loaded_factory, templates, k, message)
 def test_a_model_without_fill_ins_is_one_line(tiny_xlnet, loaded_factory):
     with pytest.raises(InputError, match="masked or causal LM"):
         fill.top_k(loaded_factory(tiny_xlnet, "permutation"), ["the [MASK] ."], k=2)
+
+
+def test_skip_by_language_uses_stopwords_iso_and_punctuation(tiny_bert, loaded_factory):
+    import string
+
+    import stopwordsiso
+
+    lm = loaded_factory(tiny_bert, "masked")
+    tok = lm.tokenizer
+    listed = {w.lower() for w in stopwordsiso.stopwords("en")} | set(string.punctuation)
+    assert fill.stop_words("en") == listed
+    got = fill.top_k(lm, TEMPLATES, k=8, skip="en")
+    vocab = tok.convert_ids_to_tokens(list(range(len(tok))))
+    for n, t in enumerate(TEMPLATES):                         # brute force: full softmax, filter, sort
+        ids = tok(t.replace("[MASK]", tok.mask_token))["input_ids"]
+        p = _softmax_at(lm.model, ids, ids.index(tok.mask_token_id))
+        keep = [i for i in np.argsort(-p, kind="stable") if not vocab[i].startswith("##")
+                and i not in tok.all_special_ids and vocab[i] not in listed][:8]
+        assert list(got[got["template_id"] == n]["word"]) == [vocab[i] for i in keep]
+    with pytest.raises(InputError, match="one of en, fr, ar"):
+        fill.top_k(lm, TEMPLATES, k=3, skip="de")

@@ -12,8 +12,9 @@
 
 ``whole_words`` keeps only tokens that start a word (no ``##`` continuation for WordPiece; the
 leading-space marker ``Ġ`` / ``▁`` for byte-level BPE and SentencePiece) and drops special
-tokens; ``skip`` drops given words (e.g. stop words) before ranking, so k words are still
-returned. Probabilities are the model's, not renormalised over what is kept.
+tokens; ``skip`` drops given words (a collection, or ``"en"`` / ``"fr"`` / ``"ar"`` for the
+stopwords-iso list of that language and punctuation, :func:`stop_words`) before ranking, so k
+words are still returned. Probabilities are the model's, not renormalised over what is kept.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import pandas as pd
 from helpers.errors import InputError
 from helpers.lm import cloze, scoring
 
-__all__ = ["top_k", "word_starts", "COLUMNS"]
+__all__ = ["top_k", "word_starts", "stop_words", "COLUMNS", "STOP_WORD_LANGUAGES"]
 
 COLUMNS = ["template_id", "template", "rank", "token", "word", "probability", "log_prob"]
 _MARKERS = ("\u0120", "\u2581")          # byte-level BPE "Ġ", SentencePiece "▁"
@@ -78,11 +79,28 @@ def _ranked(tokenizer, order: np.ndarray, probs: np.ndarray, skip: set[str], k: 
     return sorted(best.values(), key=lambda v: -v[2])[:k]
 
 
+#: ``skip`` given as a language code: the stopwords-iso list of that language (MIT; package
+#: ``stopwordsiso``; broad lists: English has 1,298 entries) plus punctuation.
+STOP_WORD_LANGUAGES = ("en", "fr", "ar")
+
+
+def stop_words(language: str) -> set[str]:
+    """The stopwords-iso list of ``language`` (lower-cased) and the ASCII punctuation marks."""
+    if language not in STOP_WORD_LANGUAGES:
+        raise InputError(f"stop words: language must be one of {', '.join(STOP_WORD_LANGUAGES)}, got {language!r}")
+    import stopwordsiso
+
+    return {w.lower() for w in stopwordsiso.stopwords(language)} | set(string.punctuation)
+
+
 def _skip_set(skip: Iterable[str] | None) -> set[str]:
     if skip is None:
         return set()
     if isinstance(skip, str):
-        raise InputError("skip must be a collection of words, not one string")
+        if skip in STOP_WORD_LANGUAGES:
+            return stop_words(skip)
+        raise InputError(f"skip must be a collection of words or one of {', '.join(STOP_WORD_LANGUAGES)}, "
+                         f"not {skip!r}")
     return {w.strip().lower() for w in skip}
 
 
