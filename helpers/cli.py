@@ -286,20 +286,6 @@ def _cmd_score(args: argparse.Namespace) -> None:
 
 # --------------------------------------------------------------------------- harms fill
 
-def _words_file(path: str, what: str) -> list[str]:
-    """Non-empty stripped lines of a text file; one clear line if missing, unreadable or empty."""
-    try:
-        words = [w.strip() for w in Path(path).read_text(encoding="utf-8").splitlines()]
-    except FileNotFoundError:
-        raise InputError(f"{what} file {path}: not found") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{what} file {path}: cannot be read as UTF-8 text ({exc.__class__.__name__})") from None
-    words = [w for w in words if w]
-    if not words:
-        raise InputError(f"{what} file {path}: has no words")
-    return words
-
-
 def _cmd_fill(args: argparse.Namespace) -> None:
     """``--top-k K``: the K most probable fill-ins of each template's blank
     (:func:`helpers.lm.fill.top_k`); ``--candidates FILE``: each candidate's log-probability in
@@ -320,8 +306,8 @@ def _cmd_fill(args: argparse.Namespace) -> None:
             cloze.split_template(t)
         except InputError as exc:
             raise InputError(f"{args.input}, row {i}: {exc}") from None
-    candidates = _words_file(args.candidates, "candidates") if args.candidates else None
-    skip = (args.skip if args.skip in fill.STOP_WORD_LANGUAGES else _words_file(args.skip, "skip")) if args.skip \
+    candidates = tables.read_lines(args.candidates, "candidates") if args.candidates else None
+    skip = (args.skip if args.skip in fill.STOP_WORD_LANGUAGES else tables.read_lines(args.skip, "skip")) if args.skip \
         else None
     tables.check_writable(args.output, overwrite=args.overwrite)
     _set_threads(args)

@@ -228,8 +228,7 @@ def language_model_quality(handle, *, corpus: str = "gensim", blocks: int = 16, 
             options["block_size"] = limit
         q = quality.language_model_quality(loaded.model, loaded.tokenizer, train, held, objective=loaded.objective,
                                            **options)
-        return {k: q[k] for k in ("objective", "heldout_perplexity", "unigram_perplexity", "heldout_tokens",
-                                  "train_tokens", "block_size")}
+        return {k: q[k] for k in QUALITY_MEASURED}
 
     measured = cached_result(handle, "language_model_quality", settings, compute)
     g = quality.gate(measured["heldout_perplexity"], measured["unigram_perplexity"], min_ratio=min_ratio)
@@ -247,6 +246,11 @@ def gate_columns(gate: dict) -> dict:
             "perplexity_ratio": gate["ratio"], "usable": bool(gate["usable"]), "min_ratio": gate["min_ratio"]}
 
 
+#: What :func:`language_model_quality` measures and caches (the gate is derived from it).
+QUALITY_MEASURED = ("objective", "heldout_perplexity", "unigram_perplexity", "heldout_tokens", "train_tokens",
+                    "block_size")
+
+
 def quality_settings(*, corpus: str = "gensim", blocks: int = 16, block_size: int = 128, seed: int = 0) -> dict:
     """The settings under which :func:`language_model_quality` caches its measurement."""
     return {"corpus": corpus, "blocks": blocks, "block_size": block_size, "smoothing": 1.0, "batch_size": 8,
@@ -259,8 +263,7 @@ def remember_language_model_quality(handle, measured: dict, **settings) -> None:
     chapters reuse it: the zoo measures every student after healing (``measured`` holds
     ``objective, heldout_perplexity, unigram_perplexity, heldout_tokens, train_tokens,
     block_size``). A value already cached is kept."""
-    missing = {"objective", "heldout_perplexity", "unigram_perplexity", "heldout_tokens", "train_tokens",
-               "block_size"} - set(measured)
+    missing = set(QUALITY_MEASURED) - set(measured)
     if missing:
         raise InputError(f"remember_language_model_quality: missing {', '.join(sorted(missing))}")
     cached_result(handle, "language_model_quality", quality_settings(**settings), lambda _: dict(measured),

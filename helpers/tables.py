@@ -168,6 +168,48 @@ def read_records(path) -> tuple[list[dict], list[str]]:
     return records, where
 
 
+def read_lines(path, what: str = "list") -> list[str]:
+    """The stripped, non-empty lines of a UTF-8 text file (a word or group list). One
+    :class:`InputError` naming ``what`` and the file when it is missing, unreadable or has no lines."""
+    path = Path(path)
+    try:
+        lines = [line.strip() for line in path.read_text(encoding="utf-8").splitlines()]
+    except FileNotFoundError:
+        raise InputError(f"{what} file {path}: not found") from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{what} file {path}: not UTF-8 text (byte {exc.start})") from None
+    except OSError as exc:
+        raise InputError(f"{what} file {path}: cannot read ({exc.strerror or exc.__class__.__name__})") from None
+    lines = [line for line in lines if line]
+    if not lines:
+        raise InputError(f"{what} file {path}: is empty")
+    return lines
+
+
+def read_csv_checked(path, columns, what: str = "CSV", **read_csv) -> pd.DataFrame:
+    """``pandas.read_csv(path, **read_csv)`` of a data file that must hold ``columns``; cells as
+    strings verbatim unless ``read_csv`` says otherwise. One :class:`InputError` naming ``what`` and
+    the file when it is missing, unreadable, malformed, empty or lacks a column."""
+    path = Path(path)
+    read_csv = {"dtype": str, "keep_default_na": False, "encoding": "utf-8", **read_csv}
+    try:
+        df = pd.read_csv(path, **read_csv)
+    except FileNotFoundError:
+        raise InputError(f"{what} file {path}: not found") from None
+    except pd.errors.EmptyDataError:
+        raise InputError(f"{what} file {path}: is empty") from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{what} file {path}: not UTF-8 text (byte {exc.start})") from None
+    except (OSError, ValueError, pd.errors.ParserError) as exc:
+        raise InputError(f"{what} file {path}: cannot read ({' '.join(str(exc).split())[:120]})") from None
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        raise InputError(f"{what} file {path}: missing column(s) {', '.join(map(str, missing))}")
+    if df.empty:
+        raise InputError(f"{what} file {path}: no rows")
+    return df
+
+
 def _describe(value) -> str:
     if value is None or (isinstance(value, float) and value != value):
         return "missing (null) text"

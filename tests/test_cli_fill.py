@@ -60,7 +60,7 @@ def test_a_text_column_works_too(tmp_path, tiny_gpt2):
 @pytest.mark.parametrize("rows,words,extra,fragment", [
     (["no blank at all"], "women\n", [], "row 0: template 'no blank at all': needs exactly one blank"),
     (["[MASK] and [MASK]"], "women\n", [], "found 2"),
-    (TEMPLATES, "\n  \n", [], "has no words"),
+    (TEMPLATES, "\n  \n", [], "is empty"),
     (TEMPLATES, "\u2603\u2603\n", [], "no token ids"),
 ])
 def test_bad_input_is_one_line(tmp_path, tiny_bert, capsys, rows, words, extra, fragment):

@@ -238,3 +238,38 @@ def test_check_writable_leaves_nothing_behind(tmp_path):
     assert target.parent.is_dir() and list(target.parent.iterdir()) == []
     with pytest.raises(InputError, match="unknown output format"):
         io.check_writable(tmp_path / "o.txt")
+
+
+@pytest.mark.parametrize("content, fragment", [
+    (None, "not found"), (b"\xff\xfe word", "not UTF-8"), (b"\n  \n", "is empty")])
+def test_read_lines_bad_files_name_the_file(tmp_path, content, fragment):
+    p = tmp_path / "words.txt"
+    if content is not None:
+        p.write_bytes(content)
+    with pytest.raises(InputError, match=fragment) as err:
+        io.read_lines(p, "group list")
+    assert str(err.value).startswith(f"group list file {p}")
+
+
+def test_read_lines_strips_and_skips_blank_lines(tmp_path):
+    p = tmp_path / "words.txt"
+    p.write_text(" he \n\nshe\n  \nthey", encoding="utf-8")
+    assert io.read_lines(p) == ["he", "she", "they"]
+
+
+@pytest.mark.parametrize("content, fragment", [
+    (None, "not found"), ("", "is empty"), ("a,b\n", "no rows"), ("a,c\n1,2\n", "missing column(s) b"),
+    ('a,b\n"1,2\n', "cannot read")])
+def test_read_csv_checked_bad_files(tmp_path, content, fragment):
+    p = tmp_path / "t.csv"
+    if content is not None:
+        p.write_text(content, encoding="utf-8")
+    with pytest.raises(InputError, match=fragment.replace("(", r"\(").replace(")", r"\)")):
+        io.read_csv_checked(p, ["a", "b"], "test")
+
+
+def test_read_csv_checked_keeps_cells_verbatim(tmp_path):
+    p = tmp_path / "t.csv"
+    p.write_text("a,b\nNA,\nnull,0\n", encoding="utf-8")
+    df = io.read_csv_checked(p, ["a", "b"])
+    assert df["a"].tolist() == ["NA", "null"] and df["b"].tolist() == ["", "0"]

@@ -25,6 +25,7 @@ import pandas as pd
 
 from helpers.datasets.registry import path as _path
 from helpers.errors import DataNotFoundError, InputError
+from helpers.tables import read_csv_checked
 
 SUMMARY_FILE = "attention_intervention_summary.csv"
 SUMMARY_COLUMNS = ["source_file", "dataset", "model_version", "do_filter", "split", "stat",
@@ -38,15 +39,7 @@ def load_attention_summary(name: str = "causal_mediation_analysis", *,
                            path: str | Path | None = None) -> pd.DataFrame:
     """The attention-intervention summary, one row per upstream result file (columns above)."""
     p = Path(path or _path(name, SUMMARY_FILE))
-    try:
-        df = pd.read_csv(p)
-    except (OSError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
-        raise InputError(f"{p}: cannot read CSV ({type(exc).__name__})") from None
-    missing = [c for c in SUMMARY_COLUMNS if c not in df.columns]
-    if missing:
-        raise InputError(f"{p}: missing column(s) {', '.join(missing)}")
-    if df.empty:
-        raise InputError(f"{p}: no rows")
+    df = read_csv_checked(p, SUMMARY_COLUMNS, "attention summary", dtype=None, keep_default_na=True)
     effects = df[EFFECTS].apply(pd.to_numeric, errors="coerce").to_numpy(float)
     bad = ~df["dataset"].isin(["winobias", "winogender"]).to_numpy() | ~np.isfinite(effects).all(axis=1)
     if bad.any():

@@ -20,6 +20,7 @@ import pandas as pd
 
 from helpers.datasets import registry
 from helpers.errors import InputError
+from helpers.tables import read_csv_checked, read_lines
 
 LANGUAGES = ("en", "fr", "ar")
 PATTERN_COLUMNS = ["language", "head_id", "head", "pattern_id", "pattern"]
@@ -62,10 +63,7 @@ def load_groups(name: str = "atomic-probing-groups", *, language: str = "en") ->
     rows = []
     for gender in ("female", "male", "neutral"):
         f = folder / f"{gender}{suffix}.txt"
-        try:
-            rows += [(language, gender, g.strip()) for g in f.read_text(encoding="utf-8").splitlines() if g.strip()]
-        except (OSError, UnicodeDecodeError) as exc:
-            raise InputError(f"{f}: cannot read the group list ({exc.__class__.__name__})") from None
+        rows += [(language, gender, g) for g in read_lines(f, "group list")]
     df = pd.DataFrame(rows, columns=GROUP_COLUMNS)
     df.attrs.update(dataset=name, language=language)
     return df
@@ -85,13 +83,7 @@ def load_mlma(name: str = "mlma", *, language: str = "en") -> pd.DataFrame:
     rule: single-label ``normal`` = ``non-toxic``, anything else ``toxic``), ``directness``,
     ``target``, ``group``. Seed 002's probe classifier is trained on it."""
     f = registry.path(name).parent / f"{_language(language)}_dataset.csv"
-    try:
-        raw = pd.read_csv(f, dtype=str, keep_default_na=False)
-    except (OSError, ValueError) as exc:
-        raise InputError(f"{f}: cannot read MLMA ({exc.__class__.__name__})") from None
-    missing = sorted({"tweet", "sentiment", "directness", "target", "group"} - set(raw.columns))
-    if missing:
-        raise InputError(f"{f}: missing column(s) {', '.join(missing)}")
+    raw = read_csv_checked(f, ["tweet", "sentiment", "directness", "target", "group"], "MLMA")
     df = pd.DataFrame({"tweet_id": range(len(raw)), "language": language, "text": raw["tweet"].str.strip(),
                        "sentiment": raw["sentiment"], "label": raw["sentiment"].map(
                            lambda s: "non-toxic" if s == "normal" else "toxic"),

@@ -168,16 +168,18 @@ _CITE_STEREOSET = ("Moin Nadeem, Anna Bethke, Siva Reddy. 2021. StereoSet: Measu
                    "pretrained language models. ACL-IJCNLP 2021.")
 
 
-def _upstream_set(name: str, upstream: tuple[str, str], files: dict[str, tuple[str, str | None]], *,
+def _upstream_set(name: str, upstream: tuple[str, str], files: dict[str, str | tuple[str, str | None]], *,
                   description: str, license: str, citation: str, **fields) -> DatasetSpec:
     """Register a data set copied from a GitHub repository pinned to a commit: ``upstream`` is
-    (repository, commit); ``files`` maps file name -> (sha256, path in the repository, or None for
-    a file derived here, e.g. an upstream README table saved as CSV)."""
+    (repository, commit); ``files`` maps file name -> its sha256 (the same path in the repository)
+    or (sha256, path in the repository, or None for a file derived here, e.g. an upstream README
+    table saved as CSV)."""
     repo, commit = upstream
     base = f"https://raw.githubusercontent.com/{repo}/{commit}"
+    pairs = {f: (v, f) if isinstance(v, str) else v for f, v in files.items()}
     return register(DatasetSpec(
         name=name, repo=repo, commit=commit, description=description, license=license, citation=citation,
-        files=tuple(DataFile(f, h, f"{base}/{up}" if up else None) for f, (h, up) in files.items()), **fields))
+        files=tuple(DataFile(f, h, f"{base}/{up}" if up else None) for f, (h, up) in pairs.items()), **fields))
 
 
 _upstream_set(
@@ -305,52 +307,52 @@ _upstream_set(
              "Mitigating BERT's Gender Bias. GeBNLP @ COLING 2020.")
 
 _SEAT_FILES = {
-     "tests/angry_black_woman_stereotype.jsonl": ("06ac61a1054ff82596a4b713e1acc5d800e5b70e84b1dd24d9e32231854e8828", "tests/angry_black_woman_stereotype.jsonl"),
-     "tests/angry_black_woman_stereotype_b.jsonl": ("69844f32f32f1f33264446d5a8ff75b11e896719c6627e8721a2e3153c493b9d", "tests/angry_black_woman_stereotype_b.jsonl"),
-     "tests/heilman_double_bind_competent_1+3-.jsonl": ("21924ce01aaee12162d8833e4f1dc5c3c332ebbbc720e7736ef554851cf1e4d2", "tests/heilman_double_bind_competent_1+3-.jsonl"),
-     "tests/heilman_double_bind_competent_1-.jsonl": ("08d78185021e1dc899ca349759906d42a74d245de62a624ca7cf24853c85f936", "tests/heilman_double_bind_competent_1-.jsonl"),
-     "tests/heilman_double_bind_competent_1.jsonl": ("83260f3683107446d18f20d1653a63cf53e30660fb800b4419719c0548d81c5e", "tests/heilman_double_bind_competent_1.jsonl"),
-     "tests/heilman_double_bind_competent_one_sentence.jsonl": ("472b008cdeaebc97287e25dda29cee80fbcfdf976bbdcc267a9789c39580b2bf", "tests/heilman_double_bind_competent_one_sentence.jsonl"),
-     "tests/heilman_double_bind_competent_one_word.jsonl": ("2926a59745fa07c4069cdfe5eec3153b3a1eb43e1edeefe41667765f2b87a32f", "tests/heilman_double_bind_competent_one_word.jsonl"),
-     "tests/heilman_double_bind_likable_1+3-.jsonl": ("7bae0867001c671175d1582e1607fa16fbf3268a4862d68ee05b8b0a046c5663", "tests/heilman_double_bind_likable_1+3-.jsonl"),
-     "tests/heilman_double_bind_likable_1-.jsonl": ("aa3c3b26c8059b7f6318b37f1d1133161dc0b28531f9f2e797acbf46c1c219ca", "tests/heilman_double_bind_likable_1-.jsonl"),
-     "tests/heilman_double_bind_likable_1.jsonl": ("ebfc4ce95c6687a96d8cecdd453c51b252803b1cd94c98efccb4860a5612f139", "tests/heilman_double_bind_likable_1.jsonl"),
-     "tests/heilman_double_bind_likable_one_sentence.jsonl": ("76a61eade11c46470d40746a45fff48235339aebe6302a00e7edeb95c6498a06", "tests/heilman_double_bind_likable_one_sentence.jsonl"),
-     "tests/heilman_double_bind_likable_one_word.jsonl": ("47566cb0cf9a96a102f96a8b4f5fa1a7ff5108fc9d51b7564adcae30f4031ae4", "tests/heilman_double_bind_likable_one_word.jsonl"),
-     "tests/sent-angry_black_woman_stereotype.jsonl": ("d421fb37fbac73184d60a73b95b5585cfc9bf0683b8100a57cd87d6d1c149588", "tests/sent-angry_black_woman_stereotype.jsonl"),
-     "tests/sent-angry_black_woman_stereotype_b.jsonl": ("95b0bf8cde740bcd5241af89a217687dcf0a13bb48db8a628a49872df9bb1505", "tests/sent-angry_black_woman_stereotype_b.jsonl"),
-     "tests/sent-heilman_double_bind_competent_one_word.jsonl": ("cc99565db26eaea3b09fe73b93109a6c3c11decb7b320f73942abdd7f60fa5d4", "tests/sent-heilman_double_bind_competent_one_word.jsonl"),
-     "tests/sent-heilman_double_bind_likable_one_word.jsonl": ("f3bb2f8e41caec232262ca3eec86ad4d773e1cb6fa5d0e33c7a863dccd40db7a", "tests/sent-heilman_double_bind_likable_one_word.jsonl"),
-     "tests/sent-weat1.jsonl": ("ff493f29fa0e0984b67e1502b0c04688473e189fd6d107c91054507ed73ff77a", "tests/sent-weat1.jsonl"),
-     "tests/sent-weat10.jsonl": ("04dd864639909052e2ee1f386cfc0a99b5d5311c7c3ab0411396a6f5ddf0aeae", "tests/sent-weat10.jsonl"),
-     "tests/sent-weat2.jsonl": ("58378442b8894e6987250a4ca52fc36495429c85695e9dcf952e9c4c31626609", "tests/sent-weat2.jsonl"),
-     "tests/sent-weat3.jsonl": ("1e1b9f89f518ad5bba47cbe5bd1d08d679b296b3eb640ee0b060f080c5d7ffef", "tests/sent-weat3.jsonl"),
-     "tests/sent-weat3b.jsonl": ("8db3f84b109031a8b86392fbd4544ca1b29f361d98b30b1e83a82b1ca60ee351", "tests/sent-weat3b.jsonl"),
-     "tests/sent-weat4.jsonl": ("5eb5a2bc5b36d8c0567b1992aea7adb015f3e170e4d24a220c2dca763f59a418", "tests/sent-weat4.jsonl"),
-     "tests/sent-weat5.jsonl": ("2478d808135759371ee43754fa8efd89a928e434ad2981df61726b7328c5fb47", "tests/sent-weat5.jsonl"),
-     "tests/sent-weat5b.jsonl": ("c0af61519bee074d0c3218bf8e5537b10fae5d795230422cd7bff92f90cafc26", "tests/sent-weat5b.jsonl"),
-     "tests/sent-weat6.jsonl": ("bcf1a6864e3da0e8982d70451721877f23e2efaf6aea33628df843d826b68ae2", "tests/sent-weat6.jsonl"),
-     "tests/sent-weat6b.jsonl": ("8d1dd09833d1854784503c2eb9986d1951d684fb3289a18da85e72fa1e59e4ff", "tests/sent-weat6b.jsonl"),
-     "tests/sent-weat7.jsonl": ("86c151b640bc9ebf6f60cd94920ab1f5bff68ea1a993f322f729cf3620173e0f", "tests/sent-weat7.jsonl"),
-     "tests/sent-weat7b.jsonl": ("16b7c23eb529421b411b508b2928b0d62e52cbb80cf40f8e9acbdfb52cd75350", "tests/sent-weat7b.jsonl"),
-     "tests/sent-weat8.jsonl": ("352fea8d5440800a219dd6141a6f5e414a708770bc2717bfc581bc249e108ded", "tests/sent-weat8.jsonl"),
-     "tests/sent-weat8b.jsonl": ("c410535cac813f806d20a7f76f4bea62ee44f98d8828f8f0ac6a4b7694c414bc", "tests/sent-weat8b.jsonl"),
-     "tests/sent-weat9.jsonl": ("dd1b60d64dedde7ce532915a6a39cd8ec7d036e90896a6a854bfcd6315866c6c", "tests/sent-weat9.jsonl"),
-     "tests/weat1.jsonl": ("c12c192a4b8011590cfe7de237cb2e0dbcd0e7328e3b7baf63869ccfd61bc0ea", "tests/weat1.jsonl"),
-     "tests/weat10.jsonl": ("4878efc95d1bbb9c482fc90a5c2c379f9b5a990c7ea9e61f13611fff355a23bc", "tests/weat10.jsonl"),
-     "tests/weat2.jsonl": ("d907a10b5a84a72f4e60bf069562565aa88b0e0c84e26adb38a75536718e25b9", "tests/weat2.jsonl"),
-     "tests/weat3.jsonl": ("99e5fdbfe3749608afb803eb55d1fb291f81399862ba4cc2b21461ae82215bf7", "tests/weat3.jsonl"),
-     "tests/weat3b.jsonl": ("1642a16492fb2e65ff84c858f81ee50737825b96cc0ce880f3409b4dc2e8dd5a", "tests/weat3b.jsonl"),
-     "tests/weat4.jsonl": ("c0d0c606d20a0ccb8759dcbddaea1b692a860e9dbeea2ccdcade3e3c25868dbb", "tests/weat4.jsonl"),
-     "tests/weat5.jsonl": ("7e1ac48a1c8b549200ce5e4c9ed7fd6f0c2c766485d04e73adee05358a9b3224", "tests/weat5.jsonl"),
-     "tests/weat5b.jsonl": ("95d5e31bebbe612274fcde0bb311c6fe012f26623522ac4a2b2c9a78ddbb9d2a", "tests/weat5b.jsonl"),
-     "tests/weat6.jsonl": ("21681d3f4d7fdf97cf4cd2c0f9160940cfbd797ec62c7621b5600dc9e6e5b248", "tests/weat6.jsonl"),
-     "tests/weat6b.jsonl": ("b6c85b5228a3786827b528af3d633fbbddc4fbf05d93e6ceb6f76a4881386c1d", "tests/weat6b.jsonl"),
-     "tests/weat7.jsonl": ("c7e68ec95e30f42df3faa9e1ba933596c9e49651e0017bb90c19d0f58312f2b0", "tests/weat7.jsonl"),
-     "tests/weat7b.jsonl": ("714c42ccf6ec71113fcb2064daa7b4dfc80b0cd4bb191c8d0196053681a9792b", "tests/weat7b.jsonl"),
-     "tests/weat8.jsonl": ("86e650b44e8fd539a9082564f5ede5dae2ed67d120938b9c92a7495f143801e9", "tests/weat8.jsonl"),
-     "tests/weat8b.jsonl": ("db822460372ae472b8cf8fd41a44ca13e4f166bb9ee05ea13a983fe0301016ef", "tests/weat8b.jsonl"),
-     "tests/weat9.jsonl": ("e4c9ab7cd719dcc05a2bd86c390de31ae2778db3c362b360206c0491751fe9f7", "tests/weat9.jsonl"),
+     "tests/angry_black_woman_stereotype.jsonl": "06ac61a1054ff82596a4b713e1acc5d800e5b70e84b1dd24d9e32231854e8828",
+     "tests/angry_black_woman_stereotype_b.jsonl": "69844f32f32f1f33264446d5a8ff75b11e896719c6627e8721a2e3153c493b9d",
+     "tests/heilman_double_bind_competent_1+3-.jsonl": "21924ce01aaee12162d8833e4f1dc5c3c332ebbbc720e7736ef554851cf1e4d2",
+     "tests/heilman_double_bind_competent_1-.jsonl": "08d78185021e1dc899ca349759906d42a74d245de62a624ca7cf24853c85f936",
+     "tests/heilman_double_bind_competent_1.jsonl": "83260f3683107446d18f20d1653a63cf53e30660fb800b4419719c0548d81c5e",
+     "tests/heilman_double_bind_competent_one_sentence.jsonl": "472b008cdeaebc97287e25dda29cee80fbcfdf976bbdcc267a9789c39580b2bf",
+     "tests/heilman_double_bind_competent_one_word.jsonl": "2926a59745fa07c4069cdfe5eec3153b3a1eb43e1edeefe41667765f2b87a32f",
+     "tests/heilman_double_bind_likable_1+3-.jsonl": "7bae0867001c671175d1582e1607fa16fbf3268a4862d68ee05b8b0a046c5663",
+     "tests/heilman_double_bind_likable_1-.jsonl": "aa3c3b26c8059b7f6318b37f1d1133161dc0b28531f9f2e797acbf46c1c219ca",
+     "tests/heilman_double_bind_likable_1.jsonl": "ebfc4ce95c6687a96d8cecdd453c51b252803b1cd94c98efccb4860a5612f139",
+     "tests/heilman_double_bind_likable_one_sentence.jsonl": "76a61eade11c46470d40746a45fff48235339aebe6302a00e7edeb95c6498a06",
+     "tests/heilman_double_bind_likable_one_word.jsonl": "47566cb0cf9a96a102f96a8b4f5fa1a7ff5108fc9d51b7564adcae30f4031ae4",
+     "tests/sent-angry_black_woman_stereotype.jsonl": "d421fb37fbac73184d60a73b95b5585cfc9bf0683b8100a57cd87d6d1c149588",
+     "tests/sent-angry_black_woman_stereotype_b.jsonl": "95b0bf8cde740bcd5241af89a217687dcf0a13bb48db8a628a49872df9bb1505",
+     "tests/sent-heilman_double_bind_competent_one_word.jsonl": "cc99565db26eaea3b09fe73b93109a6c3c11decb7b320f73942abdd7f60fa5d4",
+     "tests/sent-heilman_double_bind_likable_one_word.jsonl": "f3bb2f8e41caec232262ca3eec86ad4d773e1cb6fa5d0e33c7a863dccd40db7a",
+     "tests/sent-weat1.jsonl": "ff493f29fa0e0984b67e1502b0c04688473e189fd6d107c91054507ed73ff77a",
+     "tests/sent-weat10.jsonl": "04dd864639909052e2ee1f386cfc0a99b5d5311c7c3ab0411396a6f5ddf0aeae",
+     "tests/sent-weat2.jsonl": "58378442b8894e6987250a4ca52fc36495429c85695e9dcf952e9c4c31626609",
+     "tests/sent-weat3.jsonl": "1e1b9f89f518ad5bba47cbe5bd1d08d679b296b3eb640ee0b060f080c5d7ffef",
+     "tests/sent-weat3b.jsonl": "8db3f84b109031a8b86392fbd4544ca1b29f361d98b30b1e83a82b1ca60ee351",
+     "tests/sent-weat4.jsonl": "5eb5a2bc5b36d8c0567b1992aea7adb015f3e170e4d24a220c2dca763f59a418",
+     "tests/sent-weat5.jsonl": "2478d808135759371ee43754fa8efd89a928e434ad2981df61726b7328c5fb47",
+     "tests/sent-weat5b.jsonl": "c0af61519bee074d0c3218bf8e5537b10fae5d795230422cd7bff92f90cafc26",
+     "tests/sent-weat6.jsonl": "bcf1a6864e3da0e8982d70451721877f23e2efaf6aea33628df843d826b68ae2",
+     "tests/sent-weat6b.jsonl": "8d1dd09833d1854784503c2eb9986d1951d684fb3289a18da85e72fa1e59e4ff",
+     "tests/sent-weat7.jsonl": "86c151b640bc9ebf6f60cd94920ab1f5bff68ea1a993f322f729cf3620173e0f",
+     "tests/sent-weat7b.jsonl": "16b7c23eb529421b411b508b2928b0d62e52cbb80cf40f8e9acbdfb52cd75350",
+     "tests/sent-weat8.jsonl": "352fea8d5440800a219dd6141a6f5e414a708770bc2717bfc581bc249e108ded",
+     "tests/sent-weat8b.jsonl": "c410535cac813f806d20a7f76f4bea62ee44f98d8828f8f0ac6a4b7694c414bc",
+     "tests/sent-weat9.jsonl": "dd1b60d64dedde7ce532915a6a39cd8ec7d036e90896a6a854bfcd6315866c6c",
+     "tests/weat1.jsonl": "c12c192a4b8011590cfe7de237cb2e0dbcd0e7328e3b7baf63869ccfd61bc0ea",
+     "tests/weat10.jsonl": "4878efc95d1bbb9c482fc90a5c2c379f9b5a990c7ea9e61f13611fff355a23bc",
+     "tests/weat2.jsonl": "d907a10b5a84a72f4e60bf069562565aa88b0e0c84e26adb38a75536718e25b9",
+     "tests/weat3.jsonl": "99e5fdbfe3749608afb803eb55d1fb291f81399862ba4cc2b21461ae82215bf7",
+     "tests/weat3b.jsonl": "1642a16492fb2e65ff84c858f81ee50737825b96cc0ce880f3409b4dc2e8dd5a",
+     "tests/weat4.jsonl": "c0d0c606d20a0ccb8759dcbddaea1b692a860e9dbeea2ccdcade3e3c25868dbb",
+     "tests/weat5.jsonl": "7e1ac48a1c8b549200ce5e4c9ed7fd6f0c2c766485d04e73adee05358a9b3224",
+     "tests/weat5b.jsonl": "95d5e31bebbe612274fcde0bb311c6fe012f26623522ac4a2b2c9a78ddbb9d2a",
+     "tests/weat6.jsonl": "21681d3f4d7fdf97cf4cd2c0f9160940cfbd797ec62c7621b5600dc9e6e5b248",
+     "tests/weat6b.jsonl": "b6c85b5228a3786827b528af3d633fbbddc4fbf05d93e6ceb6f76a4881386c1d",
+     "tests/weat7.jsonl": "c7e68ec95e30f42df3faa9e1ba933596c9e49651e0017bb90c19d0f58312f2b0",
+     "tests/weat7b.jsonl": "714c42ccf6ec71113fcb2064daa7b4dfc80b0cd4bb191c8d0196053681a9792b",
+     "tests/weat8.jsonl": "86e650b44e8fd539a9082564f5ede5dae2ed67d120938b9c92a7495f143801e9",
+     "tests/weat8b.jsonl": "db822460372ae472b8cf8fd41a44ca13e4f166bb9ee05ea13a983fe0301016ef",
+     "tests/weat9.jsonl": "e4c9ab7cd719dcc05a2bd86c390de31ae2778db3c362b360206c0491751fe9f7",
 }
 _upstream_set(
     "seat", ("W4ngatang/sent-bias", "e3559fb669ca4832743b42fee715994c15c7f1af"), _SEAT_FILES,
@@ -362,9 +364,9 @@ _upstream_set(
              "Biases in Sentence Encoders. NAACL 2019. (WEAT lists: Caliskan, Bryson, Narayanan 2017, Science.)")
 
 _PROBING_FILES = {
-     "atomic_probing_en.csv": ("c766ec2fbb0d9b633d0924609d22baa128298b5768cd829b8fbccfc5655f84ef", 'atomic_probing_en.csv'),
-     "atomic_probing_fr.csv": ("d30b48ba5846e61acf90a11d96034ed09d25ca9d00584d4a735c855f858b1e93", 'atomic_probing_fr.csv'),
-     "atomic_probing_ar.csv": ("8d4990bf2363191c037b24aedd29fb4cde2e0f42dc86e9c4d170bb88358709ad", 'atomic_probing_ar.csv'),
+     "atomic_probing_en.csv": "c766ec2fbb0d9b633d0924609d22baa128298b5768cd829b8fbccfc5655f84ef",
+     "atomic_probing_fr.csv": "d30b48ba5846e61acf90a11d96034ed09d25ca9d00584d4a735c855f858b1e93",
+     "atomic_probing_ar.csv": "8d4990bf2363191c037b24aedd29fb4cde2e0f42dc86e9c4d170bb88358709ad",
      "cands/female.txt": ("c4be0cd61f48530e2aa1e5bf35a63d2da0e9e64934677882dc74a84637ada78c", None),
      "cands/female_ar.txt": ("33cd922e89b31187bbbdf229fe1db21af3a11be2991862289e4401f174f97f5f", None),
      "cands/female_fr.txt": ("8ec4618d7fdac4149bad4e41311ced5e98ea53d37e15e96500bd5003a489225d", None),
@@ -412,3 +414,5 @@ _upstream_set(
     license="none stated upstream (no LICENSE file); short word lists used for research",
     citation="Keita Kurita, Nidhi Vyas, Ayush Pareek, Alan W Black, Yulia Tsvetkov. 2019. Measuring Bias in "
              "Contextualized Word Representations. GeBNLP @ ACL 2019.")
+
+# --- data sets of chapters 05-07: new registrations go above this line, one block each ---

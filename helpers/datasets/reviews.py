@@ -15,6 +15,7 @@ import pandas as pd
 
 from helpers.datasets import registry
 from helpers.errors import InputError
+from helpers.tables import read_csv_checked
 
 SOURCES = {"imdb": "imdb", "rotten-tomatoes": "rotten_tomatoes"}
 COLUMNS = ["review_id", "text", "label", "source", "split"]
@@ -41,13 +42,7 @@ def split_labels(labels: pd.Series, *, validation: float, test: float, seed: int
 def load_reviews(name: str, *, validation: float = 0.1, test: float = 0.2, seed: int = 0) -> pd.DataFrame:
     """The reviews of ``name`` (``imdb`` or ``rotten-tomatoes``) with a seeded split (module)."""
     f = registry.path(name)
-    try:
-        raw = pd.read_csv(f, dtype={"text": str}, keep_default_na=False)
-    except (OSError, ValueError) as exc:
-        raise InputError(f"{f}: cannot read the reviews CSV ({exc.__class__.__name__})") from None
-    missing = {"text", "label", "source"} - set(raw.columns)
-    if missing:
-        raise InputError(f"{f}: missing column(s) {', '.join(sorted(missing))}")
+    raw = read_csv_checked(f, ["text", "label", "source"], "reviews")
     df = raw[raw["source"] == SOURCES[name]].reset_index(drop=True)
     if df.empty or not set(df["label"].astype(str)) <= {"0", "1"}:
         raise InputError(f"{f}: no {name} rows with labels 0/1")

@@ -25,6 +25,7 @@ import pandas as pd
 
 from helpers.datasets import registry
 from helpers.errors import InputError
+from helpers.tables import read_csv_checked, read_lines
 
 BEC_PRO_COLUMNS = ["sentence", "template", "person", "gender", "profession", "profession_gender", "pattern"]
 _BEC_PRO_SOURCE = {"Sentence": "sentence", "Sent_TM": "template", "Person": "person", "Gender": "gender",
@@ -34,13 +35,7 @@ _BEC_PRO_SOURCE = {"Sentence": "sentence", "Sent_TM": "template", "Person": "per
 def load_bec_pro(name: str = "bec-pro") -> pd.DataFrame:
     """BEC-Pro English: 5,400 sentences, 18 person words x 60 professions x 5 patterns."""
     f = registry.path(name)
-    try:
-        raw = pd.read_csv(f, sep="\t", index_col=0, dtype=str, keep_default_na=False)
-    except (OSError, ValueError) as exc:
-        raise InputError(f"{f}: cannot read the BEC-Pro TSV ({exc.__class__.__name__})") from None
-    missing = sorted(set(_BEC_PRO_SOURCE) - set(raw.columns))
-    if missing:
-        raise InputError(f"{f}: missing column(s) {', '.join(missing)}")
+    raw = read_csv_checked(f, list(_BEC_PRO_SOURCE), "BEC-Pro", sep="\t", index_col=0)
     df = raw[list(_BEC_PRO_SOURCE)].rename(columns=_BEC_PRO_SOURCE).reset_index(drop=True)
     rebuilt = [re.sub(rf"(?<!\w){re.escape(p)}(?!\w)", "[MASK]", t, count=1)
                for t, p in zip(df["sentence"], df["person"])]
@@ -92,10 +87,7 @@ def load_kurita(name: str = "kurita-lists") -> pd.DataFrame:
     folder = registry.path(name).parent
     rows = []
     for lst in KURITA_LISTS:
-        try:
-            rows += [(lst, x.strip()) for x in (folder / lst).read_text(encoding="utf-8").splitlines() if x.strip()]
-        except (OSError, UnicodeDecodeError) as exc:
-            raise InputError(f"{folder / lst}: cannot read the list ({exc.__class__.__name__})") from None
+        rows += [(lst, x) for x in read_lines(folder / lst, "Kurita list")]
     df = pd.DataFrame(rows, columns=KURITA_COLUMNS)
     df.attrs["dataset"] = name
     return df

@@ -38,7 +38,7 @@ import pandas as pd
 from helpers.errors import InputError
 from helpers.lm import scoring
 
-__all__ = ["BLANK", "split_template", "fill", "cloze_logprobs", "kurita_log_ratio", "CLOZE_VERSION",
+__all__ = ["BLANK", "split_template", "check_templates", "word_spans", "tokens_in_span", "fill", "cloze_logprobs", "kurita_log_ratio", "CLOZE_VERSION",
            "MASKED_VARIANTS"]
 
 BLANK = "[MASK]"
@@ -65,13 +65,27 @@ def fill(template: str, candidate: str) -> tuple[str, int, int]:
     return prefix + candidate + suffix, len(prefix), len(prefix) + len(candidate)
 
 
-def _word_spans(text: str, word: str, avoid: tuple[int, int]) -> list[tuple[int, int]]:
-    """Whole-word, case-insensitive occurrences of ``word`` in ``text`` outside ``avoid``."""
+def check_templates(templates) -> list[str]:
+    """``templates`` as a list, each with exactly one blank; otherwise one InputError."""
+    if isinstance(templates, str):
+        raise InputError("templates must be a list of strings, not one string")
+    templates = list(templates)
+    if not templates:
+        raise InputError("no templates")
+    for t in templates:
+        split_template(t)
+    return templates
+
+
+def word_spans(text: str, word: str, avoid: tuple[int, int] | None = None) -> list[tuple[int, int]]:
+    """Character spans of the whole-word, case-insensitive occurrences of ``word`` in ``text``
+    (those overlapping ``avoid`` left out)."""
     spans = [(m.start(), m.end()) for m in re.finditer(rf"(?<!\w){re.escape(word)}(?!\w)", text, re.IGNORECASE)]
-    return [(a, b) for a, b in spans if b <= avoid[0] or a >= avoid[1]]
+    return [(a, b) for a, b in spans if avoid is None or b <= avoid[0] or a >= avoid[1]]
 
 
-def _overlapping(offsets, special, span: tuple[int, int]) -> list[int]:
+def tokens_in_span(offsets, special, span: tuple[int, int]) -> list[int]:
+    """Indices of the (non-special, non-empty) tokens whose character offsets overlap ``span``."""
     a, b = span
     return [i for i, (s, e) in enumerate(offsets) if not special[i] and e > s and s < b and e > a]
 
@@ -127,7 +141,7 @@ def _pair(loaded, row: int, template: str, candidate: str, words: list[str]) -> 
     text, a, b = fill(prefix + BLANK + ("" if causal_next else suffix), candidate)
     enc = tok(text, add_special_tokens=True, return_offsets_mapping=True, return_special_tokens_mask=True)
     ids, offsets, special = enc["input_ids"], enc["offset_mapping"], enc["special_tokens_mask"]
-    cand = _overlapping(offsets, special, (a, b))
+    cand = tokens_in_span(offsets, special, (a, b))
     # a tokenizer that marks leading spaces gives the space before the candidate a token of its
     # own when it cannot merge it (its offsets trimmed to an empty span): it belongs to the candidate
     ws = a - (len(prefix) - len(prefix.rstrip()))
@@ -139,11 +153,11 @@ def _pair(loaded, row: int, template: str, candidate: str, words: list[str]) -> 
                          "gives it no token ids (or only unknown tokens)")
     hidden: list[int] = []
     for w in words:
-        spans = _word_spans(text, w, (a, b))
+        spans = word_spans(text, w, (a, b))
         if not spans:
             raise InputError(f"mask word {w!r} does not occur in template {template!r}")
         for span in spans:
-            hidden += [i for i in _overlapping(offsets, special, span) if i not in cand]
+            hidden += [i for i in tokens_in_span(offsets, special, span) if i not in cand]
     if loaded.objective == "causal":
         if hidden:
             raise InputError(f"{loaded.name}: mask_words needs a masked or permutation LM, not a causal one")
@@ -280,13 +294,7 @@ def cloze_logprobs(loaded, templates: Sequence[str], candidates, *, masked: str 
     if loaded.objective not in ("causal", "masked", "permutation"):
         raise InputError(f"{loaded.name}: cloze scores need a language model (causal, masked or permutation), "
                          f"not objective {loaded.objective!r}")
-    if isinstance(templates, str):
-        raise InputError("templates must be a list of strings, not one string")
-    templates = list(templates)
-    if not templates:
-        raise InputError("no templates")
-    for t in templates:
-        split_template(t)
+    templates = check_templates(templates)
     lists = _check_candidates(templates, candidates)
     words = _mask_word_lists(templates, mask_words)
     rows = [(i, t, c, w) for i, (t, cs, w) in enumerate(zip(templates, lists, words)) for c in cs]

@@ -18,14 +18,13 @@ layer). Texts are batched by length under a token budget; padding does not chang
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
 from helpers.errors import InputError
-from helpers.lm import scoring
+from helpers.lm import cloze, scoring
 
 __all__ = ["word_embeddings", "sentence_embeddings", "folder_pooling", "POOLINGS"]
 
@@ -37,16 +36,6 @@ def _parts(loaded):
     if model is None or tok is None:
         raise InputError("embeddings need a loaded model with its tokenizer (helpers.models.load)")
     return model, tok
-
-
-def _texts(texts, what: str) -> list[str]:
-    if isinstance(texts, str):
-        raise InputError(f"{what} must be a list of strings, not one string")
-    texts = list(texts)
-    for i, t in enumerate(texts):
-        if not isinstance(t, str) or not t.strip():
-            raise InputError(f"{what} row {i}: empty or not a string")
-    return texts
 
 
 def _hidden(loaded, texts: list[str], layer: int, batch_tokens: int | None):
@@ -74,12 +63,12 @@ def _hidden(loaded, texts: list[str], layer: int, batch_tokens: int | None):
 
 
 def _word_tokens(text: str, word: str, offsets, special, occurrence: int, row: int) -> list[int]:
-    spans = [(m.start(), m.end()) for m in re.finditer(rf"(?<!\w){re.escape(word.strip())}(?!\w)", text, re.IGNORECASE)]
+    spans = cloze.word_spans(text, word.strip())
     if len(spans) <= occurrence:
         raise InputError(f"sentence row {row}: the word {word!r} occurs {len(spans)} time(s) in {text[:80]!r}, "
                          f"occurrence {occurrence} asked for")
     a, b = spans[occurrence]
-    found = [i for i, (s, e) in enumerate(offsets) if not special[i] and e > s and s < b and e > a]
+    found = cloze.tokens_in_span(offsets, special, (a, b))
     if not found:
         raise InputError(f"sentence row {row}: the tokenizer gives no token for {word!r}")
     return found
@@ -89,7 +78,7 @@ def word_embeddings(loaded, sentences: Sequence[str], words, *, layer: int = -1,
                     batch_tokens: int | None = None) -> np.ndarray:
     """``[n, hidden]``: the mean hidden state of ``words[i]``'s sub-tokens in ``sentences[i]``
     (``words`` one word for all sentences, or one per sentence; ``occurrence``: which match)."""
-    sentences = _texts(sentences, "sentence")
+    sentences = scoring.check_texts(sentences, "sentence")
     words = [words] * len(sentences) if isinstance(words, str) else list(words)
     if len(words) != len(sentences):
         raise InputError(f"{len(words)} words for {len(sentences)} sentences")
@@ -127,7 +116,7 @@ def sentence_embeddings(loaded, texts: Sequence[str], *, pooling: str = "mean", 
             raise InputError("pooling='model' needs model_dir, the sentence-transformers folder")
         pooling, from_folder = folder_pooling(model_dir)
         normalize = normalize or from_folder
-    texts = _texts(texts, "text")
+    texts = scoring.check_texts(texts)
     out: list = [None] * len(texts)
     for i, h, _enc in _hidden(loaded, texts, layer, batch_tokens):
         out[i] = {"mean": lambda: h.mean(axis=0), "cls": lambda: h[0], "last": lambda: h[-1],

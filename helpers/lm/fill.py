@@ -177,15 +177,9 @@ def top_k(loaded, templates: Sequence[str], k: int = 10, *, whole_words: bool = 
     """The ``k`` most probable fill-ins of each template's blank (see the module): one row per
     (template, rank) with ``template_id, template, rank, token`` (the tokens, space-joined),
     ``word``, ``probability``, ``log_prob``."""
-    if isinstance(templates, str):
-        raise InputError("templates must be a list of strings, not one string")
-    templates = list(templates)
-    if not templates:
-        raise InputError("no templates")
+    templates = cloze.check_templates(templates)
     if not isinstance(k, (int, np.integer)) or k < 1:
         raise InputError(f"k must be a positive integer, got {k!r}")
-    for t in templates:
-        cloze.split_template(t)
     if loaded.objective not in ("masked", "causal"):
         raise InputError(f"{loaded.name}: top-k fill-ins need a masked or causal LM, not objective "
                          f"{loaded.objective!r}")

@@ -63,15 +63,16 @@ _PLL_VARIANTS = ("original", "word-l2r")
 
 # ----------------------------------------------------------------------------- utilities
 
-def _check_texts(texts) -> list[str]:
+def check_texts(texts, what: str = "text") -> list[str]:
+    """``texts`` as a list of non-empty strings; one string, a non-string or a blank row -> InputError."""
     if isinstance(texts, str):
-        raise InputError("texts must be a list of strings, not one string")
+        raise InputError(f"{what}s must be a list of strings, not one string")
     texts = list(texts)
     for i, t in enumerate(texts):
         if not isinstance(t, str):
-            raise InputError(f"text row {i}: not a string ({type(t).__name__})")
+            raise InputError(f"{what} row {i}: not a string ({type(t).__name__})")
         if not t.strip():
-            raise InputError(f"text row {i}: empty text")
+            raise InputError(f"{what} row {i}: empty {what}")
     return texts
 
 
@@ -237,7 +238,7 @@ def causal_scores(loaded, texts, *, batch_tokens=None, stride=DEFAULT_STRIDE, pr
     """
     import torch
 
-    texts = _check_texts(texts)
+    texts = check_texts(texts)
     model, tok = loaded.model, loaded.tokenizer
     budget = batch_tokens or _default_budget(model)
     enc = tok(texts, add_special_tokens=True, verbose=False)["input_ids"]
@@ -400,7 +401,7 @@ def pll_scores(loaded, texts, *, pll="original", batch_tokens=None, upstream_mas
         raise ValueError(f"pll must be one of {_PLL_VARIANTS}, got {pll!r}")
     if upstream_mask_id and pll != "original":
         raise ValueError("upstream_mask_id reproduces the upstream 'original' PLL only")
-    texts = _check_texts(texts)
+    texts = check_texts(texts)
     model, tok = loaded.model, loaded.tokenizer
     if tok.mask_token_id is None and not upstream_mask_id:
         raise InputError(f"{loaded.name}: the tokenizer has no mask token; not a masked LM")
@@ -477,7 +478,7 @@ def permutation_scores(loaded, texts, *, batch_tokens=None, progress=True) -> pd
     """
     import torch
 
-    texts = _check_texts(texts)
+    texts = check_texts(texts)
     model, tok = loaded.model, loaded.tokenizer
     budget = batch_tokens or _default_budget(model)
     enc, special, _ = _encode(loaded, texts, False)
@@ -527,7 +528,7 @@ def sentence_scores(loaded, texts, *, pll="original", batch_tokens=None, upstrea
     :func:`pll_scores`, permutation -> :func:`permutation_scores`. Pure computation, no
     cache (see :func:`score`). One row per text, same order.
     """
-    texts = _check_texts(texts)
+    texts = check_texts(texts)
     if loaded.objective == "causal":
         return causal_scores(loaded, texts, batch_tokens=batch_tokens, stride=stride, progress=progress)
     if loaded.objective == "masked":
@@ -561,7 +562,7 @@ def score(loaded, texts, *, pll="original", batch_tokens=None, upstream_mask_id=
     from helpers.cache import cached_scores
     from helpers.models import LazyModel
 
-    texts = _check_texts(texts)
+    texts = check_texts(texts)
 
     def compute(chunk: list[str]) -> pd.DataFrame:
         model = loaded.load() if isinstance(loaded, LazyModel) else loaded

@@ -473,15 +473,14 @@ def _prefix(teacher: str) -> str:
 def _gate(model, held, unigram_lp, *, objective: str, tokenizer, min_ratio: float, seed: int) -> dict:
     """Held-out perplexity, the unigram baseline at the same positions and the gate
     (:mod:`helpers.metrics.quality`)."""
+    from helpers import runner
     from helpers.metrics import quality
 
     nll, count, targets = quality.heldout_nll(model, held, objective=objective, tokenizer=tokenizer, seed=seed,
                                               batch_size=8)
     g = quality.gate(math.exp(nll / max(count, 1)),
                      quality.unigram_perplexity(unigram_lp, targets), min_ratio=min_ratio)
-    return {"heldout_perplexity": g["perplexity"], "unigram_perplexity": g["unigram_perplexity"],
-            "perplexity_ratio": g["ratio"], "usable": bool(g["usable"]), "min_ratio": min_ratio,
-            "heldout_tokens": int(count)}
+    return {**runner.gate_columns({**g, "heldout_perplexity": g["perplexity"]}), "heldout_tokens": int(count)}
 
 
 def _remember_gate(name: str, g: dict, *, objective: str, cfg: "ZooConfig", held, train_tokens: int) -> None:
