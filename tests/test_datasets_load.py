@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from helpers import datasets
-from helpers.datasets import cma, probing, reviews, stereoset, words
+from helpers.datasets import bias_sets, bold, cma, probing, reviews, stereoset, words
 from helpers.errors import DataNotFoundError, HarmsError, InputError
 
 COLUMNS = {  # the documented columns of each registered set (helpers/datasets/__init__.py)
@@ -27,6 +27,13 @@ COLUMNS = {  # the documented columns of each registered set (helpers/datasets/_
     "atomic-probing-groups": probing.GROUP_COLUMNS,
     "mlma": probing.MLMA_COLUMNS,
     "kurita-lists": words.KURITA_COLUMNS,
+    "bold": bold.BOLD_COLUMNS,
+    "crows-pairs": bias_sets.CROWS_PAIRS_COLUMNS,
+    "redditbias": bias_sets.REDDITBIAS_COLUMNS,
+    "bug": bias_sets.BUG_COLUMNS,
+    "gap": bias_sets.GAP_COLUMNS,
+    "panda": bias_sets.PANDA_COLUMNS,
+    "holistic-bias": bias_sets.HOLISTIC_BIAS_COLUMNS,
 }
 
 

@@ -34,6 +34,17 @@ atomic-probing             language, head_id, head, pattern_id, pattern (:mod:`~
 atomic-probing-groups      language, gender, group
 mlma                       tweet_id, language, text, sentiment, label (toxic/non-toxic), directness,
                            target, group
+bold                       prompt_id, domain, group, entity, prompt, wikipedia (:mod:`~helpers.datasets.bold`)
+crows-pairs                pair_id, sent_more, sent_less, stereo_antistereo, bias_type
+                           (:mod:`~helpers.datasets.bias_sets`, as the four below)
+redditbias                 category, group, comment_id, text (``kind="test"``/``"valid"``: the
+                           counterfactual pairs, see :func:`~helpers.datasets.bias_sets.load_redditbias`)
+bug                        sentence_id, text, profession, pronoun, profession_index, pronoun_index,
+                           gender, stereotype, distance, corpus
+gap                        ID, Text, Pronoun, Pronoun-offset, A, A-offset, A-coref, B, B-offset,
+                           B-coref, URL (as released)
+panda                      original, rewrite, selected_word, perturbed_category, source_data_type
+holistic-bias              axis, bucket, descriptor, preference
 =========================  ================================================================
 """
 

