@@ -61,3 +61,33 @@ def test_correlation_table_per_group_and_matrix(xy):
     assert len(matrix) == 3
     with pytest.raises(InputError, match="missing column"):
         stats.correlation_table(df, ["heads"], "score")
+
+
+def _wilcoxon_by_hand(d):
+    """Normal approximation of the signed-rank statistic written out: T+ with mid-ranks, mean
+    n(n+1)/4, variance n(n+1)(2n+1)/24 - sum(t^3 - t)/48 over tied groups."""
+    d = np.asarray([v for v in d if v != 0], dtype=float)
+    n = len(d)
+    a = np.abs(d)
+    ranks = np.array([np.sum(a < v) + (np.sum(a == v) + 1) / 2 for v in a])
+    t_plus = ranks[d > 0].sum()
+    _, ties = np.unique(a, return_counts=True)
+    var = n * (n + 1) * (2 * n + 1) / 24 - np.sum(ties**3 - ties) / 48
+    z = (t_plus - n * (n + 1) / 4) / np.sqrt(var)
+    return z, 2 * sps.norm.sf(abs(z)), n
+
+
+def test_wilcoxon_z_p_and_effect_size_by_hand():
+    rng = np.random.default_rng(0)
+    x = rng.normal(0.3, 1, 60).round(1)
+    y = np.r_[x[:5], rng.normal(0, 1, 55).round(1)]              # five zero differences, ties
+    z, p, n = _wilcoxon_by_hand(x - y)
+    got = stats.wilcoxon_signed_rank(x, y)
+    assert got["n_nonzero"] == n and n <= 55 and got["n_pairs"] == 60
+    assert abs(got["z"]) == pytest.approx(abs(z), rel=1e-12) and got["p_value"] == pytest.approx(p, rel=1e-9)
+    assert got["r"] == pytest.approx(z / np.sqrt(n), rel=1e-12)
+    assert stats.wilcoxon_signed_rank(x, y, effect_n="pairs")["r"] == pytest.approx(got["r"] * np.sqrt(n / 60))
+    assert stats.wilcoxon_signed_rank(y, x)["r"] == pytest.approx(-got["r"])
+    with pytest.raises(InputError, match="effect_n"):
+        stats.wilcoxon_signed_rank(x, y, effect_n="all")
+    assert np.isnan(stats.wilcoxon_signed_rank(x, x)["p_value"])

@@ -1,0 +1,119 @@
+"""Embedding association tests: WEAT (Caliskan et al. 2017) and SEAT (May et al. 2019).
+
+For target sets X, Y and attribute sets A, B of vectors:
+
+- ``s(w, A, B) = mean_a cos(w, a) - mean_b cos(w, b)`` (Caliskan et al., eq. 1);
+- effect size ``d = (mean_{x in X} s(x) - mean_{y in Y} s(y)) / std_{w in X u Y} s(w)``;
+  ``ddof=1`` (sample standard deviation) as in Caliskan et al.'s and May et al.'s code and in
+  CEAT; WEFE and some libraries use the population standard deviation (``ddof=0``);
+- one-sided permutation p-value: the share of equal-size partitions (X', Y') of X u Y whose
+  statistic is at least the observed one (ties count against the null, May et al.'s
+  "conservative test"), computed by :func:`scipy.stats.permutation_test`. Exact over all
+  ``C(|X|+|Y|, |X|)`` partitions when there are at most ``n_resamples`` of them; otherwise
+  ``n_resamples`` random partitions with a seed and scipy's ``(k + 1) / (n + 1)`` estimate (May et
+  al. likewise add one to both counts). The result says which (``p_method``).
+
+SEAT applies the same test to sentence encodings of bleached sentences ("This is X.").
+:func:`aggregate_effect_sizes` gives May et al.'s summary: mean |d| over all tests and over the
+tests with p below each level.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pandas as pd
+from scipy import special, stats
+
+from helpers.errors import InputError
+
+__all__ = ["association", "weat", "seat", "aggregate_effect_sizes", "WEAT_COLUMNS"]
+
+WEAT_COLUMNS = ["effect_size", "p_value", "p_method", "n_partitions", "n_x", "n_y", "n_a", "n_b"]
+
+
+def _matrix(vectors, what: str) -> np.ndarray:
+    m = np.asarray(vectors, dtype=np.float64)
+    if m.ndim != 2 or len(m) == 0:
+        raise InputError(f"{what}: needs a non-empty 2-D array of vectors, got shape {m.shape}")
+    if not np.isfinite(m).all():
+        raise InputError(f"{what}: has non-finite values")
+    norms = np.linalg.norm(m, axis=1, keepdims=True)
+    if (norms == 0).any():
+        raise InputError(f"{what}: has a zero vector (cosine undefined)")
+    return m / norms
+
+
+def association(W, A, B) -> np.ndarray:
+    """``s(w, A, B)`` for every row ``w`` of ``W`` (Caliskan et al. 2017, eq. 1)."""
+    W, A, B = _matrix(W, "targets"), _matrix(A, "attribute set A"), _matrix(B, "attribute set B")
+    if not W.shape[1] == A.shape[1] == B.shape[1]:
+        raise InputError(f"vector sizes differ: targets {W.shape[1]}, A {A.shape[1]}, B {B.shape[1]}")
+    return (W @ A.T).mean(axis=1) - (W @ B.T).mean(axis=1)
+
+
+def weat(X, Y, A, B, *, ddof: int = 1, n_resamples: int = 100_000, seed: int = 0) -> dict:
+    """Effect size and one-sided permutation p-value of one test (module docstring).
+
+    Returns :data:`WEAT_COLUMNS`: ``p_method`` is ``"exact"`` or ``"sampled"``;
+    ``n_partitions`` the number of distinct partitions."""
+    if ddof not in (0, 1):
+        raise InputError(f"ddof must be 0 (population) or 1 (sample), got {ddof!r}")
+    if not isinstance(n_resamples, (int, np.integer)) or n_resamples < 1:
+        raise InputError(f"n_resamples must be a positive integer, got {n_resamples!r}")
+    sx, sy = association(X, A, B), association(Y, A, B)
+    n_a, n_b = len(np.asarray(A)), len(np.asarray(B))
+    if len(sx) + len(sy) < 3:
+        raise InputError("a WEAT test needs at least three target vectors in X and Y together")
+    s = np.concatenate([sx, sy])
+    sd = s.std(ddof=ddof)
+    d = (sx.mean() - sy.mean()) / sd if sd > 0 else float("nan")
+    partitions = int(special.comb(len(s), len(sx), exact=True))
+
+    def statistic(x, y, axis):
+        return x.mean(axis=axis) - y.mean(axis=axis)
+
+    res = stats.permutation_test((sx, sy), statistic, permutation_type="independent", vectorized=True,
+                                 alternative="greater", n_resamples=n_resamples, rng=np.random.default_rng(seed))
+    return {"effect_size": float(d), "p_value": float(res.pvalue),
+            "p_method": "exact" if partitions <= n_resamples else "sampled", "n_partitions": partitions,
+            "n_x": len(sx), "n_y": len(sy), "n_a": n_a, "n_b": n_b}
+
+
+def seat(tests: pd.DataFrame, embed: Callable[[list[str]], np.ndarray], **options) -> pd.DataFrame:
+    """Run every test of a SEAT table (``test, role, category, example``, roles targ1, targ2,
+    attr1, attr2: :func:`helpers.datasets.words.load_seat`) with ``embed(texts) -> [n, dim]``.
+
+    Each distinct example is encoded once. Returns one row per test: ``test`` and
+    :data:`WEAT_COLUMNS` (``options`` go to :func:`weat`). A test with an empty role is one
+    InputError naming it."""
+    need = {"test", "role", "example"}
+    if missing := need - set(tests.columns):
+        raise InputError(f"SEAT table: missing column(s) {', '.join(sorted(missing))}")
+    examples = list(dict.fromkeys(tests["example"]))
+    vectors = np.asarray(embed(examples))
+    if len(vectors) != len(examples):
+        raise InputError(f"embed returned {len(vectors)} vectors for {len(examples)} texts")
+    index = {e: i for i, e in enumerate(examples)}
+    rows = []
+    for name, part in tests.groupby("test", sort=False):
+        sets = {r: vectors[[index[e] for e in part.loc[part["role"] == r, "example"]]]
+                for r in ("targ1", "targ2", "attr1", "attr2")}
+        empty = [r for r, v in sets.items() if len(v) == 0]
+        if empty:
+            raise InputError(f"SEAT test {name!r}: empty {', '.join(empty)} set")
+        rows.append({"test": name, **weat(sets["targ1"], sets["targ2"], sets["attr1"], sets["attr2"], **options)})
+    return pd.DataFrame(rows, columns=["test", *WEAT_COLUMNS])
+
+
+def aggregate_effect_sizes(results: pd.DataFrame, *, levels=(0.01, 0.10)) -> pd.DataFrame:
+    """May et al.'s summary of a :func:`seat` table: mean |d| over all tests and over the tests
+    with ``p_value < level`` for each level: ``subset, n_tests, mean_abs_effect_size``."""
+    rows = [{"subset": "all", "n_tests": len(results),
+             "mean_abs_effect_size": float(results["effect_size"].abs().mean()) if len(results) else np.nan}]
+    for level in levels:
+        sig = results[results["p_value"] < level]
+        rows.append({"subset": f"p < {level:g}", "n_tests": len(sig),
+                     "mean_abs_effect_size": float(sig["effect_size"].abs().mean()) if len(sig) else np.nan})
+    return pd.DataFrame(rows)
