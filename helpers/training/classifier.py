@@ -168,19 +168,11 @@ def fine_tune(encoder, train: pd.DataFrame, validation: pd.DataFrame, *, out_dir
     sched = get_linear_schedule_with_warmup(opt, int(0.1 * steps_per_epoch * epochs), steps_per_epoch * epochs)
     state = {"epoch": 0, "step": 0, "history": [], "best": None, "since_best": 0}
     ckpt = work / CHECKPOINT
-    if ckpt.is_file():
-        saved = torch.load(ckpt, weights_only=False)
-        model.load_state_dict(saved["model"])
-        opt.load_state_dict(saved["optimizer"])
-        sched.load_state_dict(saved["scheduler"])
-        torch.set_rng_state(saved["rng"])
-        state = saved["state"]
+    parts = {"model": model, "optimizer": opt, "scheduler": sched}
+    state = load_checkpoint(ckpt, parts) or state
 
     def save_checkpoint():
-        tmp = tables.temporary_path(ckpt)
-        torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "scheduler": sched.state_dict(),
-                    "rng": torch.get_rng_state(), "state": state}, tmp)
-        tmp.replace(ckpt)
+        save_checkpoint_file(ckpt, parts, state)
 
     started, done_steps = time.time(), 0
     while state["epoch"] < epochs and state["since_best"] < patience:
@@ -213,11 +205,39 @@ def fine_tune(encoder, train: pd.DataFrame, validation: pd.DataFrame, *, out_dir
             state["since_best"] += 1
         state["epoch"], state["step"] = state["epoch"] + 1, 0
         save_checkpoint()
+    return promote(work, out, {"key": key, **settings, "history": state["history"], "best_" + metric: state["best"],
+                               "seconds_last_call": round(time.time() - started, 2)})
+
+
+def save_checkpoint_file(path: Path, parts: dict, state: dict) -> None:
+    """Write the state dicts of ``parts`` (model, optimizer, scheduler, ...), torch's RNG state
+    and ``state`` to ``path`` atomically: a kill leaves the previous checkpoint whole."""
+    import torch
+
+    tmp = tables.temporary_path(path)
+    torch.save({**{k: v.state_dict() for k, v in parts.items()}, "rng": torch.get_rng_state(), "state": state}, tmp)
+    tmp.replace(path)
+
+
+def load_checkpoint(path: Path, parts: dict) -> dict | None:
+    """Restore ``parts`` and torch's RNG state from a :func:`save_checkpoint_file` file; its
+    ``state``, or None when there is no checkpoint."""
+    import torch
+
+    if not path.is_file():
+        return None
+    saved = torch.load(path, weights_only=False)
+    for k, v in parts.items():
+        v.load_state_dict(saved[k])
+    torch.set_rng_state(saved["rng"])
+    return saved["state"]
+
+
+def promote(work: Path, out: Path, manifest: dict) -> Path:
+    """Finish a training run: ``work/best`` gets ``manifest.json`` and replaces ``out``; the
+    work directory (checkpoints) is removed."""
     best = work / "best"
-    tables.atomic_write(best / "manifest.json", json.dumps({"key": key, **settings, "history": state["history"],
-                                                            "best_" + metric: state["best"],
-                                                            "seconds_last_call": round(time.time() - started, 2)},
-                                                           indent=2))
+    tables.atomic_write(best / "manifest.json", json.dumps(manifest, indent=2))
     if out.exists():
         shutil.rmtree(out)
     best.replace(out)
