@@ -1,0 +1,94 @@
+"""CEAT: the Contextualized Embedding Association Test (Guo & Caliskan 2021, AIES), seed 001's
+first intrinsic metric.
+
+Every target and attribute word has several contextual embeddings (one per sentence of a corpus
+that contains it: :func:`find_contexts` picks the sentences, :func:`helpers.lm.embeddings.word_embeddings`
+embeds the word in each). CEAT draws ``n_samples`` times one embedding per word, computes a WEAT
+effect size ``es_i`` on each draw (:mod:`helpers.metrics.association`, sample standard deviation)
+with its variance ``v_i``, and combines them by a random-effects meta-analysis (DerSimonian &
+Laird 1986): ``Q = sum w_i (es_i - es_fixed)^2`` with ``w_i = 1 / v_i``; ``tau^2 = max(0, (Q -
+(n - 1)) / (sum w - sum w^2 / sum w))``; the combined effect size ``CES = sum w*_i es_i / sum
+w*_i`` with ``w*_i = 1 / (v_i + tau^2)``; ``z = CES * sqrt(sum w*)``; one-sided ``p = P(Z > z)``.
+
+``variance``: ``"upstream"`` (default, the authors' ``ceat.py``: ``v_i`` = the sample variance of
+``s(w, A, B)`` over X u Y) or ``"hedges"`` (the textbook sampling variance of a standardised mean
+difference, ``(n_x + n_y) / (n_x n_y) + es_i^2 / (2 (n_x + n_y))``).
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from helpers.errors import InputError
+from helpers.metrics.association import association
+
+__all__ = ["random_effects", "ceat", "find_contexts"]
+
+
+def random_effects(effects, variances) -> dict:
+    """DerSimonian-Laird random-effects combination: ``effect, variance, z, p_value`` (one-sided,
+    P(Z > z), as CEAT), ``tau2``, ``q``, ``n``. Written out rather than taken from statsmodels:
+    its ``combine_effects(method_re="dl")`` (0.15) does not truncate a negative ``tau^2`` at 0
+    when ``Q < n - 1``, which DerSimonian & Laird and the CEAT code do (they agree otherwise)."""
+    e, v = np.asarray(effects, dtype=float), np.asarray(variances, dtype=float)
+    if e.shape != v.shape or e.ndim != 1 or e.size < 2:
+        raise InputError("random_effects needs two or more effect sizes with one variance each")
+    if not (np.isfinite(e).all() and np.isfinite(v).all() and (v > 0).all()):
+        raise InputError("random_effects: effect sizes must be finite and variances positive")
+    w = 1 / v
+    q = float(np.sum(w * e**2) - np.sum(w * e) ** 2 / np.sum(w))
+    tau2 = max(0.0, (q - (e.size - 1)) / (np.sum(w) - np.sum(w**2) / np.sum(w)))
+    w_star = 1 / (v + tau2)
+    effect, var = float(np.sum(w_star * e) / np.sum(w_star)), float(1 / np.sum(w_star))
+    z = effect / np.sqrt(var)
+    return {"effect": effect, "variance": var, "z": float(z), "p_value": float(stats.norm.sf(z)),
+            "tau2": float(tau2), "q": q, "n": int(e.size)}
+
+
+def ceat(vectors: dict, X, Y, A, B, *, n_samples: int = 1000, seed: int = 0, variance: str = "upstream") -> dict:
+    """CEAT of target words ``X``, ``Y`` and attribute words ``A``, ``B`` (module docstring).
+
+    ``vectors``: word -> array ``[n_contexts, dim]`` of its contextual embeddings. Returns
+    :func:`random_effects`'s fields (``effect`` is the CES) plus ``mean_effect`` (plain mean of
+    the per-draw effect sizes) and ``n_samples``."""
+    if variance not in ("upstream", "hedges"):
+        raise InputError(f"variance must be 'upstream' or 'hedges', got {variance!r}")
+    if not isinstance(n_samples, (int, np.integer)) or n_samples < 2:
+        raise InputError(f"n_samples must be an integer >= 2, got {n_samples!r}")
+    sets = {"X": list(X), "Y": list(Y), "A": list(A), "B": list(B)}
+    for name, words in sets.items():
+        if not words:
+            raise InputError(f"CEAT: the {name} word set is empty")
+        missing = [w for w in words if w not in vectors or len(vectors[w]) == 0]
+        if missing:
+            raise InputError(f"CEAT: no contextual embedding for {name} word(s) {', '.join(map(repr, missing[:5]))}")
+    rng = np.random.default_rng(seed)
+    nx, ny = len(sets["X"]), len(sets["Y"])
+    effects, variances = np.empty(n_samples), np.empty(n_samples)
+    for i in range(n_samples):
+        draw = {k: np.stack([vectors[w][rng.integers(len(vectors[w]))] for w in words]) for k, words in sets.items()}
+        s = np.concatenate([association(draw["X"], draw["A"], draw["B"]), association(draw["Y"], draw["A"], draw["B"])])
+        sd = s.std(ddof=1)
+        effects[i] = (s[:nx].mean() - s[nx:].mean()) / sd
+        variances[i] = sd**2 if variance == "upstream" else (nx + ny) / (nx * ny) + effects[i] ** 2 / (2 * (nx + ny))
+    return {**random_effects(effects, variances), "mean_effect": float(effects.mean()), "n_samples": int(n_samples)}
+
+
+def find_contexts(texts, words, *, per_word: int = 1000, seed: int = 0, max_chars: int | None = 500) -> pd.DataFrame:
+    """Up to ``per_word`` sentences that contain each word (whole word, case-insensitive), drawn
+    without replacement with a seed: ``word, text`` (texts longer than ``max_chars`` skipped).
+    A word found in no text keeps no row; the caller reports it."""
+    texts = [t for t in texts if isinstance(t, str) and (max_chars is None or len(t) <= max_chars)]
+    rng = np.random.default_rng(seed)
+    rows = []
+    for w in dict.fromkeys(words):
+        pattern = re.compile(rf"(?<!\w){re.escape(w)}(?!\w)", re.IGNORECASE)
+        hits = [t for t in texts if pattern.search(t)]
+        if len(hits) > per_word:
+            hits = [hits[i] for i in sorted(rng.choice(len(hits), per_word, replace=False))]
+        rows += [(w, t) for t in hits]
+    return pd.DataFrame(rows, columns=["word", "text"])

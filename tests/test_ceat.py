@@ -1,0 +1,86 @@
+"""CEAT against the authors' formulas transcribed by hand (ceat.py of weiguowilliam/CEAT:
+Q, tau^2, weighted mean, one-sided p), WEAT on each draw, and the context finder."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from helpers.errors import InputError
+from helpers.metrics import association, ceat
+
+
+def _dl_by_hand(e, v):
+    w = 1 / v
+    q = np.sum(w * e**2) - np.sum(e * w) ** 2 / np.sum(w)
+    df = len(e) - 1
+    tau2 = (q - df) / (np.sum(w) - np.sum(w**2) / np.sum(w)) if q > df else 0.0
+    w_star = 1 / (v + tau2)
+    pes = np.sum(w_star * e) / np.sum(w_star)
+    var = 1 / np.sum(w_star)
+    return pes, var, stats.norm.sf(pes / np.sqrt(var)), tau2, q
+
+
+@pytest.mark.parametrize("spread", [0.01, 1.0])          # homogeneous (tau^2 = 0) and heterogeneous effects
+def test_random_effects_equals_the_authors_formulas(spread):
+    rng = np.random.default_rng(2)
+    e, v = rng.normal(0.4, spread, 50), rng.uniform(0.05, 0.2, 50)
+    pes, var, p, tau2, q = _dl_by_hand(e, v)
+    got = ceat.random_effects(e, v)
+    assert got["effect"] == pytest.approx(pes, rel=1e-10) and got["variance"] == pytest.approx(var, rel=1e-10)
+    assert got["p_value"] == pytest.approx(p, rel=1e-8) and got["tau2"] == pytest.approx(tau2, abs=1e-12)
+    assert got["q"] == pytest.approx(q, rel=1e-10)
+    assert (tau2 == 0) == (spread == 0.01)
+    if tau2 > 0:                                        # statsmodels agrees when tau^2 needs no truncation
+        from statsmodels.stats.meta_analysis import combine_effects
+
+        sm = combine_effects(e, v, method_re="dl")
+        assert got["effect"] == pytest.approx(sm.mean_effect_re, rel=1e-10)
+        assert got["tau2"] == pytest.approx(sm.tau2, rel=1e-10)
+
+
+def _vectors(seed=0):
+    rng = np.random.default_rng(seed)
+    axis = np.r_[1.0, np.zeros(7)]
+    vec = {}
+    for w, sign in [("x1", 1), ("x2", 1), ("x3", 1), ("y1", -1), ("y2", -1), ("y3", -1), ("a1", 1), ("a2", 1), ("b1", -1), ("b2", -1)]:
+        vec[w] = rng.normal(size=(int(rng.integers(2, 6)), 8)) + 0.8 * sign * axis
+    return vec
+
+
+def test_ceat_draws_one_context_per_word_and_combines():
+    vec = _vectors()
+    X, Y, A, B = ["x1", "x2", "x3"], ["y1", "y2", "y3"], ["a1", "a2"], ["b1", "b2"]
+    got = ceat.ceat(vec, X, Y, A, B, n_samples=200, seed=5)
+    rng = np.random.default_rng(5)                       # the same draws, effect sizes by WEAT
+    es, vs = [], []
+    for _ in range(200):
+        draw = {k: np.stack([vec[w][rng.integers(len(vec[w]))] for w in ws]) for k, ws in zip("XYAB", (X, Y, A, B))}
+        es.append(association.weat(draw["X"], draw["Y"], draw["A"], draw["B"], n_resamples=1)["effect_size"])
+        s = np.concatenate([association.association(draw[k], draw["A"], draw["B"]) for k in "XY"])
+        vs.append(np.var(s, ddof=1))
+    pes, var, p, _, _ = _dl_by_hand(np.array(es), np.array(vs))
+    assert got["effect"] == pytest.approx(pes, rel=1e-9) and got["p_value"] == pytest.approx(p, rel=1e-6, abs=1e-300)
+    assert got["mean_effect"] == pytest.approx(np.mean(es)) and got["effect"] > 1      # the planted association
+    hedges = ceat.ceat(vec, X, Y, A, B, n_samples=200, seed=5, variance="hedges")
+    assert hedges["effect"] != got["effect"] and hedges["mean_effect"] == pytest.approx(got["mean_effect"])
+
+
+def test_ceat_bad_input_is_one_line():
+    vec = _vectors()
+    with pytest.raises(InputError, match="no contextual embedding for A word"):
+        ceat.ceat(vec, ["x1", "x2"], ["y1"], ["zz"], ["b1"])
+    with pytest.raises(InputError, match="the Y word set is empty"):
+        ceat.ceat(vec, ["x1"], [], ["a1"], ["b1"])
+    with pytest.raises(InputError, match="variance must be"):
+        ceat.ceat(vec, ["x1"], ["y1"], ["a1"], ["b1"], variance="pooled")
+
+
+def test_find_contexts_whole_words_seeded_and_capped():
+    texts = ["The nurse came.", "nurses are here", "A NURSE, a doctor", "the doctor nurse", "no match", "nurse"] * 3
+    got = ceat.find_contexts(texts, ["nurse", "doctor"], per_word=4, seed=1)
+    nurse = got.loc[got.word == "nurse", "text"].tolist()
+    assert len(nurse) == 4 and all("nurses are here" != t for t in nurse)
+    assert nurse == ceat.find_contexts(texts, ["nurse"], per_word=4, seed=1)["text"].tolist()
+    assert len(got[got.word == "doctor"]) == 4 and ceat.find_contexts(texts, ["pilot"]).empty
