@@ -114,3 +114,39 @@ def wilcoxon_signed_rank(x, y=None, *, alternative: str = "two-sided", zero_meth
     direction = np.sign(ranks[nz > 0].sum() - ranks.sum() / 2)
     out.update(statistic=float(res.statistic), z=z, p_value=float(res.pvalue), r=direction * abs(z) / np.sqrt(n))
     return out
+
+
+VERDICTS = ("amplified", "reduced", "no detectable difference")
+
+
+def bootstrap_difference(statistic, n: int, *, n_resamples: int = 1000, confidence_level: float = 0.95,
+                         seed: int = 0, method: str = "percentile") -> dict:
+    """Paired bootstrap of ``student - teacher`` over ``n`` examples: ``statistic(rows)`` returns
+    ``(teacher_value, student_value)`` computed on the example indices ``rows`` (resampled with
+    replacement by :func:`scipy.stats.bootstrap`). Returns ``teacher, student, difference,
+    ci_low, ci_high, n, n_resamples, confidence_level, method``."""
+    if not isinstance(n, (int, np.integer)) or n < 2:
+        raise InputError(f"bootstrap_difference needs at least 2 examples, got {n!r}")
+    teacher, student = statistic(np.arange(n))
+    out = {"teacher": float(teacher), "student": float(student), "difference": float(student - teacher),
+           "ci_low": np.nan, "ci_high": np.nan, "n": int(n), "n_resamples": int(n_resamples),
+           "confidence_level": confidence_level, "method": method}
+
+    def diff(rows):
+        t, s = statistic(rows)
+        return s - t
+
+    res = stats.bootstrap((np.arange(n),), diff, vectorized=False, n_resamples=n_resamples, method=method,
+                          confidence_level=confidence_level, rng=np.random.default_rng(seed))
+    out["ci_low"], out["ci_high"] = float(res.confidence_interval.low), float(res.confidence_interval.high)
+    return out
+
+
+def verdict(ci_low: float, ci_high: float, *, higher_is_more_biased: bool = True) -> str:
+    """Whether a student amplified its teacher's bias, from the interval of ``student - teacher``:
+    it excludes 0 above (``"amplified"`` when higher values mean more bias), below
+    (``"reduced"``), or contains it (``"no detectable difference"``); NaN gives the last."""
+    if not (np.isfinite(ci_low) and np.isfinite(ci_high)) or ci_low <= 0 <= ci_high:
+        return VERDICTS[2]
+    up = ci_low > 0
+    return VERDICTS[0] if up == higher_is_more_biased else VERDICTS[1]

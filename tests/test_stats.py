@@ -91,3 +91,26 @@ def test_wilcoxon_z_p_and_effect_size_by_hand():
     with pytest.raises(InputError, match="effect_n"):
         stats.wilcoxon_signed_rank(x, y, effect_n="all")
     assert np.isnan(stats.wilcoxon_signed_rank(x, x)["p_value"])
+
+
+def test_bootstrap_difference_percentile_interval_by_hand():
+    rng = np.random.default_rng(4)
+    t, s = rng.normal(0, 1, 80), rng.normal(0.5, 1, 80)
+
+    def stat(rows):
+        return t[rows].mean(), s[rows].mean()
+
+    got = stats.bootstrap_difference(stat, 80, n_resamples=2000, seed=3)
+    assert got["difference"] == pytest.approx(s.mean() - t.mean())
+    draws = np.random.default_rng(3).integers(0, 80, size=(2000, 80))   # scipy's resampling, written out
+    diffs = np.array([s[r].mean() - t[r].mean() for r in draws])
+    lo, hi = np.percentile(diffs, [2.5, 97.5])
+    assert abs(got["ci_low"] - lo) < 0.05 and abs(got["ci_high"] - hi) < 0.05   # same law, maybe other draws
+    assert got["ci_low"] > 0 and stats.verdict(got["ci_low"], got["ci_high"]) == "amplified"
+
+
+@pytest.mark.parametrize("low, high, higher, expected", [
+    (0.1, 0.3, True, "amplified"), (0.1, 0.3, False, "reduced"), (-0.3, -0.1, True, "reduced"),
+    (-0.1, 0.2, True, "no detectable difference"), (np.nan, 0.2, True, "no detectable difference")])
+def test_verdict(low, high, higher, expected):
+    assert stats.verdict(low, high, higher_is_more_biased=higher) == expected
