@@ -131,3 +131,20 @@ def test_bad_teacher_or_labels_are_one_line(teacher, tmp_path):
     bad = _data(8).assign(label="ugly")
     with pytest.raises(InputError, match="not among the teacher's labels"):
         tinybert.distill_classifier(teacher, bad, _data(4, 1), out_dir=tmp_path / "x")
+
+
+def test_pruned_init_of_the_teachers_own_shape_is_the_teacher(teacher):
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    t_model = AutoModelForSequenceClassification.from_pretrained(teacher).eval()
+    tok = AutoTokenizer.from_pretrained(teacher)
+    c = t_model.config
+    cfg = tinybert.student_config(c, num_hidden_layers=c.num_hidden_layers, hidden_size=c.hidden_size,
+                                  num_attention_heads=c.num_attention_heads, intermediate_size=c.intermediate_size)
+    same = tinybert.pruned_student(t_model, cfg, tok, _data(24)["text"].tolist(), [1, 2], max_length=16).eval()
+    enc = tok(_data(6, 2)["text"].tolist(), padding=True, return_tensors="pt")
+    with torch.no_grad():
+        torch.testing.assert_close(same(**enc).logits, t_model(**enc).logits, atol=1e-6, rtol=1e-6)
+    with pytest.raises(InputError, match="keeps the teacher's 2 heads"):
+        tinybert.pruned_student(t_model, tinybert.student_config(c, **{**SMALL, "num_attention_heads": 4}), tok,
+                                _data(24)["text"].tolist(), [1, 2])

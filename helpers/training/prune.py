@@ -384,3 +384,117 @@ def describe_pruning(teacher, student, *, keep_layers: list[int] | None = None) 
     out["parameters"] = sum(p.numel() for p in student.parameters())
     out["teacher_parameters"] = sum(p.numel() for p in teacher.parameters())
     return out
+
+
+def hidden_importance(model, calibration: torch.Tensor, *, batch_size: int = 8) -> dict:
+    """Importance of a BERT encoder's residual channels and of every attention head's dimensions
+    (Minitron's embedding-channel pruning, Muralidharan et al. 2024 Sec. 2.2, carried to the head
+    dimension), from forward passes over ``calibration``:
+
+    - ``"hidden"``: channel c = sum over every LayerNorm of the residual stream (embeddings and
+      both of each layer) of the mean |LN(X)_c| over tokens;
+    - ``"qk"`` per layer ``[heads, head_dim]``: mean |q_d| x mean |k_d| (a dimension's share of the
+      attention scores q.k);
+    - ``"v"`` per layer ``[heads, head_dim]``: mean |o_d|, o the attention output of the head
+      (the input of ``attention.output.dense``).
+    """
+    if supported(model) != "bert":
+        raise InputError(f"hidden-width pruning supports BERT encoders, not {type(model).__name__}")
+    base, layers = _base(model, "bert"), _layers(model, "bert")
+    heads = _config(model).num_attention_heads
+    sums: dict = {}
+
+    def add(key, value):
+        sums[key] = value if key not in sums else sums[key] + value
+
+    def post(key):
+        def fn(module, args, output):
+            x = output.detach().double().abs()
+            add(key, x.reshape(-1, x.shape[-1]).sum(0).cpu())
+            if key == ("ln", "emb"):
+                add("tokens", x.shape[:-1].numel())
+        return fn
+
+    def pre(key):
+        def fn(module, args, kwargs):
+            x = (args[0] if args else kwargs["input"]).detach().double().abs()
+            add(key, x.reshape(-1, x.shape[-1]).sum(0).cpu())
+        return fn
+
+    hooks = [(base.embeddings.LayerNorm, "post", post(("ln", "emb")))]
+    for i, layer in enumerate(layers):
+        hooks += [(layer.attention.output.LayerNorm, "post", post(("ln", i, "a"))),
+                  (layer.output.LayerNorm, "post", post(("ln", i, "o"))),
+                  (layer.attention.self.query, "post", post(("q", i))), (layer.attention.self.key, "post", post(("k", i))),
+                  (layer.attention.output.dense, "pre", pre(("v", i)))]
+    _hooked(model, "bert", calibration, batch_size, hooks)
+    n = sums.pop("tokens")
+
+    def per_head(t):
+        return t.reshape(heads, -1)
+
+    hidden = sum(v / n for k, v in sums.items() if k[0] == "ln")
+    return {"hidden": hidden,
+            "qk": [per_head(sums[("q", i)] / n) * per_head(sums[("k", i)] / n) for i in range(len(layers))],
+            "v": [per_head(sums[("v", i)] / n) for i in range(len(layers))]}
+
+
+def _slice_norm(norm: torch.nn.LayerNorm, index: torch.Tensor) -> None:
+    norm.weight = torch.nn.Parameter(norm.weight.data.index_select(0, index).clone())
+    norm.bias = torch.nn.Parameter(norm.bias.data.index_select(0, index).clone())
+    norm.normalized_shape = (len(index),)
+
+
+def prune_hidden(model, importance: dict, hidden: int):
+    """A NEW BERT model (the teacher is deep-copied) whose residual width is ``hidden``: the most
+    important residual channels (``importance["hidden"]``, :func:`hidden_importance`) kept in
+    every embedding, LayerNorm and projection, and every head keeping its ``hidden / heads`` most
+    important query/key dimensions (``"qk"``) and value dimensions (``"v"``), so the config
+    (``hidden_size``; BERT derives the head size from it) reloads. The kept indices are in
+    ``model.config.pruned_hidden`` for the record. LayerNorms then normalise over fewer channels:
+    the student must be healed (TinyBERT's distillation does)."""
+    cfg0 = _config(model)
+    if supported(model) != "bert":
+        raise InputError(f"hidden-width pruning supports BERT encoders, not {type(model).__name__}")
+    heads = cfg0.num_attention_heads
+    if isinstance(hidden, bool) or not isinstance(hidden, (int, np.integer)) or not heads <= hidden <= cfg0.hidden_size \
+            or hidden % heads:
+        raise InputError(f"hidden {hidden!r}: needs a multiple of the {heads} heads, at most the teacher's "
+                         f"{cfg0.hidden_size}")
+    keep = _top(importance["hidden"], hidden)
+    per_head, head_dim = hidden // heads, cfg0.hidden_size // heads
+    student = copy.deepcopy(model)
+    base = _base(student, "bert")
+    emb = base.embeddings
+    for table in (emb.word_embeddings, emb.position_embeddings, emb.token_type_embeddings):
+        table.weight = torch.nn.Parameter(table.weight.data[:, keep].clone())
+        table.embedding_dim = hidden
+    _slice_norm(emb.LayerNorm, keep)
+    for i, layer in enumerate(_layers(student, "bert")):
+        attn = layer.attention.self
+        qk = torch.cat([h * head_dim + _top(importance["qk"][i][h], per_head) for h in range(heads)])
+        v = torch.cat([h * head_dim + _top(importance["v"][i][h], per_head) for h in range(heads)])
+        for proj, rows in ((attn.query, qk), (attn.key, qk), (attn.value, v)):
+            _slice_linear(proj, rows, 0)
+            _slice_linear(proj, keep, 1)
+        attn.attention_head_size, attn.all_head_size = per_head, hidden
+        if hasattr(attn, "scaling"):
+            attn.scaling = per_head ** -0.5
+        _slice_linear(layer.attention.output.dense, v, 1)
+        _slice_linear(layer.attention.output.dense, keep, 0)
+        _slice_norm(layer.attention.output.LayerNorm, keep)
+        _slice_linear(layer.intermediate.dense, keep, 1)
+        _slice_linear(layer.output.dense, keep, 0)
+        _slice_norm(layer.output.LayerNorm, keep)
+    if getattr(base, "pooler", None) is not None:
+        _slice_linear(base.pooler.dense, keep, 0)
+        _slice_linear(base.pooler.dense, keep, 1)
+    head = getattr(student, "classifier", None)
+    if isinstance(head, torch.nn.Linear):
+        _slice_linear(head, keep, 1)
+    elif head is not None or hasattr(student, "cls"):
+        raise InputError(f"{type(student).__name__}: prune_hidden slices encoders and sequence classifiers only")
+    cfg = _config(student)
+    cfg.hidden_size = hidden
+    cfg.pruned_hidden = keep.tolist()
+    return student

@@ -14,6 +14,12 @@ paper's task-specific distillation:
 2. *prediction layer* (eq. 11): soft cross-entropy between the teacher's and the student's
    logits at temperature ``t``, with no hard-label term (the TinyBERT code).
 
+Initialisation (``init``): ``"pruned"`` (default) cuts the teacher to the student's shape
+(:func:`pruned_student`: Minitron-style width pruning of the residual channels, head dimensions
+and MLP channels by activation importance, and the mapped layers), the offline stand-in for
+the general-distilled ``TinyBERT_General_4L_312D`` the seed started from; ``"random"`` starts
+from scratch (a student trained here from random weights learns little in the book's budget).
+
 Layer mapping: student layer m (1..M) learns from teacher layer ``ceil(m * N / M)`` of N; for
 BERT-base (N = 12, M = 4) that is TinyBERT's uniform mapping 3, 6, 9, 12; for MiniLM-L6 (N = 6)
 2, 3, 5, 6. ``general_texts``: the student first learns the intermediate objective from the
@@ -43,7 +49,7 @@ from helpers.lm.scoring import check_texts
 from helpers.training import classifier as clf
 
 __all__ = ["TINYBERT_SHAPE", "student_config", "layer_map", "intermediate_loss", "prediction_loss",
-           "distill_classifier"]
+           "pruned_student", "distill_classifier"]
 
 TINYBERT_SHAPE = {"num_hidden_layers": 4, "hidden_size": 312, "num_attention_heads": 12, "intermediate_size": 1200}
 
@@ -144,6 +150,31 @@ def prediction_loss(student_logits, teacher_logits, temperature: float = 1.0):
     return -(target * torch.log_softmax(student_logits / temperature, dim=-1)).sum(-1).mean()
 
 
+def pruned_student(teacher_model, cfg, tokenizer, texts, mapping: list[int], *, max_length: int = 128,
+                   blocks: int = 32):
+    """The teacher cut to the student's shape, the student's starting point under
+    ``init="pruned"`` (the offline stand-in for TinyBERT's general-distilled initialisation):
+    residual channels and head dimensions by :func:`helpers.training.prune.hidden_importance`,
+    the layers of ``mapping``, MLP channels by activation importance, all measured on ``blocks``
+    blocks of ``texts``' tokens."""
+    import torch
+
+    from helpers.training import prune
+
+    if cfg.num_attention_heads != teacher_model.config.num_attention_heads:
+        raise InputError(f"init='pruned' keeps the teacher's {teacher_model.config.num_attention_heads} heads; the "
+                         f"student asks for {cfg.num_attention_heads} (use init='random')")
+    length = min(max_length, teacher_model.config.max_position_embeddings)
+    ids = [i for t in texts for i in tokenizer(t, add_special_tokens=False)["input_ids"]]
+    n = min(blocks, len(ids) // length)
+    if n < 1:
+        raise InputError(f"init='pruned' needs at least {length} tokens of training text to measure importance")
+    calibration = torch.tensor(ids[:n * length]).reshape(n, length)
+    wide = prune.prune_hidden(teacher_model, prune.hidden_importance(teacher_model, calibration), cfg.hidden_size)
+    return prune.prune(wide, keep_layers=[m - 1 for m in mapping], intermediate=cfg.intermediate_size,
+                       importance=prune.activation_importance(wide, calibration))
+
+
 def _teacher_key(teacher: Path) -> str:
     manifest = teacher / "manifest.json"
     if manifest.is_file():
@@ -160,7 +191,7 @@ def distill_classifier(teacher, train: pd.DataFrame, validation: pd.DataFrame, *
                        label: str = "label", shape: dict | None = None, intermediate_epochs: int = 1,
                        prediction_epochs: int = 2, general_texts=None, general_epochs: int = 1, lr: float = 5e-5,
                        batch_size: int = 16, max_length: int = 128, temperature: float = 1.0,
-                       attention: str = "scores", seed: int = 0, checkpoint_every: int = 50,
+                       attention: str = "scores", init: str = "pruned", seed: int = 0, checkpoint_every: int = 50,
                        stop_after_steps: int | None = None) -> Path | None:
     """Distil the fine-tuned classifier in directory ``teacher`` into a TinyBERT-shaped student
     (module docstring); the best prediction-stage epoch by weighted F1 on ``validation`` is saved
@@ -173,6 +204,8 @@ def distill_classifier(teacher, train: pd.DataFrame, validation: pd.DataFrame, *
     teacher = Path(teacher)
     if not (teacher / "config.json").is_file():
         raise InputError(f"{teacher}: no fine-tuned classifier (config.json) there")
+    if init not in ("pruned", "random"):
+        raise InputError(f"init must be 'pruned' or 'random', got {init!r}")
     if attention not in ("scores", "probabilities"):
         raise InputError(f"attention must be 'scores' or 'probabilities', got {attention!r}")
     for name, value in (("intermediate_epochs", intermediate_epochs), ("prediction_epochs", prediction_epochs),
@@ -197,7 +230,7 @@ def distill_classifier(teacher, train: pd.DataFrame, validation: pd.DataFrame, *
     settings = dict(teacher=_teacher_key(teacher), shape={k: getattr(cfg, k) for k in TINYBERT_SHAPE},
                     intermediate_epochs=intermediate_epochs, prediction_epochs=prediction_epochs,
                     general_epochs=general_epochs if general else 0, lr=lr, batch_size=batch_size,
-                    max_length=max_length, temperature=temperature, attention=attention, seed=seed,
+                    max_length=max_length, temperature=temperature, attention=attention, init=init, seed=seed,
                     mapping=mapping, train=hashing.sha256_frame(train[[text, label]]),
                     validation=hashing.sha256_frame(validation[[text, label]]),
                     general=hashing.sha256_json(general) if general else None)
@@ -209,6 +242,9 @@ def distill_classifier(teacher, train: pd.DataFrame, validation: pd.DataFrame, *
     work.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(seed)
     student = BertForSequenceClassification(cfg)
+    if init == "pruned":
+        student.load_state_dict(pruned_student(t_model, cfg, tok, train[text].tolist(), mapping,
+                                               max_length=max_length).state_dict())
     student.config._attn_implementation = "eager"
     projection = torch.nn.Linear(cfg.hidden_size, t_model.config.hidden_size)
     params = list(student.parameters()) + list(projection.parameters())
