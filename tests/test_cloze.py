@@ -176,9 +176,26 @@ def test_unencodable_candidates_unknown_mask_words_and_wrong_models(tiny_bert, t
         cloze.cloze_logprobs(bert, ["the [MASK] ."], ["\u2603\u2603"], cache=False, progress=False)
     with pytest.raises(InputError, match="does not occur"):
         cloze.cloze_logprobs(bert, ["the [MASK] ."], ["women"], mask_words=["men"], cache=False, progress=False)
-    with pytest.raises(InputError, match="masked or permutation"):
-        cloze.kurita_log_ratio(gpt2, ["the [MASK] is capable ."], ["women"], ["capable"], cache=False)
+    with pytest.raises(InputError, match="'able' does not occur"):
+        cloze.kurita_log_ratio(gpt2, ["the [MASK] is capable ."], ["women"], ["able"], cache=False, progress=False)
     with pytest.raises(InputError, match="masked must be one of"):
         cloze.cloze_logprobs(bert, ["the [MASK] ."], ["women"], masked="both", cache=False)
     with pytest.raises(InputError, match="nothing precedes the blank"):
         cloze.cloze_logprobs(gpt2, ["[MASK] ."], ["women"], cache=False, progress=False)
+
+
+def test_causal_kurita_analogue_is_a_sentence_log_likelihood_ratio(tiny_gpt2, loaded_factory):
+    gpt2 = loaded_factory(tiny_gpt2, "causal")
+    got = cloze.kurita_log_ratio(gpt2, ["the [MASK] is capable of respect ."], ["women", "men"], ["capable"],
+                                 cache=False, progress=False)
+
+    def sentence(text):                       # every token after the first, one forward pass
+        ids = gpt2.tokenizer(text, return_tensors="pt")["input_ids"]
+        with torch.no_grad():
+            logp = torch.log_softmax(gpt2.model(input_ids=ids).logits[0].double(), -1)
+        return float(sum(logp[i - 1, ids[0, i]] for i in range(1, ids.shape[1])))
+
+    for row, word in zip(got.itertuples(), ["women", "men"]):
+        assert row.log_prob == pytest.approx(sentence(f"the {word} is capable of respect ."), abs=1e-5)
+        assert row.prior_log_prob == pytest.approx(sentence(f"the {word} is person of respect ."), abs=1e-5)
+        assert row.method == "sentence"

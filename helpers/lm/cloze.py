@@ -325,18 +325,39 @@ def _method(objective: str, masked: str, template: str) -> str:
     return f"{objective}-{masked}"
 
 
-def kurita_log_ratio(loaded, templates: Sequence[str], targets, attributes, **options) -> pd.DataFrame:
+def kurita_log_ratio(loaded, templates: Sequence[str], targets, attributes, *, neutral: str = "person",
+                     **options) -> pd.DataFrame:
     """Kurita et al. (2019) / Bartl et al. (2020) association: log p(target | template) −
     log p(target | template with its attribute word masked too), per (template, target).
 
-    ``attributes``: the attribute word of each template (masked whole for the prior). Returns
-    the rows of :func:`cloze_logprobs` with ``log_prob``, ``prior_log_prob`` and
-    ``log_ratio``.
+    ``attributes``: the attribute word of each template (masked whole for the prior). A causal
+    LM cannot mask the attribute: its prior is the filled template with the attribute replaced by
+    the word ``neutral`` (default ``"person"``), both scored as sentence log-likelihoods (method
+    ``sentence``), a documented analogue rather than Kurita's quantity. Returns the rows of
+    :func:`cloze_logprobs` with ``log_prob``, ``prior_log_prob`` and ``log_ratio``.
     """
-    attributes = [attributes] * len(list(templates)) if isinstance(attributes, str) else list(attributes)
-    if loaded.objective == "causal":
-        raise InputError(f"{loaded.name}: Kurita's prior masks the attribute; it needs a masked or permutation LM")
+    templates = check_templates(templates)
+    attributes = [attributes] * len(templates) if isinstance(attributes, str) else list(attributes)
+    if len(attributes) != len(templates):
+        raise InputError(f"{len(attributes)} attributes for {len(templates)} templates")
     target = cloze_logprobs(loaded, templates, targets, **options)
-    prior = cloze_logprobs(loaded, templates, targets, mask_words=[[a] for a in attributes], **options)
+    if loaded.objective == "causal":
+        if not isinstance(neutral, str) or not neutral.strip():
+            raise InputError("neutral must be a non-empty word")
+        neutral_templates = []
+        for t, a in zip(templates, attributes):
+            prefix, suffix = split_template(t)
+            spans = word_spans(suffix, a) or []
+            where = "suffix"
+            if not spans:
+                spans, where = word_spans(prefix, a), "prefix"
+            if not spans:
+                raise InputError(f"attribute {a!r} does not occur in template {t!r}")
+            x, y = spans[0]
+            neutral_templates.append(prefix + BLANK + suffix[:x] + neutral + suffix[y:] if where == "suffix"
+                                     else prefix[:x] + neutral + prefix[y:] + BLANK + suffix)
+        prior = cloze_logprobs(loaded, neutral_templates, targets, **options)
+    else:
+        prior = cloze_logprobs(loaded, templates, targets, mask_words=[[a] for a in attributes], **options)
     return target.assign(prior_log_prob=prior["log_prob"].to_numpy(),
                          log_ratio=target["log_prob"].to_numpy() - prior["log_prob"].to_numpy())

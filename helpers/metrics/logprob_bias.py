@@ -7,7 +7,9 @@ the target, the profession the attribute:
                 - log p(person | sentence with the person and the profession masked)
 
 (Kurita et al.'s log-ratio with the attribute-masked prior; the profession is masked by as many
-masks as its tokens, :func:`helpers.lm.cloze.kurita_log_ratio`). Bartl et al. compare each female
+masks as its tokens, :func:`helpers.lm.cloze.kurita_log_ratio`; a causal LM gets that function's
+documented analogue: sentence log-likelihoods with the profession vs the word "person"). Bartl
+et al. compare each female
 sentence with its male counterpart (same profession and pattern, the person word's pair:
 she/he, woman/man, ..., :data:`PERSON_PAIRS`) by a Wilcoxon signed-rank test, per profession
 group (professions with mostly female, mostly male or balanced participation) and overall; the
