@@ -45,6 +45,8 @@ gap                        ID, Text, Pronoun, Pronoun-offset, A, A-offset, A-cor
                            B-coref, URL (as released)
 panda                      original, rewrite, selected_word, perturbed_category, source_data_type
 holistic-bias              axis, bucket, descriptor, preference
+bias-madlibs,              sentence_id, text, label (toxic/non-toxic), template, identity,
+bias-madlibs-77k           identity_group (:mod:`~helpers.datasets.madlibs`)
 =========================  ================================================================
 """
 

