@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from helpers import datasets
-from helpers.datasets import bias_sets, bold, cma, madlibs, probing, reviews, stereoset, words
+from helpers.datasets import bias_sets, bold, cma, ethnic, madlibs, probing, reviews, stereoset, words
 from helpers.errors import DataNotFoundError, HarmsError, InputError
 
 COLUMNS = {  # the documented columns of each registered set (helpers/datasets/__init__.py)
@@ -34,8 +34,9 @@ COLUMNS = {  # the documented columns of each registered set (helpers/datasets/_
     "gap": bias_sets.GAP_COLUMNS,
     "panda": bias_sets.PANDA_COLUMNS,
     "holistic-bias": bias_sets.HOLISTIC_BIAS_COLUMNS,
-    "bias-madlibs": madlibs.MADLIBS_COLUMNS,
+    "bias-madlibs": madlibs.GENERATED_COLUMNS,
     "bias-madlibs-77k": madlibs.MADLIBS_COLUMNS,
+    "ethnic-bias": ethnic.ETHNIC_COLUMNS,
 }
 
 

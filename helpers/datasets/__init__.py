@@ -45,8 +45,10 @@ gap                        ID, Text, Pronoun, Pronoun-offset, A, A-offset, A-cor
                            B-coref, URL (as released)
 panda                      original, rewrite, selected_word, perturbed_category, source_data_type
 holistic-bias              axis, bucket, descriptor, preference
-bias-madlibs,              sentence_id, text, label (toxic/non-toxic), template, identity,
-bias-madlibs-77k           identity_group (:mod:`~helpers.datasets.madlibs`)
+bias-madlibs-77k           sentence_id, text, label (toxic/non-toxic), template, identity,
+                           identity_group (:mod:`~helpers.datasets.madlibs`)
+bias-madlibs               the same, then the words of the other slots: adjective, name,
+                           verb, occupation
 =========================  ================================================================
 """
 

@@ -579,4 +579,30 @@ _upstream_set(
     description="Bias madlibs 77k (the older generation): 76,564 sentences with 50 identity terms, BAD / NOT_BAD.",
     license="Apache-2.0", citation=_CITE_MADLIBS)
 
+_upstream_set(
+    "ethnic-bias", ("jaimeenahn/ethnic_bias", "a115eb7c3af7daf95309f3b4c1c7a564eb556190"), {
+     "templates/templates_ar.txt": "fe80ddaf14f7a9f64e7e4067b512918604e20c989c38e5d30a2c2f97e5681db1",
+     "templates/templates_de.txt": "1ab1659f8e76918dc2026f3ca1e574e29ae28a71c4458c751ee066bdd344878f",
+     "templates/templates_el.txt": "da5473881edad88d11455a58b93fa42e70ab0048e6024d18a414add60fb0d743",
+     "templates/templates_en.txt": "2b78362e78da24d0052151e63b863eddfe78853d231f8f105cc31e6d53403cbd",
+     "templates/templates_es.txt": "0f14fcc846c526b7a155efe7420391407d616b5147791f07c1ec27e34e6aed46",
+     "templates/templates_ko.txt": "dec689c59537324ff94be1b2da6dfba1fc5fd2825c35d1ee74df0a2eab83744d",
+     "templates/templates_tr.txt": "166e536060ffa0b6ec84b531857e61357c94a42bc61cf60b3673084b67176a39",
+     "templates/templates_zh.txt": "190cc61ff488a28d78faa2536253072a035aa939983d54ce5e3986a7c25a9715",
+     "templates/occ_ar.txt": "1d38440f72617ab27c60a3289fe1fe030efa1bf042edaddc821c2bd0faed3b83",
+     "templates/occ_de.txt": "b6c80878626a69ac0b9a8bf306b2f810ab7deb32ea2cb3e300a734138939f3e3",
+     "templates/occ_el.txt": "1d94e14097c818a4686d63008e465de5214ac99385aac4f81d3caebf5b4b45bb",
+     "templates/occ_en.txt": "c97fb44c986422c37e2810f8063de53152f387d597a53317199c7129642217a7",
+     "templates/occ_es.txt": "b2a58c8bced0abd25eea29af34f0227074262a0f6a4b1b0124a93ad84a1b9c06",
+     "templates/occ_ko.txt": "7a24cad89035cb188aad638c4ca45242be28bd2cd65333cb3fac4e684b999bb0",
+     "templates/occ_tr.txt": "77d5ca92ab77a7811b3f367bce7b5cd2faf0a850a3faa5969802b8df1d5c8bbf",
+     "templates/occ_zh.txt": "1234350da906324090cf740b7242a9aaf25f190203fdca5beec639ad36e4a7fc",
+     "LICENSE": "01b5f36cc6e7b47398fc76d45db52bc29a86abb7950846c9fc29f84263dc1bfe",
+    },
+    folder="ethnic_bias", main="templates/templates_en.txt", loader="ethnic.load_ethnic_bias",
+    description="Ahn & Oh's ethnic-bias templates (10 per language; zh 5) and 70 attributes in eight languages; "
+                "the target countries are in helpers.datasets.ethnic.TARGETS (upstream code).",
+    license="MIT",
+    citation="Jaimeen Ahn, Alice Oh. 2021. Mitigating Language-Dependent Ethnic Bias in BERT. EMNLP 2021.")
+
 # --- data sets of chapters 05-07: new registrations go above this line, one block each ---
