@@ -123,22 +123,27 @@ def bootstrap_difference(statistic, n: int, *, n_resamples: int = 1000, confiden
                          seed: int = 0, method: str = "percentile") -> dict:
     """Paired bootstrap of ``student - teacher`` over ``n`` examples: ``statistic(rows)`` returns
     ``(teacher_value, student_value)`` computed on the example indices ``rows`` (resampled with
-    replacement by :func:`scipy.stats.bootstrap`). Returns ``teacher, student, difference,
-    ci_low, ci_high, n, n_resamples, confidence_level, method``."""
+    replacement by :func:`scipy.stats.bootstrap`); values may be arrays (several statistics from
+    one resample). Returns ``teacher, student, difference, ci_low, ci_high`` (floats, or arrays
+    for array statistics), ``n, n_resamples, confidence_level, method``."""
     if not isinstance(n, (int, np.integer)) or n < 2:
         raise InputError(f"bootstrap_difference needs at least 2 examples, got {n!r}")
-    teacher, student = statistic(np.arange(n))
-    out = {"teacher": float(teacher), "student": float(student), "difference": float(student - teacher),
+    teacher, student = (np.asarray(v, dtype=float) for v in statistic(np.arange(n)))
+
+    def value(x):
+        return float(x) if np.ndim(x) == 0 else np.asarray(x, dtype=float)
+
+    out = {"teacher": value(teacher), "student": value(student), "difference": value(student - teacher),
            "ci_low": np.nan, "ci_high": np.nan, "n": int(n), "n_resamples": int(n_resamples),
            "confidence_level": confidence_level, "method": method}
 
     def diff(rows):
         t, s = statistic(rows)
-        return s - t
+        return np.asarray(s, dtype=float) - np.asarray(t, dtype=float)
 
     res = stats.bootstrap((np.arange(n),), diff, vectorized=False, n_resamples=n_resamples, method=method,
                           confidence_level=confidence_level, rng=np.random.default_rng(seed))
-    out["ci_low"], out["ci_high"] = float(res.confidence_interval.low), float(res.confidence_interval.high)
+    out["ci_low"], out["ci_high"] = value(res.confidence_interval.low), value(res.confidence_interval.high)
     return out
 
 

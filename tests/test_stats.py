@@ -107,6 +107,9 @@ def test_bootstrap_difference_percentile_interval_by_hand():
     lo, hi = np.percentile(diffs, [2.5, 97.5])
     assert abs(got["ci_low"] - lo) < 0.05 and abs(got["ci_high"] - hi) < 0.05   # same law, maybe other draws
     assert got["ci_low"] > 0 and stats.verdict(got["ci_low"], got["ci_high"]) == "amplified"
+    both = stats.bootstrap_difference(lambda r: (np.array([t[r].mean(), t[r].std()]), np.array([s[r].mean(), s[r].std()])),
+                                      80, n_resamples=2000, seed=3)
+    assert both["ci_low"][0] == pytest.approx(got["ci_low"]) and both["difference"].shape == (2,)
 
 
 @pytest.mark.parametrize("low, high, higher, expected", [

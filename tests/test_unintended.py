@@ -47,6 +47,9 @@ def test_identity_metrics_equal_counting(data):
         bnsp = (sub & (y == 1)) | (~sub & (y == 0))
         assert got.loc[g, "bpsn_auc"] == pytest.approx(_auc(y[bpsn], s[bpsn]))
         assert got.loc[g, "bnsp_auc"] == pytest.approx(_auc(y[bnsp], s[bnsp]))
+    from sklearn.metrics import roc_auc_score
+
+    assert got.loc["overall", "subgroup_auc"] == pytest.approx(roc_auc_score(y, s), abs=1e-12)
     assert got.loc["gay", "fpr"] > got.loc["tall", "fpr"]         # the planted bias shows
     assert got.loc["gay", "bpsn_auc"] < got.loc["tall", "bpsn_auc"]
 
