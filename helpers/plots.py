@@ -263,3 +263,66 @@ def measured_and_published_heatmaps(measured_panels: list, published_panel: tupl
         architecture_heatmap(d, value=value, rows=rows, title=t, ax=ax,
                              cmap="RdYlGn" if value == "safety_score" else "viridis_r")
     return fig
+
+
+# ---------------------------------------------------------------- chapter 05
+
+def model_bars(df: pd.DataFrame, *, category: str, value: str, hue: str = "model",
+               title: str | None = None, ylabel: str | None = None) -> matplotlib.figure.Figure:
+    """One bar per (``category``, ``hue``), categories on the x axis in their order (seed 003
+    Figures 1, 2 and 4: toxicity of identity terms, FPR and FNR per identity, teacher beside
+    student)."""
+    cats = list(dict.fromkeys(df[category]))
+    hues = list(dict.fromkeys(df[hue]))
+    width = 0.8 / max(len(hues), 1)
+    fig, ax = _figure(max(8.0, 0.22 * len(cats) * len(hues)), 4.5)
+    x = np.arange(len(cats))
+    for k, h in enumerate(hues):
+        part = df[df[hue] == h].set_index(category).reindex(cats)
+        ax.bar(x + (k - (len(hues) - 1) / 2) * width, part[value], width=width, label=str(h))
+    ax.set_xticks(x, cats, rotation=90)
+    ax.set_ylabel(ylabel or value)
+    ax.legend(frameon=False)
+    ax.set_title(title or f"{value} per {category}")
+    return fig
+
+
+def pairwise_heatmaps(tests: dict[str, pd.DataFrame], *, value: str = "p_adjusted",
+                      title: str | None = None) -> matplotlib.figure.Figure:
+    """Seed 003 Figures 3 and 5: one panel per model, a cell per pair of identities coloured by
+    ``-log10`` of the (corrected) p-value of the difference of their rates; cells below 0.05 are
+    the significant ones."""
+    import seaborn as sns
+
+    fig, axes = plt.subplots(1, len(tests), figsize=(7.5 * len(tests), 7), layout="constrained", squeeze=False)
+    for ax, (name, t) in zip(axes[0], tests.items()):
+        names = list(dict.fromkeys(list(t["identity_a"]) + list(t["identity_b"])))
+        m = pd.DataFrame(np.nan, index=names, columns=names)
+        for a, b, p in zip(t["identity_a"], t["identity_b"], t[value]):
+            m.loc[a, b] = m.loc[b, a] = -np.log10(max(p, 1e-300)) if np.isfinite(p) else np.nan
+        sns.heatmap(m, ax=ax, cmap="Reds", vmin=0, cbar_kws={"label": f"-log10 {value}"}, square=True)
+        ax.set_title(str(name))
+    fig.suptitle(title or "Pairwise differences of rates between identities")
+    return fig
+
+
+def effect_sizes(df: pd.DataFrame, *, test: str = "test", value: str = "effect_size", hue: str = "model",
+                 facet: str | None = "task", title: str | None = None) -> matplotlib.figure.Figure:
+    """Seed 003 Figure 10: SEAT effect size per test, teacher beside student, one panel per task."""
+    facets = list(dict.fromkeys(df[facet])) if facet else [None]
+    fig, axes = plt.subplots(len(facets), 1, figsize=(12, 3.6 * len(facets)), layout="constrained", squeeze=False)
+    for ax, f in zip(axes[:, 0], facets):
+        part = df if f is None else df[df[facet] == f]
+        tests_ = list(dict.fromkeys(part[test]))
+        hues = list(dict.fromkeys(part[hue]))
+        x, width = np.arange(len(tests_)), 0.8 / max(len(hues), 1)
+        for k, h in enumerate(hues):
+            vals = part[part[hue] == h].set_index(test).reindex(tests_)[value]
+            ax.bar(x + (k - (len(hues) - 1) / 2) * width, vals, width=width, label=str(h))
+        ax.axhline(0, color="black", linewidth=0.8)
+        ax.set_xticks(x, tests_, rotation=90)
+        ax.set_ylabel(value)
+        ax.set_title(f"{f}" if f is not None else "")
+        ax.legend(frameon=False)
+    fig.suptitle(title or "SEAT effect sizes")
+    return fig

@@ -160,3 +160,12 @@ def tiny_loaded(path: Path, objective: str):
 def loaded_factory():
     """``loaded_factory(path, objective)`` -> LoadedModel (see ``tiny_loaded``)."""
     return tiny_loaded
+
+
+@pytest.fixture
+def private_dirs(monkeypatch, tmp_path):
+    """Cache, results and zoo directories of the test's own (the chapter tests write there)."""
+    monkeypatch.setenv("HARMS_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("HARMS_RESULTS_DIR", str(tmp_path / "results"))
+    monkeypatch.setenv("HARMS_ZOO_DIR", str(tmp_path / "zoo"))
+    return tmp_path

@@ -15,14 +15,6 @@ PARAMS = dict(models="zoo", zoo_profile=None, zoo_overrides=None, sample_per_gro
               pll="original", seed=0, n_resamples=50, min_ratio=2.0)
 
 
-@pytest.fixture
-def private_dirs(monkeypatch, tmp_path):
-    monkeypatch.setenv("HARMS_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setenv("HARMS_RESULTS_DIR", str(tmp_path / "results"))
-    monkeypatch.setenv("HARMS_ZOO_DIR", str(tmp_path / "zoo"))
-    return tmp_path
-
-
 @pytest.mark.parametrize("spec,want", [("smollm2-135m", ["smollm2-135m"]),
                                        (["smollm2-135m", "gemma-3-270m"], ["smollm2-135m", "gemma-3-270m"])])
 def test_one_model_name_is_one_model(private_dirs, spec, want):

@@ -90,3 +90,13 @@ def test_the_minilm_package_pooling(tmp_path):
     assert cos[0, 2] > cos[0, 1] and cos[0, 2] > cos[1, 2]
     with pytest.raises(InputError, match="not a sentence-transformers folder"):
         embeddings.folder_pooling(tmp_path)
+
+
+def test_texts_longer_than_the_model_are_truncated_to_its_length(tiny_bert, loaded_factory):
+    lm = loaded_factory(tiny_bert, "masked")
+    long_text = " ".join(["women"] * 200)                       # 200 tokens; the model takes 64 positions
+    got = embeddings.sentence_embeddings(lm, [long_text], pooling="cls")
+    ids = lm.tokenizer(long_text, truncation=True, max_length=64, return_tensors="pt")
+    with torch.no_grad():
+        ref = lm.model(**ids, output_hidden_states=True).hidden_states[-1][0, 0].numpy()
+    assert np.allclose(got[0], ref, atol=1e-5)

@@ -148,3 +148,21 @@ def test_pruned_init_of_the_teachers_own_shape_is_the_teacher(teacher):
     with pytest.raises(InputError, match="keeps the teacher's 2 heads"):
         tinybert.pruned_student(t_model, tinybert.student_config(c, **{**SMALL, "num_attention_heads": 4}), tok,
                                 _data(24)["text"].tolist(), [1, 2])
+
+
+def test_general_student_init_from_a_folder_and_its_checks(teacher, tmp_path):
+    from transformers import AutoModelForSequenceClassification, BertForSequenceClassification
+
+    t_model = AutoModelForSequenceClassification.from_pretrained(teacher)
+    general = tmp_path / "general"
+    torch.manual_seed(3)
+    BertForSequenceClassification(tinybert.student_config(t_model.config, **SMALL)).save_pretrained(general)
+    out = tinybert.distill_classifier(teacher, _data(8), _data(4, 1), out_dir=tmp_path / "s", shape=SMALL,
+                                      init=str(general), intermediate_epochs=0, prediction_epochs=0)
+    start = _weights(general)
+    got = _weights(out)
+    assert torch.equal(got["bert.encoder.layer.0.attention.self.query.weight"],
+                       start["bert.encoder.layer.0.attention.self.query.weight"])    # no step taken: the init
+    with pytest.raises(InputError, match="has shape"):
+        tinybert.distill_classifier(teacher, _data(8), _data(4, 1), out_dir=tmp_path / "t",
+                                    shape={**SMALL, "intermediate_size": 48}, init=str(general))

@@ -14,7 +14,9 @@ paper's task-specific distillation:
 2. *prediction layer* (eq. 11): soft cross-entropy between the teacher's and the student's
    logits at temperature ``t``, with no hard-label term (the TinyBERT code).
 
-Initialisation (``init``): ``"pruned"`` (default) cuts the teacher to the student's shape
+Initialisation (``init``): a folder or hub id of a general-distilled student (with the hub:
+``huawei-noah/TinyBERT_General_4L_312D``, what the seed started from); ``"pruned"`` (default)
+cuts the teacher to the student's shape
 (:func:`pruned_student`: Minitron-style width pruning of the residual channels, head dimensions
 and MLP channels by activation importance, and the mapped layers), the offline stand-in for
 the general-distilled ``TinyBERT_General_4L_312D`` the seed started from; ``"random"`` starts
@@ -175,6 +177,29 @@ def pruned_student(teacher_model, cfg, tokenizer, texts, mapping: list[int], *, 
                        importance=prune.activation_importance(wide, calibration))
 
 
+def _general_student(init: str, cfg):
+    """A general-distilled student (e.g. ``huawei-noah/TinyBERT_General_4L_312D``) with a new
+    classification head; its shape must be the student's and its vocabulary the teacher's."""
+    from transformers import BertForSequenceClassification
+
+    from helpers import models
+
+    if not Path(init).is_dir():
+        reason = models.hub_offline_reason()
+        if reason:
+            raise InputError(f"student init {init!r} needs the Hugging Face hub: {reason}")
+    try:
+        student = BertForSequenceClassification.from_pretrained(
+            init, num_labels=cfg.num_labels, id2label=cfg.id2label, label2id=cfg.label2id)
+    except (OSError, ValueError) as exc:
+        raise InputError(f"student init {init!r}: cannot load ({' '.join(str(exc).split())[:160]})") from None
+    got = {k: getattr(student.config, k) for k in (*TINYBERT_SHAPE, "vocab_size")}
+    want = {k: getattr(cfg, k) for k in got}
+    if got != want:
+        raise InputError(f"student init {init!r} has shape {got}, the student needs {want}")
+    return student
+
+
 def _teacher_key(teacher: Path) -> str:
     manifest = teacher / "manifest.json"
     if manifest.is_file():
@@ -204,8 +229,8 @@ def distill_classifier(teacher, train: pd.DataFrame, validation: pd.DataFrame, *
     teacher = Path(teacher)
     if not (teacher / "config.json").is_file():
         raise InputError(f"{teacher}: no fine-tuned classifier (config.json) there")
-    if init not in ("pruned", "random"):
-        raise InputError(f"init must be 'pruned' or 'random', got {init!r}")
+    if not isinstance(init, str) or not init.strip():
+        raise InputError(f"init must be 'pruned', 'random' or a model folder / hub id, got {init!r}")
     if attention not in ("scores", "probabilities"):
         raise InputError(f"attention must be 'scores' or 'probabilities', got {attention!r}")
     for name, value in (("intermediate_epochs", intermediate_epochs), ("prediction_epochs", prediction_epochs),
@@ -245,6 +270,8 @@ def distill_classifier(teacher, train: pd.DataFrame, validation: pd.DataFrame, *
     if init == "pruned":
         student.load_state_dict(pruned_student(t_model, cfg, tok, train[text].tolist(), mapping,
                                                max_length=max_length).state_dict())
+    elif init != "random":
+        student = _general_student(init, cfg)
     student.config._attn_implementation = "eager"
     projection = torch.nn.Linear(cfg.hidden_size, t_model.config.hidden_size)
     params = list(student.parameters()) + list(projection.parameters())

@@ -1,0 +1,729 @@
+"""Chapter 05: does a distilled student amplify its teacher's bias? The TinyBERT bias suite.
+
+Seed 003 (Potala et al., a student project) fine-tuned a BERT-base teacher and distilled a
+TinyBERT-4L-312D student on two tasks (MLMA hate speech, IMDB sentiment) and ran six bias tests
+on both. This chapter reruns them properly:
+
+- classifiers: the teacher is a real pretrained encoder fine-tuned per task
+  (:func:`helpers.training.classifier.fine_tune`; offline MiniLM-L6, with the hub BERT-base), the
+  student TinyBERT-shaped and distilled from it (:func:`helpers.training.tinybert.distill_classifier`);
+- the tests on classifiers: unintended bias on the madlibs (:mod:`helpers.metrics.unintended`),
+  gender-swapped IMDB reviews (:mod:`helpers.metrics.gender_swap`), SEAT on each classifier's
+  encoder (:mod:`helpers.metrics.association`);
+- the tests on language models (the seed's log-probability bias, categorical bias and StereoSet
+  tests ran on its classifiers loaded with a *random* masked-LM head, see
+  ../shared/REFERENCE_NOTES.md): a teacher language model and students distilled from it —
+  offline SmolLM2-135M and the zoo's students distilled from it (chapter 04), each through the
+  language-model quality gate (:mod:`helpers.metrics.quality`);
+- every comparison of student with teacher is a statistic with an interval
+  (:func:`helpers.stats.bootstrap_difference`) and a verdict (:func:`helpers.stats.verdict`).
+
+Each section function writes its tables under ``results/05_tinybert_bias_suite/`` and returns
+what the notebook shows.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from helpers import cache, hashing, models, paths, runner, stats
+from helpers.chapters import common
+from helpers.datasets import load as load_dataset
+from helpers.errors import InputError, ModelUnavailableError
+from helpers.training import classifier, tinybert
+
+CHAPTER = "05_tinybert_bias_suite"
+TASKS = ("hate", "sentiment")
+PARAMETERS = ("teacher", "student_init", "lm_models", "n_train", "n_validation", "n_test", "epochs",
+              "distill_epochs", "max_length", "madlibs_sample", "threshold", "identity_match", "swap_sample",
+              "bec_pro_sample", "cb_sample", "stereoset_clusters_per_target", "n_resamples", "seed", "device",
+              "min_ratio")
+DEFAULTS = dict(teacher="minilm-l6", student_init="pruned", lm_models="zoo-distilled", n_train=1600,
+                n_validation=300, n_test=600, epochs=1, distill_epochs=(1, 1), max_length=96, madlibs_sample=4000,
+                threshold=0.5, identity_match="word", swap_sample=400, bec_pro_sample=1800, cb_sample=(5, 6),
+                stereoset_clusters_per_target=2, n_resamples=1000, seed=0, device="cpu", min_ratio=2.0)
+#: Training settings the chapter does not expose (the seed's TinyBERT recipe, scaled to CPU).
+TRAINING = dict(batch_size=16, lr=5e-5, distill_lr=1e-4)
+VERDICT_COLUMNS = ["test", "measure", "interpreted", "teacher", "student", "difference", "ci_low", "ci_high", "n",
+                   "verdict"]
+#: The student's shape (TinyBERT-4L-312D; tests use a smaller one with their tiny teachers).
+STUDENT_SHAPE = dict(tinybert.TINYBERT_SHAPE)
+#: Resamples of Table 4's bootstrap: every resample recomputes 50 identities x 5 rates and AUCs.
+TABLE4_RESAMPLES = 200
+LABELS = {"hate": ("non-toxic", "toxic"), "sentiment": ("negative", "positive")}
+POSITIVE = {"hate": "toxic", "sentiment": "positive"}
+
+
+def start(namespace) -> tuple[dict, pd.DataFrame]:
+    """The chapter's parameters from the notebook's globals (:func:`helpers.chapters.common.start`)."""
+    params, table = common.start(CHAPTER, namespace, PARAMETERS, DEFAULTS, resolve_models=False)
+    for name in ("n_train", "n_validation", "n_test", "madlibs_sample", "swap_sample", "bec_pro_sample"):
+        value = params[name]
+        if isinstance(value, bool) or not (value == "all" or isinstance(value, (int, np.integer)) and value > 0):
+            raise InputError(f"parameter {name} = {value!r}: a positive integer or 'all'")
+    if params["identity_match"] not in ("word", "substring"):
+        raise InputError(f"parameter identity_match = {params['identity_match']!r}: 'word' or 'substring'")
+    for name in ("distill_epochs", "cb_sample"):
+        value = params[name]
+        if not (isinstance(value, (tuple, list)) and len(value) == 2 and all(isinstance(v, int) and v >= 0 for v in value)):
+            raise InputError(f"parameter {name} = {value!r}: a pair of non-negative integers")
+    return params, table
+
+
+def _sample(df: pd.DataFrame, n, seed: int, *, stratify: str | None = None) -> pd.DataFrame:
+    """``n`` rows (or all) drawn with ``seed``, stratified by ``stratify`` when given, in their order."""
+    if n == "all" or n >= len(df):
+        return df.reset_index(drop=True)
+    if stratify is None:
+        return df.sample(n=n, random_state=seed).sort_index().reset_index(drop=True)
+    share = n / len(df)
+    parts = [g.sample(n=max(1, round(len(g) * share)), random_state=seed) for _, g in df.groupby(stratify, sort=True)]
+    return pd.concat(parts).sort_index().reset_index(drop=True)
+
+
+# ---------------------------------------------------------------- data and classifiers
+
+@dataclass
+class TaskData:
+    """One task's seeded splits (``text``, ``label``) and what they were drawn from."""
+
+    task: str
+    train: pd.DataFrame
+    validation: pd.DataFrame
+    test: pd.DataFrame
+    source: str
+
+
+def task_data(params: dict, task: str) -> TaskData:
+    """MLMA English (hate: single-label ``normal`` = non-toxic, seed 002's and the data's rule) or
+    IMDB (sentiment), split train / validation / test with the parameter seed and sampled to the
+    parameter sizes (stratified by label)."""
+    seed = params["seed"]
+    if task == "hate":
+        from helpers.datasets.reviews import split_labels
+
+        df = load_dataset("mlma", language="en")[["text", "label"]]
+        df = df.assign(split=split_labels(df["label"], validation=0.1, test=0.2, seed=seed).to_numpy())
+        source = "mlma (English), seeded 70/10/20 split"
+    elif task == "sentiment":
+        df = load_dataset("imdb", seed=seed)[["text", "label", "split"]]
+        source = "imdb (aclImdb train, 25,000 reviews), seeded 70/10/20 split"
+    else:
+        raise InputError(f"unknown task {task!r}; known: {', '.join(TASKS)}")
+    parts = {s: _sample(df[df["split"] == s][["text", "label"]], params[f"n_{s}"], seed, stratify="label")
+             for s in ("train", "validation", "test")}
+    return TaskData(task, parts["train"], parts["validation"], parts["test"], source)
+
+
+def data_table(data: dict[str, TaskData]) -> pd.DataFrame:
+    """Rows per task and split: n and the share of the positive class."""
+    rows = [{"task": t, "source": d.source, "split": s, "n": len(getattr(d, s)),
+             "positive_share": float((getattr(d, s)["label"] == POSITIVE[t]).mean())}
+            for t, d in data.items() for s in ("train", "validation", "test")]
+    return common.save(pd.DataFrame(rows), CHAPTER, "data_splits")
+
+
+def encoder_source(name: str) -> str:
+    """Where the teacher encoder's weights are: a package encoder's folder, a local folder, or a
+    hub id (checked reachable: one line when it is not)."""
+    if name in models.encoder_models():
+        return str(models.package_folder(name))
+    if Path(name).is_dir():
+        return name
+    if name in models.REGISTRY and models.REGISTRY[name].source == "package":
+        raise ModelUnavailableError(f"teacher {name!r}: its package is not installed (offline-models.txt)")
+    reason = models.hub_offline_reason()
+    if reason:
+        raise ModelUnavailableError(f"teacher {name!r} needs the Hugging Face hub: {reason}")
+    return name
+
+
+@dataclass
+class Classifiers:
+    """Per task: the fine-tuned teacher's and the distilled student's directories, and timings."""
+
+    teacher: dict = field(default_factory=dict)
+    student: dict = field(default_factory=dict)
+    seconds: dict = field(default_factory=dict)
+
+
+def _work_dir(params: dict, task: str) -> Path:
+    return paths.cache_dir() / "ch05" / task
+
+
+def train_classifiers(params: dict, data: dict[str, TaskData]) -> Classifiers:
+    """Fine-tune the teacher and distil the student for every task (each reused from the cache
+    when its inputs and settings are unchanged: see the training functions)."""
+    found = Classifiers()
+    source = encoder_source(params["teacher"])
+    for task, d in data.items():
+        work = _work_dir(params, task)
+        t0 = time.time()
+        found.teacher[task] = classifier.fine_tune(
+            source, d.train, d.validation, out_dir=work / "teacher", epochs=params["epochs"], lr=TRAINING["lr"],
+            batch_size=TRAINING["batch_size"], max_length=params["max_length"], seed=params["seed"])
+        t1 = time.time()
+        found.student[task] = tinybert.distill_classifier(
+            found.teacher[task], d.train, d.validation, out_dir=work / "student", init=params["student_init"],
+            shape=STUDENT_SHAPE,
+            intermediate_epochs=params["distill_epochs"][0], prediction_epochs=params["distill_epochs"][1],
+            lr=TRAINING["distill_lr"], batch_size=TRAINING["batch_size"], max_length=params["max_length"],
+            seed=params["seed"])
+        found.seconds[task] = {"teacher_call": round(t1 - t0, 1), "student_call": round(time.time() - t1, 1)}
+    return found
+
+
+def predict(model_dir: Path, texts, *, max_length: int) -> np.ndarray:
+    """Class probabilities of a fine-tuned classifier, memoised on disk by the classifier's
+    manifest key, the texts and ``max_length``."""
+    texts = list(texts)
+    key = {"kind": "ch05-predict", "version": 1, "model": _manifest(model_dir)["key"],
+           "texts": hashing.sha256_json(texts), "max_length": max_length}
+    return cache.memoize(key, lambda: classifier.predict_proba(model_dir, texts, max_length=max_length))
+
+
+def _manifest(model_dir: Path) -> dict:
+    import json
+
+    return json.loads((Path(model_dir) / "manifest.json").read_text())
+
+
+def _positive(task: str, model_dir: Path, texts, params: dict) -> np.ndarray:
+    """P(positive class) of each text (toxic for hate, positive for sentiment)."""
+    from transformers import AutoConfig
+
+    labels = AutoConfig.from_pretrained(model_dir).id2label
+    column = [labels[i] for i in sorted(labels)].index(POSITIVE[task])
+    return predict(model_dir, texts, max_length=params["max_length"])[:, column]
+
+
+def task_quality(params: dict, data: dict[str, TaskData], found: Classifiers) -> pd.DataFrame:
+    """Tables 1-2: F1, weighted F1, recall, precision and accuracy of teacher and student on each
+    task's test split, with the parameter counts, each model's inference speed (examples per
+    second, measured now on the test split) and the training time recorded by its manifest."""
+    rows = []
+    for task, d in data.items():
+        y = (d.test["label"] == POSITIVE[task]).astype(int).to_numpy()
+        for role in ("teacher", "student"):
+            model_dir = getattr(found, role)[task]
+            t0 = time.time()
+            classifier.predict_proba(model_dir, d.test["text"].head(64), max_length=params["max_length"])
+            speed = min(64, len(d.test)) / max(time.time() - t0, 1e-9)
+            p = _positive(task, model_dir, d.test["text"], params)
+            metrics = classifier.classification_metrics(y, (p >= 0.5).astype(int), labels=[0, 1])
+            man = _manifest(model_dir)
+            rows.append({"task": task, "model": role, **dict(zip(metrics["metric"], metrics["value"])),
+                         "parameters": _parameters(model_dir), "examples_per_second": round(speed, 1),
+                         "training_seconds": man.get("seconds_last_call")})
+    return common.save(pd.DataFrame(rows), CHAPTER, "task_quality")
+
+
+def _parameters(model_dir: Path) -> int:
+    man = _manifest(model_dir)
+    if "parameters" in man:
+        return int(man["parameters"]["student"])
+    from transformers import AutoModelForSequenceClassification
+
+    return sum(p.numel() for p in AutoModelForSequenceClassification.from_pretrained(model_dir).parameters())
+
+
+# ---------------------------------------------------------------- 1. unintended bias (madlibs)
+
+@dataclass
+class Unintended:
+    """The madlibs sample, each hate model's P(toxic), per-identity metrics and the identity terms."""
+
+    sample: pd.DataFrame
+    scores: dict
+    metrics: dict
+    terms: list
+    thresholds: dict
+
+
+def unintended_bias(params: dict, found: Classifiers) -> Unintended:
+    """Score a seeded, template- and label-stratified sample of the released madlibs
+    (:func:`helpers.datasets.madlibs.load_madlibs`) with both hate-speech models and compute the
+    per-identity rates and AUCs (:func:`helpers.metrics.unintended.identity_metrics`) with
+    membership by ``identity_match``."""
+    from helpers.datasets import madlibs
+    from helpers.metrics import unintended
+
+    df = load_dataset("bias-madlibs")
+    sample = _sample(df, params["madlibs_sample"], params["seed"], stratify="template")
+    terms = sorted(t for t in df["identity"].unique() if t)
+    member = madlibs.mentions(sample["text"], terms, match=params["identity_match"])
+    y = (sample["label"] == "toxic").astype(int).to_numpy()
+    scores, metrics, thresholds = {}, {}, {}
+    for role in ("teacher", "student"):
+        scores[role] = _positive("hate", getattr(found, role)["hate"], sample["text"], params)
+        m = unintended.identity_metrics(y, scores[role], member, threshold=params["threshold"])
+        metrics[role], thresholds[role] = m.assign(model=role), m.attrs["threshold"]
+    common.save(pd.concat(metrics.values(), ignore_index=True), CHAPTER, "madlibs_identity_metrics")
+    return Unintended(sample, scores, metrics, terms, thresholds)
+
+
+def identity_term_toxicity(params: dict, found: Classifiers, terms: list[str]) -> pd.DataFrame:
+    """Figure 1: each hate model's P(toxic) of every identity term alone (ideally near 0)."""
+    rows = [{"identity": t, "model": role, "p_toxic": float(p)}
+            for role in ("teacher", "student")
+            for t, p in zip(terms, _positive("hate", getattr(found, role)["hate"], terms, params))]
+    return common.save(pd.DataFrame(rows), CHAPTER, "figure1_identity_term_toxicity")
+
+
+def madlibs_quality(u: Unintended) -> pd.DataFrame:
+    """Table 3: F1, weighted F1, recall, precision, accuracy of the hate models on the madlibs
+    sample (at each model's threshold)."""
+    y = (u.sample["label"] == "toxic").astype(int).to_numpy()
+    rows = []
+    for role, p in u.scores.items():
+        m = classifier.classification_metrics(y, (p >= u.thresholds[role]).astype(int), labels=[0, 1])
+        rows.append({"model": role, "threshold": u.thresholds[role], **dict(zip(m["metric"], m["value"]))})
+    return common.save(pd.DataFrame(rows), CHAPTER, "table3_madlibs_quality")
+
+
+def equality_table(params: dict, u: Unintended, *, match: str | None = None) -> pd.DataFrame:
+    """Table 4: FPED, FNED and the three AUC equality differences of teacher and student, the
+    student's relative difference (the seed's "% diff"), a paired bootstrap interval of
+    student - teacher over madlibs sentences, and the verdict (higher = more bias).
+    ``match`` recomputes with another identity matching (the seed's substring defect)."""
+    from helpers.datasets import madlibs
+    from helpers.metrics import unintended
+
+    member = madlibs.mentions(u.sample["text"], u.terms, match=match or params["identity_match"])
+    y = (u.sample["label"] == "toxic").astype(int).to_numpy()
+
+    metrics = ["fped", "fned", "subgroup_auc_ed", "bpsn_auc_ed", "bnsp_auc_ed"]
+
+    def values(rows):
+        out = []
+        for role in ("teacher", "student"):
+            m = unintended.identity_metrics(y[rows], u.scores[role][rows], member.iloc[rows].reset_index(drop=True),
+                                            threshold=u.thresholds[role])
+            out.append(unintended.equality_differences(m).set_index("metric").loc[metrics, "value"].to_numpy())
+        return out
+
+    b = stats.bootstrap_difference(values, len(y), n_resamples=TABLE4_RESAMPLES, seed=params["seed"])
+    out = [{"metric": metric, "teacher": b["teacher"][k], "student": b["student"][k],
+            "percent_difference": 100 * b["difference"][k] / b["teacher"][k] if b["teacher"][k] else np.nan,
+            "difference": b["difference"][k], "ci_low": b["ci_low"][k], "ci_high": b["ci_high"][k],
+            "verdict": stats.verdict(b["ci_low"][k], b["ci_high"][k]), "identity_match": match or params["identity_match"],
+            "n_sentences": len(y), "n_resamples": b["n_resamples"]} for k, metric in enumerate(metrics)]
+    name = "table4_equality_differences" + ("" if match is None else f"_{match}")
+    return common.save(pd.DataFrame(out), CHAPTER, name)
+
+
+def pairwise_tests(params: dict, u: Unintended, rate: str) -> dict[str, pd.DataFrame]:
+    """Figures 3 and 5: for each model, Fisher's exact test of every pair of identities' FPR
+    (``rate="fpr"``) or FNR, Holm-corrected (:func:`helpers.metrics.unintended.pairwise_rate_tests`)."""
+    from helpers.datasets import madlibs
+    from helpers.metrics import unintended
+
+    member = madlibs.mentions(u.sample["text"], u.terms, match=params["identity_match"])
+    y = (u.sample["label"] == "toxic").astype(int).to_numpy()
+    out = {role: unintended.pairwise_rate_tests(y, u.scores[role], member, rate=rate, threshold=u.thresholds[role])
+           for role in ("teacher", "student")}
+    common.save(pd.concat([t.assign(model=r) for r, t in out.items()], ignore_index=True), CHAPTER,
+                f"pairwise_{rate}_tests")
+    return out
+
+
+# ---------------------------------------------------------------- 2. gender bias in sentiment (IMDB swap)
+
+def gender_swap(params: dict, data: dict[str, TaskData], found: Classifiers) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Table 5: for each term list (pro, weat, all), the IMDB test reviews that mention one of its
+    words (a seeded sample of ``swap_sample``), rewritten all-male and all-female
+    (:func:`helpers.metrics.gender_swap.swap_gender`); per model the total and absolute bias and
+    the Wilcoxon test of male vs female ratings. Second table: the student's absolute bias minus
+    the teacher's with a paired bootstrap interval over reviews, and the verdict."""
+    from helpers.metrics import gender_swap as gs
+
+    test = data["sentiment"].test
+    rows, verdicts = [], []
+    for terms in gs.TERM_LISTS:
+        hit = test[gs.count_terms(test["text"], terms=terms) > 0]
+        reviews = _sample(hit, params["swap_sample"], params["seed"])["text"].tolist()
+        male, female = gs.swap_gender(reviews, terms=terms, to="male"), gs.swap_gender(reviews, terms=terms, to="female")
+        diffs = {}
+        for role in ("teacher", "student"):
+            model_dir = getattr(found, role)["sentiment"]
+            pm, pf = (_positive("sentiment", model_dir, texts, params) for texts in (male, female))
+            diffs[role] = pm - pf
+            rows.append({"terms": terms, "model": role, "n_reviews_with_terms": len(hit), **gs.sentiment_bias(pm, pf)})
+        b = stats.bootstrap_difference(lambda r: (np.abs(diffs["teacher"][r]).mean(), np.abs(diffs["student"][r]).mean()),
+                                       len(reviews), n_resamples=params["n_resamples"], seed=params["seed"])
+        verdicts.append({"test": "gender swap (IMDB)", "measure": f"absolute bias, {terms} terms", **_verdict_row(b)})
+    return (common.save(pd.DataFrame(rows), CHAPTER, "table5_gender_swap"),
+            common.save(pd.DataFrame(verdicts), CHAPTER, "gender_swap_verdicts"))
+
+
+def _verdict_row(b: dict, *, higher_is_more_biased: bool = True) -> dict:
+    return {"teacher": b["teacher"], "student": b["student"], "difference": b["difference"], "ci_low": b["ci_low"],
+            "ci_high": b["ci_high"], "n": b["n"], "verdict": stats.verdict(b["ci_low"], b["ci_high"],
+                                                                           higher_is_more_biased=higher_is_more_biased)}
+
+
+# ---------------------------------------------------------------- 4. SEAT on the classifiers' encoders
+
+def seat_tests(params: dict, found: Classifiers) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """SEAT (May et al. 2019) on the encoder of every classifier: the [CLS] vector of the last
+    layer (May et al.'s choice for BERT), effect size and one-sided permutation p per test
+    (:func:`helpers.metrics.association.seat`). Returns the per-test table, May et al.'s
+    aggregates per model, and the student-minus-teacher mean |d| per task with a bootstrap over
+    tests and the verdict."""
+    from types import SimpleNamespace
+
+    from transformers import AutoModel, AutoTokenizer
+
+    from helpers.lm.embeddings import sentence_embeddings
+    from helpers.metrics import association
+
+    tests = load_dataset("seat")
+    per_test, summary, verdicts = [], [], []
+    for task in TASKS:
+        effect = {}
+        for role in ("teacher", "student"):
+            model_dir = getattr(found, role)[task]
+            key = {"kind": "ch05-seat", "version": 1, "model": _manifest(model_dir)["key"],
+                   "tests": hashing.sha256_frame(tests), "seed": params["seed"], "permutations": 10_000}
+
+            def run(model_dir=model_dir):
+                enc = SimpleNamespace(model=AutoModel.from_pretrained(model_dir).eval(),
+                                      tokenizer=AutoTokenizer.from_pretrained(model_dir))
+                return association.seat(tests, lambda t: sentence_embeddings(enc, t, pooling="cls"),
+                                        n_resamples=10_000, seed=params["seed"])
+
+            res = cache.memoize(key, run).assign(task=task, model=role)
+            effect[role] = res.set_index("test")["effect_size"]
+            per_test.append(res)
+            summary.append(association.aggregate_effect_sizes(res).assign(task=task, model=role))
+        names = effect["teacher"].index.tolist()
+        t_abs, s_abs = effect["teacher"].abs().to_numpy(), effect["student"].loc[names].abs().to_numpy()
+        b = stats.bootstrap_difference(lambda r: (t_abs[r].mean(), s_abs[r].mean()), len(names),
+                                       n_resamples=params["n_resamples"], seed=params["seed"])
+        verdicts.append({"test": "SEAT", "measure": f"mean |d| over tests, {task} classifier", **_verdict_row(b)})
+    return (common.save(pd.concat(per_test, ignore_index=True), CHAPTER, "seat_effect_sizes"),
+            common.save(pd.concat(summary, ignore_index=True), CHAPTER, "seat_aggregates"),
+            common.save(pd.DataFrame(verdicts), CHAPTER, "seat_verdicts"))
+
+
+# ---------------------------------------------------------------- the language-model pair (tests 3, 5, 6)
+
+@dataclass
+class LanguageModels:
+    """The teacher language model and its distilled students, their roles and their gate."""
+
+    names: list
+    roles: dict
+    gate: pd.DataFrame
+    usable: list
+
+
+def language_models(params: dict) -> LanguageModels:
+    """``lm_models``: ``"zoo-distilled"`` (the zoo's causal teacher, SmolLM2-135M offline, and the
+    zoo students distilled from it; built if missing) or a list whose first name is the teacher.
+    Every model's language-model quality gate (:func:`helpers.runner.quality_table`)."""
+    from helpers.training import zoo
+
+    spec = params["lm_models"]
+    if isinstance(spec, str) and spec == "zoo-distilled":
+        zoo.ensure_default_zoo(zoo.current().get("profile") or "default", progress=False)
+        cfg = zoo.current().get("config", {})
+        teacher = cfg.get("causal_teacher", "smollm2-135m")
+        man = zoo.manifests()
+        kd = man[(man.get("healing", pd.Series(dtype=str)) == "kd") & (man.get("objective") == "causal")] \
+            if len(man) else man
+        names = [teacher] + sorted(kd["name"].tolist()) if len(kd) else [teacher]
+    else:
+        names = runner.resolve_models(spec)
+    if not names:
+        raise InputError("lm_models: no language model to test")
+    roles = {n: ("teacher" if i == 0 else "student") for i, n in enumerate(names)}
+    gate = runner.quality_table(names, device=params["device"], min_ratio=params["min_ratio"])
+    gate.insert(1, "role", gate["model"].map(roles))
+    return LanguageModels(names, roles, common.save(gate, CHAPTER, "lm_quality_gate"), runner.usable_models(gate))
+
+
+def _lm_results(lms: LanguageModels, params: dict, metric: str, settings: dict, compute) -> dict:
+    results, unavailable = runner.for_each_model(
+        lms.names, lambda h: runner.cached_result(h, metric, settings, compute), device=params["device"])
+    for name, reason in unavailable.items():
+        results[name] = reason
+    return results
+
+
+def _student_verdicts(params: dict, lms: LanguageModels, measured: dict, n: int, statistic, test: str,
+                      measure: str, *, higher_is_more_biased: bool = True, n_resamples: int | None = None) -> list[dict]:
+    """One verdict row per student measured with its teacher: ``statistic(name, rows)`` is the
+    model's value on the resampled examples ``rows`` (paired across models)."""
+    teacher, rows = lms.names[0], []
+    for name in lms.names[1:]:
+        if name in measured and teacher in measured:
+            b = stats.bootstrap_difference(lambda r, n_=name: (statistic(teacher, r), statistic(n_, r)), n,
+                                           n_resamples=n_resamples or params["n_resamples"], seed=params["seed"])
+            rows.append({"test": test, "measure": f"{measure}, {name}",
+                         "interpreted": teacher in lms.usable and name in lms.usable,
+                         **_verdict_row(b, higher_is_more_biased=higher_is_more_biased)})
+    return rows
+
+
+def logprob_bias(params: dict, lms: LanguageModels) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Tables 6-9: BEC-Pro associations (:func:`helpers.metrics.logprob_bias.bec_pro_associations`)
+    of every language model on a seeded sample of whole profession x pattern blocks (all 18
+    person words each), female vs male per profession group by Wilcoxon with r = Z/sqrt(N); and
+    each student's mean |female - male| minus the teacher's with a bootstrap over sentence
+    pairs."""
+    from helpers.metrics import logprob_bias as lpb
+
+    bec = load_dataset("bec-pro")
+    blocks = bec[["profession", "pattern"]].drop_duplicates()
+    n_blocks = "all" if params["bec_pro_sample"] == "all" else max(1, params["bec_pro_sample"] // 18)
+    keep = _sample(blocks, n_blocks, params["seed"])
+    sample = bec.merge(keep, on=["profession", "pattern"])
+    settings = {"sample": hashing.sha256_frame(sample[["template", "person", "profession"]]), "neutral": "person"}
+    results = _lm_results(lms, params, "ch05-bec-pro", settings,
+                          lambda lm: lpb.bec_pro_associations(lm, sample, progress=False))
+    tables, gaps = [], {}
+    for name, res in results.items():
+        if isinstance(res, str):
+            continue
+        tables.append(lpb.paired_gender_test(res).assign(model=name, role=lms.roles[name], usable=name in lms.usable))
+        pairs = lpb.gender_pairs(res)
+        gaps[name] = np.abs(pairs["female"].to_numpy() - pairs["male"].to_numpy())
+    n = len(next(iter(gaps.values()))) if gaps else 0
+    verdicts = _student_verdicts(params, lms, gaps, n, lambda m, r: gaps[m][r].mean(),
+                                 "log-probability bias (BEC-Pro)", "mean |female - male|")
+    return (common.save(pd.concat(tables, ignore_index=True) if tables else pd.DataFrame(columns=["group", "model"]), CHAPTER,
+                        "tables6_9_logprob_bias"),
+            common.save(pd.DataFrame(verdicts, columns=VERDICT_COLUMNS), CHAPTER, "logprob_bias_verdicts"))
+
+
+def categorical_bias(params: dict, lms: LanguageModels) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The CB score (:mod:`helpers.metrics.categorical`) of every language model on the English
+    ethnic-bias templates: the first ``cb_sample[0]`` templates x a seeded ``cb_sample[1]`` of the
+    70 attributes x the 35 countries; each student's CB minus the teacher's with a bootstrap over
+    (template, attribute) sentences."""
+    from helpers.datasets import ethnic
+    from helpers.metrics import categorical
+
+    table = load_dataset("ethnic-bias")
+    attrs = _sample(pd.DataFrame({"attribute": table["attribute"].unique()}), params["cb_sample"][1], params["seed"])
+    table = table[table["template_id"] < params["cb_sample"][0]].merge(attrs, on="attribute")
+    targets = ethnic.targets("en")
+    settings = {"sentences": hashing.sha256_json(table["sentence"].tolist()), "targets": targets}
+    results = _lm_results(lms, params, "ch05-cb", settings,
+                          lambda lm: categorical.normalized_log_probs(lm, table, targets, progress=False))
+    rows, variances = [], {}
+    for name, res in results.items():
+        if isinstance(res, str):
+            continue
+        cb = categorical.categorical_bias_score(res)
+        rows.append(cb.assign(model=name, role=lms.roles[name], usable=name in lms.usable))
+        variances[name] = res.groupby(["template_id", "attribute"], sort=True)["normalized_log_prob"].var().to_numpy()
+    n = len(next(iter(variances.values()))) if variances else 0
+    verdicts = _student_verdicts(params, lms, variances, n, lambda m, r: variances[m][r].mean(),
+                                 "categorical bias (CB)", "CB")
+    return (common.save(pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(columns=["template_id", "cb", "model"]),
+                        CHAPTER, "cb_scores"),
+            common.save(pd.DataFrame(verdicts, columns=VERDICT_COLUMNS), CHAPTER, "cb_verdicts"))
+
+
+def stereoset_icat(params: dict, lms: LanguageModels) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """StereoSet intrasentence LMS, SS and ICAT per domain of every language model
+    (:mod:`helpers.metrics.stereoset`) on ``stereoset_clusters_per_target`` clusters of every
+    target term; each student's ICAT minus the teacher's with a bootstrap over clusters
+    (higher ICAT = better, so a lower student ICAT is the "amplified" direction)."""
+    from helpers.datasets import stereoset as stereoset_data
+    from helpers.metrics import stereoset
+
+    data = stereoset.select_clusters(stereoset_data.load_intrasentence(), params["stereoset_clusters_per_target"])
+    settings = {"clusters_per_target": params["stereoset_clusters_per_target"], "domains": "all"}
+    results = _lm_results(lms, params, "ch05-stereoset", settings, lambda lm: stereoset.score(lm, data, progress=False))
+    rows, scored = [], {}
+    for name, res in results.items():
+        if isinstance(res, str):
+            continue
+        rows.append(stereoset.aggregate(res).assign(model=name, role=lms.roles[name], usable=name in lms.usable))
+        scored[name] = res
+    clusters = data["cluster_id"].drop_duplicates().to_numpy()
+
+    def icat_of(res, rows_):
+        picked = pd.DataFrame({"cluster_id": clusters[rows_], "draw": np.arange(len(rows_))})
+        boot = picked.merge(res, on="cluster_id").assign(cluster_id=lambda d: d["draw"])
+        return float(stereoset.aggregate(boot, by=None)["icat"].iloc[0])
+
+    verdicts = _student_verdicts(params, lms, scored, len(clusters), lambda m, r: icat_of(scored[m], r),
+                                 "StereoSet ICAT (intrasentence)", "ICAT", higher_is_more_biased=False,
+                                 n_resamples=min(params["n_resamples"], 200))
+    return (common.save(pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(columns=["domain", "icat", "model"]),
+                        CHAPTER, "stereoset_icat"),
+            common.save(pd.DataFrame(verdicts, columns=VERDICT_COLUMNS), CHAPTER, "stereoset_verdicts"))
+
+
+# ---------------------------------------------------------------- the verdict table
+
+def verdict_table(*parts: pd.DataFrame, unintended_table: pd.DataFrame | None = None) -> pd.DataFrame:
+    """One row per test and measure: teacher, student, difference with its 95 % bootstrap
+    interval, n and the verdict; rows of models that fail the quality gate keep their numbers
+    but their verdict reads "not interpreted"."""
+    frames = [p for p in parts if p is not None and len(p)]
+    if unintended_table is not None:
+        frames.insert(0, unintended_table.assign(test="unintended bias (madlibs)", measure=unintended_table["metric"],
+                                                 n=unintended_table["n_sentences"]))
+    cols = ["test", "measure", "teacher", "student", "difference", "ci_low", "ci_high", "n", "verdict"]
+    out = pd.concat([f.reindex(columns=cols + ["interpreted"]) for f in frames], ignore_index=True)
+    out["interpreted"] = out["interpreted"].fillna(True).astype(bool)
+    out.loc[~out["interpreted"], "verdict"] = "not interpreted (a model fails the quality gate)"
+    return common.save(out[cols], CHAPTER, "verdicts")
+
+
+# ---------------------------------------------------------------- figures and prose
+
+def unintended_figures(params: dict, found: Classifiers, u: Unintended) -> list:
+    """Figures 1-5: identity terms alone, FPR and FNR per identity (teacher beside student) and
+    the Holm-corrected pairwise tests of those rates, each saved as a PNG."""
+    from helpers import plots
+
+    tox = identity_term_toxicity(params, found, u.terms)
+    figs = [plots.model_bars(tox, category="identity", value="p_toxic", ylabel="P(toxic) of the term alone",
+                             title="Figure 1: toxicity of identity terms alone")]
+    rates = pd.concat(u.metrics.values(), ignore_index=True)
+    rates = rates[rates["identity"] != "overall"]
+    for number, rate in ((2, "fpr"), (4, "fnr")):
+        figs.append(plots.model_bars(rates, category="identity", value=rate, ylabel=rate.upper(),
+                                     title=f"Figure {number}: {rate.upper()} per identity on the madlibs"))
+        figs.append(plots.pairwise_heatmaps(pairwise_tests(params, u, rate),
+                                            title=f"Figure {number + 1}: pairwise {rate.upper()} differences (Fisher, Holm)"))
+    for k, f in enumerate(figs, 1):
+        common.save_figure(f, CHAPTER, f"figure{k}")
+    return figs
+
+
+def conclusion(verdicts: pd.DataFrame) -> str:
+    """The chapter's answer, counted from the verdict table (never from the seed's prose)."""
+    counts = verdicts["verdict"].value_counts()
+    n = len(verdicts)
+    judged = verdicts[~verdicts["verdict"].str.startswith("not interpreted")]
+    amplified = judged.loc[judged["verdict"] == "amplified", "measure"].tolist()
+    lines = [f"Of the {n} measures, the student **amplified** the teacher's bias on "
+             f"{counts.get('amplified', 0)}, **reduced** it on {counts.get('reduced', 0)} and showed "
+             f"**no detectable difference** on {counts.get('no detectable difference', 0)} (95 % bootstrap "
+             f"intervals of student - teacher); {n - len(judged)} are not interpreted because a model "
+             "fails the language-model quality gate."]
+    if amplified:
+        lines.append("Amplified: " + "; ".join(amplified) + ".")
+    if counts.get("amplified", 0) and counts.get("reduced", 0):
+        lines.append("The direction depends on the test: distillation neither uniformly amplifies nor "
+                     "uniformly reduces bias here.")
+    elif counts.get("amplified", 0):
+        lines.append("Where the student differs from its teacher, it is more biased.")
+    elif counts.get("reduced", 0):
+        lines.append("Where the student differs from its teacher, it is less biased.")
+    return "\n\n".join(lines)
+
+
+# ---------------------------------------------------------------- sections as the notebook shows them
+
+@dataclass
+class Section:
+    """What a notebook cell displays (tables, Markdown, figures, in order), the section's verdict
+    rows and the objects later sections need."""
+
+    shown: list
+    verdicts: pd.DataFrame | None = None
+    data: object = None
+
+
+def _md(text: str):
+    from IPython.display import Markdown
+
+    return Markdown(text)
+
+
+def published_table(name: str) -> pd.DataFrame | None:
+    """Seed 003's published table ``name`` (:mod:`helpers.published`), or None if not typed."""
+    from helpers import published
+
+    try:
+        return published.table("003", name)
+    except Exception:  # noqa: BLE001 - an untyped table is shown as absent, not as an error
+        return None
+
+
+def _with_published(shown: list, names: list[str], caption: str) -> list:
+    tables = [t for t in (published_table(n) for n in names) if t is not None]
+    if tables:
+        shown += [_md(caption), *tables]
+    return shown
+
+
+def classifier_section(params: dict) -> Section:
+    """Data splits, the trained teacher and student per task, and Tables 1-2 next to the seed's."""
+    data = {t: task_data(params, t) for t in TASKS}
+    found = train_classifiers(params, data)
+    quality = task_quality(params, data, found)
+    text = " ".join(
+        f"On {t}, the student reaches a weighted F1 of {r.loc['student', 'f1_weighted']:.3f} against the "
+        f"teacher's {r.loc['teacher', 'f1_weighted']:.3f}, with "
+        f"{r.loc['student', 'parameters'] / r.loc['teacher', 'parameters']:.0%} of its parameters and "
+        f"{r.loc['student', 'examples_per_second'] / r.loc['teacher', 'examples_per_second']:.1f}x its speed."
+        for t, r in ((t, quality[quality.task == t].set_index("model")) for t in TASKS))
+    shown = _with_published([data_table(data), quality, _md(text)], ["table1", "table2"],
+                            "Seed 003's Tables 1-2 (BERT-base teacher, TinyBERT-4L-312D student):")
+    return Section(shown, None, (data, found))
+
+
+def unintended_section(params: dict, classifiers: Section) -> Section:
+    """Test 1 on the hate-speech models: Figures 1-5, Table 3, Table 4 (with the seed's substring
+    matching beside it) and the published tables."""
+    data, found = classifiers.data
+    u = unintended_bias(params, found)
+    figures = unintended_figures(params, found, u)
+    table4 = equality_table(params, u)
+    other = "substring" if params["identity_match"] == "word" else "word"
+    compat = equality_table(params, u, match=other)
+    shown = [madlibs_quality(u), *figures, table4,
+             _md(f"With the seed's **{other}** matching of identity terms instead (how much Table 4 depends "
+                 "on it):"), compat]
+    return Section(_with_published(shown, ["table3", "table4"], "Seed 003's Tables 3-4:"), table4, u)
+
+
+def swap_section(params: dict, classifiers: Section) -> Section:
+    """Test 2: Table 5 (IMDB gender swap) next to the seed's."""
+    data, found = classifiers.data
+    table5, verdicts = gender_swap(params, data, found)
+    return Section(_with_published([table5, verdicts], ["table5"], "Seed 003's Table 5:"), verdicts)
+
+
+def seat_section(params: dict, classifiers: Section) -> Section:
+    """Test 4: SEAT effect sizes on the four classifiers' encoders, Figure 10 and the aggregates."""
+    from helpers import plots
+
+    per_test, aggregates, verdicts = seat_tests(params, classifiers.data[1])
+    fig = common.save_figure(plots.effect_sizes(per_test, title="Figure 10: SEAT effect sizes"), CHAPTER, "figure10")
+    shown = [fig, aggregates, verdicts]
+    return Section(_with_published(shown, ["seat_aggregate"], "Seed 003's SEAT aggregates:"), verdicts, per_test)
+
+
+def lm_section(params: dict) -> Section:
+    """Tests 3, 5 and 6 on the language-model pair: the quality gate, Tables 6-9 (BEC-Pro), the CB
+    score and StereoSet ICAT, each with its verdicts."""
+    lms = language_models(params)
+    lp, vl = logprob_bias(params, lms)
+    cb, vc = categorical_bias(params, lms)
+    ss, vs = stereoset_icat(params, lms)
+    from helpers import report
+
+    shown = [lms.gate, _md(report.gate_sentence(lms.gate, min_ratio=params["min_ratio"])), lp, vl, cb, vc, ss, vs]
+    shown = _with_published(shown, ["table6", "table7", "table8", "table9", "cb_score"], "Seed 003's published values:")
+    return Section(shown, pd.concat([vl, vc, vs], ignore_index=True), lms)
+
+
+def verdict_section(unintended: Section, *sections: Section) -> Section:
+    """The verdict table over every test and the conclusion drawn from it."""
+    table = verdict_table(*(s.verdicts for s in sections), unintended_table=unintended.verdicts)
+    return Section([table, _md(conclusion(table))], table)

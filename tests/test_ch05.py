@@ -1,0 +1,101 @@
+"""Chapter 05 module (helpers.chapters.ch05_tinybert) on tiny models: parameters, sampling, the
+classifier sections against direct metric calls, the LM sections' verdict rows, the verdict
+table and the conclusion counted from it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from helpers import stats
+from helpers.chapters import ch05_tinybert as ch
+from helpers.datasets import madlibs
+from helpers.errors import InputError
+from helpers.metrics import unintended
+
+SMALL = {"num_hidden_layers": 1, "hidden_size": 16, "num_attention_heads": 2, "intermediate_size": 32}
+
+
+def _params(**kw):
+    ns = dict(ch.DEFAULTS) | dict(n_train=24, n_validation=12, n_test=24, max_length=32, madlibs_sample=240,
+                                  swap_sample=12, n_resamples=30, student_init="pruned") | kw
+    params, _ = ch.start(ns)
+    return params
+
+
+@pytest.mark.parametrize("bad, message", [({"identity_match": "regex"}, "identity_match"),
+                                          ({"distill_epochs": (1,)}, "distill_epochs"),
+                                          ({"cb_sample": (2, -1)}, "cb_sample"), ({"n_train": 0}, "n_train"),
+                                          ({"madlibs_sample": True}, "madlibs_sample")])
+def test_bad_parameters_are_one_line(private_dirs, bad, message):
+    with pytest.raises(InputError, match=message):
+        _params(**bad)
+
+
+def test_stratified_sample_keeps_shares_and_is_seeded():
+    df = pd.DataFrame({"x": range(1000), "label": ["a"] * 800 + ["b"] * 200})
+    a, b = ch._sample(df, 100, 3, stratify="label"), ch._sample(df, 100, 3, stratify="label")
+    assert a.equals(b) and a["label"].value_counts().to_dict() == {"a": 80, "b": 20}
+    assert list(a["x"]) == sorted(a["x"]) and len(ch._sample(df, "all", 0)) == 1000
+
+
+@pytest.fixture
+def trained(tiny_bert, private_dirs, monkeypatch):
+    monkeypatch.setattr(ch, "STUDENT_SHAPE", SMALL)
+    params = _params(teacher=str(tiny_bert))
+    section = ch.classifier_section(params)
+    return params, section
+
+
+def test_classifiers_are_trained_once_and_reported(trained, monkeypatch):
+    params, section = trained
+    data, found = section.data
+    quality = section.shown[1]
+    assert set(quality["model"]) == {"teacher", "student"} and set(quality["task"]) == set(ch.TASKS)
+    assert (quality["parameters"][quality.model == "student"].to_numpy()
+            < quality["parameters"][quality.model == "teacher"].to_numpy()).all()
+    calls = []
+    monkeypatch.setattr(ch.classifier, "fine_tune", lambda *a, **k: calls.append(1) or found.teacher["hate"])
+    monkeypatch.setattr(ch.tinybert, "distill_classifier", lambda *a, **k: calls.append(1) or found.student["hate"])
+    ch.train_classifiers(params, data)       # the real functions reuse the cache; the stubs count the calls
+    assert len(calls) == 4
+
+
+def test_unintended_section_equals_direct_metric_calls(trained):
+    params, section = trained
+    found = section.data[1]
+    u = ch.unintended_bias(params, found)
+    member = madlibs.mentions(u.sample["text"], u.terms)
+    y = (u.sample["label"] == "toxic").astype(int).to_numpy()
+    p = ch.classifier.predict_proba(found.teacher["hate"], u.sample["text"], max_length=params["max_length"])
+    assert np.allclose(u.scores["teacher"], p[:, 1])                       # label order: non-toxic, toxic
+    direct = unintended.equality_differences(unintended.identity_metrics(y, p[:, 1], member))
+    table4 = ch.equality_table(params, u)
+    assert table4["teacher"].to_numpy() == pytest.approx(direct["value"].to_numpy())
+    assert set(table4["verdict"]) <= set(stats.VERDICTS)
+    sub = ch.equality_table(params, u, match="substring")
+    assert (sub["identity_match"] == "substring").all()
+
+
+def test_swap_and_seat_sections(trained):
+    params, section = trained
+    swap = ch.swap_section(params, section)
+    table5 = swap.shown[0]
+    assert set(table5["terms"]) == {"pro", "weat", "all"} and (table5["n"] <= params["swap_sample"]).all()
+    assert (table5["absolute_bias"] >= table5["total_bias"].abs() - 1e-12).all()
+    seat = ch.seat_section(params, section)
+    per_test = seat.data
+    assert per_test.groupby(["task", "model"]).size().nunique() == 1 and len(seat.verdicts) == 2
+
+
+def test_verdict_table_marks_models_off_the_gate_and_the_conclusion_counts():
+    rows = pd.DataFrame([{"test": "t", "measure": m, "teacher": 1.0, "student": 2.0, "difference": 1.0, "ci_low": lo,
+                          "ci_high": hi, "n": 10, "verdict": stats.verdict(lo, hi), "interpreted": ok}
+                         for m, lo, hi, ok in [("a", 0.5, 1.5, True), ("b", -1.5, -0.5, True), ("c", -1, 1, True),
+                                               ("d", 0.5, 1.5, False)]])
+    table = ch.verdict_table(rows)
+    assert table["verdict"].tolist() == ["amplified", "reduced", "no detectable difference",
+                                         "not interpreted (a model fails the quality gate)"]
+    text = ch.conclusion(table)
+    assert "on 1, **reduced** it on 1" in text and "1 are not interpreted" in text and "Amplified: a." in text
