@@ -109,16 +109,25 @@ def folder_pooling(path) -> tuple[str, bool]:
     return modes[0], any(str(m.get("type", "")).endswith("Normalize") for m in modules)
 
 
+def _model_folder(loaded) -> Path:
+    """The folder a model was loaded from (``model.name_or_path``), for ``pooling="model"``."""
+    model, _ = _parts(loaded)
+    where = str(getattr(model, "name_or_path", "") or "")
+    if not where or not Path(where).is_dir():
+        raise InputError("pooling='model' needs model_dir, the sentence-transformers folder (the model was "
+                         "not loaded from a local folder)")
+    return Path(where)
+
+
 def sentence_embeddings(loaded, texts: Sequence[str], *, pooling: str = "mean", layer: int = -1,
                         normalize: bool = False, model_dir=None, batch_tokens: int | None = None) -> np.ndarray:
     """``[n, hidden]`` sentence vectors (see the module); ``pooling="model"`` reads the pooling
-    of the sentence-transformers folder ``model_dir``; ``normalize``: unit length."""
+    of the sentence-transformers folder ``model_dir`` (by default the folder the model was
+    loaded from, e.g. a package encoder's); ``normalize``: unit length."""
     if pooling not in POOLINGS:
         raise InputError(f"pooling must be one of {', '.join(POOLINGS)}, got {pooling!r}")
     if pooling == "model":
-        if model_dir is None:
-            raise InputError("pooling='model' needs model_dir, the sentence-transformers folder")
-        pooling, from_folder = folder_pooling(model_dir)
+        pooling, from_folder = folder_pooling(_model_folder(loaded) if model_dir is None else model_dir)
         normalize = normalize or from_folder
     texts = scoring.check_texts(texts)
     out: list = [None] * len(texts)

