@@ -109,5 +109,6 @@ def test_seat_driver_encodes_each_example_once_and_matches_weat(sets):
     summary = assoc.aggregate_effect_sizes(out)
     assert summary["n_tests"].tolist()[0] == 2
     assert summary.loc[0, "mean_abs_effect_size"] == pytest.approx(abs(out["effect_size"]).mean())
+    assert summary.loc[0, "sum_abs_effect_size"] == pytest.approx(abs(out["effect_size"]).sum())
     with pytest.raises(InputError, match="'t1': empty attr2 set"):
         assoc.seat(table[(table["role"] != "attr2") | (table["test"] != "t1")], embed)

@@ -99,3 +99,22 @@ def test_verdict_table_marks_models_off_the_gate_and_the_conclusion_counts():
                                          "not interpreted (a model fails the quality gate)"]
     text = ch.conclusion(table)
     assert "on 1, **reduced** it on 1" in text and "1 are not interpreted" in text and "Amplified: a." in text
+
+
+def test_published_side_by_side_maps_the_seeds_vocabulary(private_dirs):
+    ours = pd.DataFrame({"task": ["hate", "hate"], "model": ["teacher", "student"], "metric": ["f1", "fped"],
+                         "value": [0.8, 5.0]})
+    side = ch.compare(ours, "table1", ["task", "model", "metric"], "check").set_index(["task", "model", "metric"])
+    assert side.loc[("hate", "teacher", "f1"), "published"] == 0.8352                  # Table 1, BERT-base F1
+    assert side.loc[("hate", "teacher", "f1"), "difference"] == pytest.approx(0.8 - 0.8352)
+    t4 = ch.compare(ours, "table4", ["task", "model", "metric"], "check4", statistic="value")
+    assert t4.set_index(["model", "metric"]).loc[("student", "fped"), "published"] == 4.62
+
+
+def test_unintended_section_writes_its_figures_and_seed_comparisons(trained):
+    params, section = trained
+    out = ch.unintended_section(params, section)
+    results = ch.common.output_dir(ch.CHAPTER)
+    for name in ("table3_vs_seed", "table4_vs_seed", "table4_equality_differences_substring", "pairwise_fpr_tests"):
+        assert (results / f"{name}.csv").is_file(), name
+    assert len(list(results.glob("figure*.png"))) == 5 and out.verdicts is not None

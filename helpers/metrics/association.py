@@ -108,12 +108,12 @@ def seat(tests: pd.DataFrame, embed: Callable[[list[str]], np.ndarray], **option
 
 
 def aggregate_effect_sizes(results: pd.DataFrame, *, levels=(0.01, 0.10)) -> pd.DataFrame:
-    """May et al.'s summary of a :func:`seat` table: mean |d| over all tests and over the tests
-    with ``p_value < level`` for each level: ``subset, n_tests, mean_abs_effect_size``."""
-    rows = [{"subset": "all", "n_tests": len(results),
-             "mean_abs_effect_size": float(results["effect_size"].abs().mean()) if len(results) else np.nan}]
-    for level in levels:
-        sig = results[results["p_value"] < level]
-        rows.append({"subset": f"p < {level:g}", "n_tests": len(sig),
-                     "mean_abs_effect_size": float(sig["effect_size"].abs().mean()) if len(sig) else np.nan})
+    """The summary of a :func:`seat` table over all tests and over the tests with ``p_value <
+    level`` for each level: ``subset, n_tests, mean_abs_effect_size`` (May et al.'s aggregate) and
+    ``sum_abs_effect_size`` (seed 003's)."""
+    rows = []
+    for name, part in [("all", results)] + [(f"p < {level:g}", results[results["p_value"] < level]) for level in levels]:
+        d = part["effect_size"].abs()
+        rows.append({"subset": name, "n_tests": len(part), "mean_abs_effect_size": float(d.mean()) if len(d) else np.nan,
+                     "sum_abs_effect_size": float(d.sum())})
     return pd.DataFrame(rows)
