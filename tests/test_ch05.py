@@ -118,3 +118,15 @@ def test_unintended_section_writes_its_figures_and_seed_comparisons(trained):
     for name in ("table3_vs_seed", "table4_vs_seed", "table4_equality_differences_substring", "pairwise_fpr_tests"):
         assert (results / f"{name}.csv").is_file(), name
     assert len(list(results.glob("figure*.png"))) == 5 and out.verdicts is not None
+
+
+def test_bootstraps_are_memoised_by_their_inputs(private_dirs, monkeypatch):
+    params = _params()
+    t, s = np.arange(20.0), np.arange(20.0) + 1
+    calls = []
+    real = ch.stats.bootstrap_difference
+    monkeypatch.setattr(ch.stats, "bootstrap_difference", lambda *a, **k: calls.append(1) or real(*a, **k))
+    first = ch.bootstrap(params, ch._digest(t, s), lambda r: (t[r].mean(), s[r].mean()), 20)
+    again = ch.bootstrap(params, ch._digest(t, s), lambda r: (t[r].mean(), s[r].mean()), 20)
+    other = ch.bootstrap(params, ch._digest(t, s + 1), lambda r: (t[r].mean(), s[r].mean() + 1), 20)
+    assert first == again and len(calls) == 2 and other["difference"] == pytest.approx(first["difference"] + 1)

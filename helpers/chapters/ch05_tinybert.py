@@ -75,6 +75,28 @@ def start(namespace) -> tuple[dict, pd.DataFrame]:
     return params, table
 
 
+def _digest(*parts) -> str:
+    """SHA-256 of arrays and frames (a bootstrap's inputs) for its cache key."""
+    pieces = []
+    for x in parts:
+        if isinstance(x, pd.DataFrame):
+            pieces.append(hashing.sha256_frame(x))
+        else:
+            pieces.append(hashing.sha256_bytes(np.ascontiguousarray(np.asarray(x, dtype=float)).tobytes()))
+    return hashing.sha256_json(pieces)
+
+
+def bootstrap(params: dict, inputs: str, statistic, n: int, *, n_resamples: int | None = None) -> dict:
+    """:func:`helpers.stats.bootstrap_difference` memoised on disk under ``inputs`` (a digest of
+    everything the statistic reads), ``n``, the resamples and the seed: a warm rebuild redraws
+    nothing."""
+    n_resamples = n_resamples or params["n_resamples"]
+    key = {"kind": "ch05-bootstrap", "version": 1, "inputs": inputs, "n": n, "n_resamples": n_resamples,
+           "seed": params["seed"]}
+    return cache.memoize(key, lambda: stats.bootstrap_difference(statistic, n, n_resamples=n_resamples,
+                                                                 seed=params["seed"]))
+
+
 def _sample(df: pd.DataFrame, n, seed: int, *, stratify: str | None = None) -> pd.DataFrame:
     """``n`` rows (or all) drawn with ``seed``, stratified by ``stratify`` when given, in their order."""
     if n == "all" or n >= len(df):
@@ -307,7 +329,9 @@ def equality_table(params: dict, u: Unintended, *, match: str | None = None) -> 
             out.append(unintended.equality_differences(m).set_index("metric").loc[metrics, "value"].to_numpy())
         return out
 
-    b = stats.bootstrap_difference(values, len(y), n_resamples=TABLE4_RESAMPLES, seed=params["seed"])
+    b = bootstrap(params, _digest(u.scores["teacher"], u.scores["student"], y, member.astype(float),
+                                  [u.thresholds["teacher"], u.thresholds["student"]]) + "table4",
+                  values, len(y), n_resamples=TABLE4_RESAMPLES)
     out = [{"metric": metric, "teacher": b["teacher"][k], "student": b["student"][k],
             "percent_difference": 100 * b["difference"][k] / b["teacher"][k] if b["teacher"][k] else np.nan,
             "difference": b["difference"][k], "ci_low": b["ci_low"][k], "ci_high": b["ci_high"][k],
@@ -354,8 +378,8 @@ def gender_swap(params: dict, data: dict[str, TaskData], found: Classifiers) -> 
             pm, pf = (_positive("sentiment", model_dir, texts, params) for texts in (male, female))
             diffs[role] = pm - pf
             rows.append({"terms": terms, "model": role, "n_reviews_with_terms": len(hit), **gs.sentiment_bias(pm, pf)})
-        b = stats.bootstrap_difference(lambda r: (np.abs(diffs["teacher"][r]).mean(), np.abs(diffs["student"][r]).mean()),
-                                       len(reviews), n_resamples=params["n_resamples"], seed=params["seed"])
+        b = bootstrap(params, _digest(diffs["teacher"], diffs["student"]) + "swap",
+                      lambda r: (np.abs(diffs["teacher"][r]).mean(), np.abs(diffs["student"][r]).mean()), len(reviews))
         verdicts.append({"test": "gender swap (IMDB)", "measure": f"absolute bias, {terms} terms", **_verdict_row(b)})
     return (common.save(pd.DataFrame(rows), CHAPTER, "table5_gender_swap"),
             common.save(pd.DataFrame(verdicts), CHAPTER, "gender_swap_verdicts"))
@@ -403,8 +427,7 @@ def seat_tests(params: dict, found: Classifiers) -> tuple[pd.DataFrame, pd.DataF
             summary.append(association.aggregate_effect_sizes(res).assign(task=task, model=role))
         names = effect["teacher"].index.tolist()
         t_abs, s_abs = effect["teacher"].abs().to_numpy(), effect["student"].loc[names].abs().to_numpy()
-        b = stats.bootstrap_difference(lambda r: (t_abs[r].mean(), s_abs[r].mean()), len(names),
-                                       n_resamples=params["n_resamples"], seed=params["seed"])
+        b = bootstrap(params, _digest(t_abs, s_abs) + "seat", lambda r: (t_abs[r].mean(), s_abs[r].mean()), len(names))
         verdicts.append({"test": "SEAT", "measure": f"mean |d| over tests, {task} classifier", **_verdict_row(b)})
     return (common.save(pd.concat(per_test, ignore_index=True), CHAPTER, "seat_effect_sizes"),
             common.save(pd.concat(summary, ignore_index=True), CHAPTER, "seat_aggregates"),
@@ -459,12 +482,13 @@ def _lm_results(lms: LanguageModels, params: dict, metric: str, settings: dict, 
 def _student_verdicts(params: dict, lms: LanguageModels, measured: dict, n: int, statistic, test: str,
                       measure: str, *, higher_is_more_biased: bool = True, n_resamples: int | None = None) -> list[dict]:
     """One verdict row per student measured with its teacher: ``statistic(name, rows)`` is the
-    model's value on the resampled examples ``rows`` (paired across models)."""
+    model's value on the resampled examples ``rows`` (paired across models); ``measured[name]``
+    (arrays or frames) is what the statistic reads, digested for the bootstrap's cache key."""
     teacher, rows = lms.names[0], []
     for name in lms.names[1:]:
         if name in measured and teacher in measured:
-            b = stats.bootstrap_difference(lambda r, n_=name: (statistic(teacher, r), statistic(n_, r)), n,
-                                           n_resamples=n_resamples or params["n_resamples"], seed=params["seed"])
+            b = bootstrap(params, _digest(measured[teacher], measured[name]) + test + measure,
+                          lambda r, n_=name: (statistic(teacher, r), statistic(n_, r)), n, n_resamples=n_resamples)
             rows.append({"test": test, "measure": f"{measure}, {name}",
                          "interpreted": teacher in lms.usable and name in lms.usable,
                          **_verdict_row(b, higher_is_more_biased=higher_is_more_biased)})
