@@ -107,3 +107,19 @@ def test_bad_settings_and_unseen_validation_labels_are_one_line(tiny_bert, tmp_p
         classifier.fine_tune(tiny_bert, _data(), _data(4, 1), out_dir=tmp_path / "x", lr=-1)
     with pytest.raises(InputError, match=r"label\(s\) \['ugly'\]"):
         classifier.fine_tune(tiny_bert, _data(), _data(4, 1).assign(label="ugly"), out_dir=tmp_path / "x")
+
+
+def test_balanced_class_weights_equal_scikit_learns_and_change_training(tiny_bert, tmp_path):
+    from sklearn.utils.class_weight import compute_class_weight
+
+    y = np.array([0] * 18 + [1] * 6)
+    expected = compute_class_weight("balanced", classes=np.array([0, 1]), y=y)
+    np.testing.assert_allclose(classifier.balanced_weights(y, 2).numpy(), expected, rtol=1e-6)
+    train = pd.DataFrame({"text": (POS * 5)[:18] + (NEG * 2)[:6], "label": ["good"] * 18 + ["bad"] * 6})
+    kw = dict(epochs=1, lr=5e-3, batch_size=4, seed=0)
+    plain = classifier.fine_tune(tiny_bert, train, _data(8, 1), out_dir=tmp_path / "plain", **kw)
+    weighted = classifier.fine_tune(tiny_bert, train, _data(8, 1), out_dir=tmp_path / "w", class_weight="balanced", **kw)
+    assert json.loads((weighted / "manifest.json").read_text())["class_weight"] == "balanced"
+    assert not all(torch.equal(a, b) for a, b in zip(_weights(plain).values(), _weights(weighted).values()))
+    with pytest.raises(InputError, match="class_weight"):
+        classifier.fine_tune(tiny_bert, train, _data(8, 1), out_dir=tmp_path / "x", class_weight="auto")
