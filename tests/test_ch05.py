@@ -130,3 +130,23 @@ def test_bootstraps_are_memoised_by_their_inputs(private_dirs, monkeypatch):
     again = ch.bootstrap(params, ch._digest(t, s), lambda r: (t[r].mean(), s[r].mean()), 20)
     other = ch.bootstrap(params, ch._digest(t, s + 1), lambda r: (t[r].mean(), s[r].mean() + 1), 20)
     assert first == again and len(calls) == 2 and other["difference"] == pytest.approx(first["difference"] + 1)
+
+
+def test_language_model_sections_on_a_tiny_teacher_and_student(tiny_gpt2, tmp_path, private_dirs):
+    import shutil
+
+    student = tmp_path / "student_lm"
+    shutil.copytree(tiny_gpt2, student)
+    lms = ch.LanguageModels([str(tiny_gpt2), str(student)], {str(tiny_gpt2): "teacher", str(student): "student"},
+                            pd.DataFrame(), [str(tiny_gpt2)])                  # the student is off the gate
+    params = _params(bec_pro_sample=36, cb_sample=(1, 2), stereoset_clusters_per_target=1, n_resamples=20)
+    lp, vl = ch.logprob_bias(params, lms)
+    assert set(lp["model"]) == set(lms.names) and len(vl) == 1 and not vl["interpreted"].iloc[0]
+    assert vl["difference"].iloc[0] == pytest.approx(0.0, abs=1e-9)              # same weights: same bias
+    cb, vc = ch.categorical_bias(params, lms)
+    assert cb.query("template_id == 'all'")["cb"].nunique() == 1 and len(vc) == 1
+    ss, vs = ch.stereoset_icat(params, lms)
+    assert set(ss["task"]) == {"intrasentence", "intersentence"} and len(vs) == 2
+    assert (vs["difference"].abs() < 1e-9).all()
+    table = ch.verdict_table(vl, vc, vs)
+    assert (table["verdict"] == "not interpreted (a model fails the quality gate)").all()

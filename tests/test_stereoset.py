@@ -267,3 +267,23 @@ def test_leading_space_rule_byte_level_bpe(tiny_roberta, tiny_bert, loaded_facto
     # WordPiece: no space marker, both forms identical
     bert = loaded_factory(tiny_bert, "masked").tokenizer
     assert st.candidate_ids(bert, ctx, "women") == bert.encode("women", add_special_tokens=False)
+
+
+def test_intersentence_causal_scores_equal_brute_force(tiny_gpt2, loaded_factory):
+    """exp(mean log p(candidate | context)), one forward pass per pair, no batching."""
+    lm = loaded_factory(tiny_gpt2, "causal")
+    df = pd.DataFrame({"context": ["women are capable .", "immigrants work hard"],
+                       "sentence": ["they deserve respect .", "the history is fascinating"]})
+    got = st.score(lm, df, task="intersentence", progress=False)["score"].to_numpy()
+    tok = lm.tokenizer
+    lead = " " if st._lm.needs_leading_space(tok) else ""
+    for k, (c, s) in enumerate(zip(df["context"], df["sentence"])):
+        ctx = st._lm.start_ids(tok) + tok.encode(c, add_special_tokens=False)
+        cont = tok.encode(lead + s, add_special_tokens=False)
+        ids = torch.tensor([ctx + cont])
+        with torch.no_grad():
+            logp = torch.log_softmax(lm.model(input_ids=ids).logits[0].double(), -1)
+        lps = [float(logp[len(ctx) + i - 1, t]) for i, t in enumerate(cont)]
+        assert got[k] == pytest.approx(np.exp(np.mean(lps)), rel=1e-5)
+    with pytest.raises(InputError, match="task must be"):
+        st.score(lm, df, task="both")

@@ -560,35 +560,53 @@ def categorical_bias(params: dict, lms: LanguageModels) -> tuple[pd.DataFrame, p
 
 
 def stereoset_icat(params: dict, lms: LanguageModels) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """StereoSet intrasentence LMS, SS and ICAT per domain of every language model
-    (:mod:`helpers.metrics.stereoset`) on ``stereoset_clusters_per_target`` clusters of every
-    target term; each student's ICAT minus the teacher's with a bootstrap over clusters
-    (higher ICAT = better, so a lower student ICAT is the "amplified" direction)."""
+    """StereoSet LMS, SS and ICAT per domain of every language model (:mod:`helpers.metrics.stereoset`)
+    on ``stereoset_clusters_per_target`` clusters of every target term: intrasentence, and
+    intersentence for causal LMs (a masked LM would need a next-sentence head; the seed gave up
+    on this task). Each student's ICAT minus the teacher's, per task, with a bootstrap over
+    clusters (higher ICAT = better, so a lower student ICAT is the "amplified" direction)."""
     from helpers.datasets import stereoset as stereoset_data
     from helpers.metrics import stereoset
 
-    data = stereoset.select_clusters(stereoset_data.load_intrasentence(), params["stereoset_clusters_per_target"])
-    settings = {"clusters_per_target": params["stereoset_clusters_per_target"], "domains": "all"}
-    results = _lm_results(lms, params, "ch05-stereoset", settings, lambda lm: stereoset.score(lm, data, progress=False))
-    rows, scored = [], {}
-    for name, res in results.items():
-        if isinstance(res, str):
-            continue
-        rows.append(stereoset.aggregate(res).assign(model=name, role=lms.roles[name], usable=name in lms.usable))
-        scored[name] = res
-    clusters = data["cluster_id"].drop_duplicates().to_numpy()
+    k = params["stereoset_clusters_per_target"]
+    data = {"intrasentence": stereoset.select_clusters(stereoset_data.load_intrasentence(), k),
+            "intersentence": stereoset.select_clusters(stereoset_data.load_intersentence(), k)}
+    settings = {"clusters_per_target": k, "domains": "all", "tasks": list(data)}
 
-    def icat_of(res, rows_):
-        picked = pd.DataFrame({"cluster_id": clusters[rows_], "draw": np.arange(len(rows_))})
-        boot = picked.merge(res, on="cluster_id").assign(cluster_id=lambda d: d["draw"])
-        return float(stereoset.aggregate(boot, by=None)["icat"].iloc[0])
+    def compute(lm):
+        return {task: stereoset.score(lm, df, task=task, progress=False)
+                for task, df in data.items() if task == "intrasentence" or lm.objective == "causal"}
 
-    verdicts = _student_verdicts(params, lms, scored, len(clusters), lambda m, r: icat_of(scored[m], r),
-                                 "StereoSet ICAT (intrasentence)", "ICAT", higher_is_more_biased=False,
-                                 n_resamples=min(params["n_resamples"], 200))
-    return (common.save(pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(columns=["domain", "icat", "model"]),
-                        CHAPTER, "stereoset_icat"),
+    results = _lm_results(lms, params, "ch05-stereoset", settings, compute)
+    rows, verdicts = [], []
+    for task, df in data.items():
+        scored = {n: r[task] for n, r in results.items() if not isinstance(r, str) and task in r}
+        for name, res in scored.items():
+            rows.append(stereoset.aggregate(res).assign(task=task, model=name, role=lms.roles[name],
+                                                        usable=name in lms.usable))
+        clusters = df["cluster_id"].drop_duplicates().to_numpy()
+
+        def icat_of(res, rows_, clusters=clusters):
+            picked = pd.DataFrame({"cluster_id": clusters[rows_], "draw": np.arange(len(rows_))})
+            boot = picked.merge(res, on="cluster_id").assign(cluster_id=lambda d: d["draw"])
+            return float(stereoset.aggregate(boot, by=None)["icat"].iloc[0])
+
+        verdicts += _student_verdicts(params, lms, scored, len(clusters), lambda m, r, s_=scored: icat_of(s_[m], r),
+                                      f"StereoSet ICAT ({task})", "ICAT", higher_is_more_biased=False,
+                                      n_resamples=min(params["n_resamples"], 200))
+    table = pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(columns=["domain", "icat", "task", "model"])
+    return (common.save(table, CHAPTER, "stereoset_icat"),
             common.save(pd.DataFrame(verdicts, columns=VERDICT_COLUMNS), CHAPTER, "stereoset_verdicts"))
+
+
+def stereoset_figure(table: pd.DataFrame):
+    """Figure 11: ICAT per domain and task, one bar per model."""
+    from helpers import plots
+
+    df = table.assign(where=table["task"].str.replace("sentence", "") + " " + table["domain"])
+    fig = plots.model_bars(df, category="where", value="icat", ylabel="ICAT (100 = unbiased and fluent)",
+                           title="Figure 11: StereoSet ICAT per task and domain")
+    return common.save_figure(fig, CHAPTER, "figure11")
 
 
 # ---------------------------------------------------------------- the verdict table
@@ -810,7 +828,8 @@ def lm_section(params: dict) -> Section:
     ss, vs = stereoset_icat(params, lms)
     from helpers import report
 
-    shown = [lms.gate, _md(report.gate_sentence(lms.gate, min_ratio=params["min_ratio"])), lp, vl, cb, vc, ss, vs]
+    shown = [lms.gate, _md(report.gate_sentence(lms.gate, min_ratio=params["min_ratio"])), lp, vl, cb, vc, ss,
+             stereoset_figure(ss), vs]
     published = [t for t in (published_table(n) for n in ("table6", "table7", "table8", "table9", "cb_score"))
                  if t is not None]
     if published:

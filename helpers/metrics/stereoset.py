@@ -87,11 +87,40 @@ def score_causal(loaded, df: pd.DataFrame, *, normalize: bool = True,
     return np.array([np.exp(v.mean()) if normalize else v.sum() for v in lps])
 
 
-def score(loaded, df: pd.DataFrame, **kw) -> pd.DataFrame:
-    """``df`` plus a ``score`` column, for a helpers.models.LoadedModel (masked or causal)."""
-    fn = score_masked if loaded.objective == "masked" else score_causal
+def score_intersentence_causal(loaded, df: pd.DataFrame, *, normalize: bool = True,
+                                batch_size: int = 16, progress: bool = True) -> np.ndarray:
+    """Intersentence scores of a causal LM: exp(mean log p) of each candidate sentence's tokens
+    given its context sentence (after a start token; the candidate in its leading-space form
+    where the tokenizer marks spaces) — the language-model likelihood bias-bench uses for GPT-2
+    (``normalize=False``: summed log-probability)."""
+    model, tokenizer = loaded.model, loaded.tokenizer
+    start = _lm.start_ids(tokenizer)
+    lead = " " if _lm.needs_leading_space(tokenizer) else ""
+    contexts = [start + tokenizer.encode(c, add_special_tokens=False) for c in df["context"]]
+    sents = [tokenizer.encode(lead + s, add_special_tokens=False) for s in df["sentence"]]
+    limit = getattr(model.config, "n_positions", None) or getattr(model.config, "max_position_embeddings", None)
+    if isinstance(limit, int):                 # a context too long for the model keeps its end
+        sents = [s[:limit - 1] for s in sents]
+        contexts = [c[-(limit - len(s)):] for c, s in zip(contexts, sents)]
+    lps = _lm.continuation_logprobs(model, tokenizer, contexts, sents, batch_size=batch_size, progress=progress)
+    return np.array([np.exp(v.mean()) if normalize else v.sum() for v in lps])
+
+
+def score(loaded, df: pd.DataFrame, *, task: str = "intrasentence", **kw) -> pd.DataFrame:
+    """``df`` plus a ``score`` column, for a helpers.models.LoadedModel: intrasentence (masked or
+    causal) or intersentence (causal; a masked LM needs a next-sentence head, which the
+    offline models lack)."""
     if loaded.objective not in ("masked", "causal"):
         raise InputError(f"StereoSet: objective {loaded.objective!r} of {loaded.name} is not supported")
+    if task == "intrasentence":
+        fn = score_masked if loaded.objective == "masked" else score_causal
+    elif task == "intersentence":
+        if loaded.objective != "causal":
+            raise InputError(f"StereoSet intersentence: {loaded.name} is a masked LM; scoring it needs a "
+                             "next-sentence-prediction head (bias-bench's), which is not supported here")
+        fn = score_intersentence_causal
+    else:
+        raise InputError(f"StereoSet task must be 'intrasentence' or 'intersentence', got {task!r}")
     out = df.copy()
     out["score"] = fn(loaded, df, **kw)
     return out
