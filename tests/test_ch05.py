@@ -70,7 +70,9 @@ def test_unintended_section_equals_direct_metric_calls(trained):
     y = (u.sample["label"] == "toxic").astype(int).to_numpy()
     p = ch.classifier.predict_proba(found.teacher["hate"], u.sample["text"], max_length=params["max_length"])
     assert np.allclose(u.scores["teacher"], p[:, 1])                       # label order: non-toxic, toxic
-    direct = unintended.equality_differences(unintended.identity_metrics(y, p[:, 1], member))
+    assert u.thresholds["teacher"] == pytest.approx(unintended.equal_error_threshold(y, p[:, 1]))   # the default
+    direct = unintended.equality_differences(unintended.identity_metrics(y, p[:, 1], member,
+                                                                          threshold=u.thresholds["teacher"]))
     table4 = ch.equality_table(params, u)
     assert table4["teacher"].to_numpy() == pytest.approx(direct["value"].to_numpy())
     assert set(table4["verdict"]) <= set(stats.VERDICTS)
