@@ -97,7 +97,7 @@ def _read_chunk(path: Path) -> dict[str, list] | None:
         rows = doc["rows"]
         ok = (doc.get("format") == FORMAT and isinstance(rows, dict)
               and sha256_text(canonical_json(rows)) == doc["sha256"]
-              and all(isinstance(v, list) and len(v) == 2 for v in rows.values()))
+              and all(isinstance(v, list) for v in rows.values()))
         problem = "checksum mismatch" if not ok else None
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         problem = f"does not parse ({type(exc).__name__})"
@@ -180,19 +180,18 @@ def _interrupted(directory: Path | None, hashes: set[str], stored: set[str]) -> 
                        f"({directory}); rerun the same command to resume", saved=saved, total=total)
 
 
-def cached_scores(key: dict, texts: Sequence[str], compute: Callable[[list[str]], pd.DataFrame], *,
-                  chunk_size: int | None = None, enabled: bool = True, progress: bool = True,
-                  save_every: float | None = None, clock: Callable[[], float] = time.monotonic) -> pd.DataFrame:
-    """Per-sentence scores of ``texts`` under ``key``, read from the cache or computed.
+def cached_rows(key: dict, texts: Sequence[str], compute: Callable[[list[str]], list[list]], *,
+                chunk_size: int | None = None, enabled: bool = True, progress: bool = True,
+                save_every: float | None = None, clock: Callable[[], float] = time.monotonic,
+                desc: str = "scoring") -> list[list]:
+    """Per-text results of ``texts`` under ``key`` (each a JSON list), read from the cache or computed.
 
-    ``compute(list_of_texts)`` must return a DataFrame with ``n_tokens`` and
-    ``log_likelihood`` (one row per text, same order). Texts that are missing
-    from the cache are deduplicated and computed in chunks of at most ``chunk_size``
-    sentences (default: ``$HARMS_CACHE_CHUNK_SIZE`` or 32) and at most ``save_every``
-    seconds (default :data:`SAVE_EVERY_SECONDS`, measured with ``clock``); each chunk is
-    stored as soon as it is computed. ``enabled=False`` neither reads nor writes the cache.
-    Returns ``n_tokens``, ``log_likelihood``, ``perplexity`` (= exp(-ll / n)),
-    rows aligned with ``texts``. Ctrl-C raises :class:`helpers.errors.Interrupted`.
+    ``compute(list_of_texts)`` returns one list per text, same order. Texts missing from the
+    cache are deduplicated and computed in chunks of at most ``chunk_size`` texts (default:
+    ``$HARMS_CACHE_CHUNK_SIZE`` or 32) and at most ``save_every`` seconds (default
+    :data:`SAVE_EVERY_SECONDS`, measured with ``clock``); each chunk is stored as soon as it is
+    computed, so an interrupted run loses at most one chunk. ``enabled=False`` neither reads nor
+    writes the cache. Ctrl-C raises :class:`helpers.errors.Interrupted`.
     """
     largest = chunk_size_from_env() if chunk_size is None else chunk_size
     if largest < 1:
@@ -221,7 +220,7 @@ def cached_scores(key: dict, texts: Sequence[str], compute: Callable[[list[str]]
             if h not in known and h not in todo:
                 todo[h] = t
         items = list(todo.items())
-        with progress_bar(total=len(items), unit="sentence", desc="scoring", enabled=progress and bool(items)) as bar:
+        with progress_bar(total=len(items), unit="sentence", desc=desc, enabled=progress and bool(items)) as bar:
             start, size = 0, largest
             while start < len(items):
                 chunk = items[start:start + size]
@@ -229,8 +228,7 @@ def cached_scores(key: dict, texts: Sequence[str], compute: Callable[[list[str]]
                 out = compute([t for _, t in chunk])
                 if len(out) != len(chunk):
                     raise RuntimeError(f"compute returned {len(out)} rows for {len(chunk)} texts")
-                rows = {h: [int(n), float(ll)] for (h, _), n, ll in
-                        zip(chunk, out["n_tokens"].to_numpy(), out["log_likelihood"].to_numpy())}
+                rows = {h: list(v) for (h, _), v in zip(chunk, out)}
                 if directory is not None:
                     try:
                         _write_chunk(directory, rows)
@@ -243,8 +241,27 @@ def cached_scores(key: dict, texts: Sequence[str], compute: Callable[[list[str]]
                 size = next_chunk_size(clock() - began, len(chunk), largest=largest, budget=budget)
     except KeyboardInterrupt:
         raise _interrupted(directory, set(hashes), stored) from None
+    return [known[h] for h in hashes]
 
-    values = [known[h] for h in hashes]
+
+def cached_scores(key: dict, texts: Sequence[str], compute: Callable[[list[str]], pd.DataFrame], *,
+                  chunk_size: int | None = None, enabled: bool = True, progress: bool = True,
+                  save_every: float | None = None, clock: Callable[[], float] = time.monotonic) -> pd.DataFrame:
+    """Per-sentence scores of ``texts`` under ``key``, read from the cache or computed
+    (:func:`cached_rows`; one row ``[n_tokens, log_likelihood]`` per sentence).
+
+    ``compute(list_of_texts)`` must return a DataFrame with ``n_tokens`` and
+    ``log_likelihood`` (one row per text, same order). Returns ``n_tokens``,
+    ``log_likelihood``, ``perplexity`` (= exp(-ll / n)), rows aligned with ``texts``.
+    """
+    def rows(chunk: list[str]) -> list[list]:
+        out = compute(chunk)
+        if len(out) != len(chunk):
+            raise RuntimeError(f"compute returned {len(out)} rows for {len(chunk)} texts")
+        return [[int(n), float(ll)] for n, ll in zip(out["n_tokens"].to_numpy(), out["log_likelihood"].to_numpy())]
+
+    values = cached_rows(key, texts, rows, chunk_size=chunk_size, enabled=enabled, progress=progress,
+                         save_every=save_every, clock=clock)
     return _frame([v[0] for v in values], [v[1] for v in values])
 
 

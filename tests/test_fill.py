@@ -120,7 +120,85 @@ def test_skip_by_language_uses_stopwords_iso_and_punctuation(tiny_bert, loaded_f
         ids = tok(t.replace("[MASK]", tok.mask_token))["input_ids"]
         p = _softmax_at(lm.model, ids, ids.index(tok.mask_token_id))
         keep = [i for i in np.argsort(-p, kind="stable") if not vocab[i].startswith("##")
-                and i not in tok.all_special_ids and vocab[i] not in listed][:8]
+                and i not in tok.all_special_ids and vocab[i] not in listed
+                and any(c.isalpha() for c in vocab[i]) and vocab[i][0] not in "'\u2019"][:8]
         assert list(got[got["template_id"] == n]["word"]) == [vocab[i] for i in keep]
     with pytest.raises(InputError, match="one of en, fr, ar"):
         fill.top_k(lm, TEMPLATES, k=3, skip="de")
+
+
+def test_causal_whole_words_in_rounds_equal_brute_force_over_every_piece(tiny_gpt2, loaded_factory, monkeypatch):
+    """Every word-starting piece continued greedily one forward pass at a time, the best path
+    per word kept, sorted: the batched rounds with their stopping rule give the same k words."""
+    lm = loaded_factory(tiny_gpt2, "causal")
+    tok, model = lm.tokenizer, lm.model
+    starts = fill.word_starts(tok)
+    monkeypatch.setattr(fill, "_ROUND", 1)                       # rounds of k + 4 = 9 pieces
+    got = fill.top_k(lm, TEMPLATES, k=5, max_pieces=3, cache=False)
+    for n, t in enumerate(TEMPLATES):
+        prefix = tok(t.split("[MASK]")[0].rstrip())["input_ids"]
+        first = _softmax_at(model, prefix, len(prefix) - 1)
+        best: dict[str, float] = {}
+        for i in np.flatnonzero(starts):
+            pieces, prob = [int(i)], float(first[i])
+            while len(pieces) < 3:
+                q = _softmax_at(model, prefix + pieces, len(prefix) + len(pieces) - 1)
+                j = int(np.argmax(q))
+                if starts[j] or j in tok.all_special_ids or not any(c.isalnum() for c in tok.decode([j])):
+                    break
+                pieces.append(j)
+                prob *= float(q[j])
+            word = tok.decode(pieces).strip()
+            if word and prob > best.get(word, -1.0):
+                best[word] = prob
+        ref = sorted(best.items(), key=lambda kv: -kv[1])[:5]
+        mine = got[got["template_id"] == n]
+        assert list(mine["word"]) == [w for w, _ in ref]
+        np.testing.assert_allclose(mine["probability"], [p for _, p in ref], rtol=1e-6)
+
+
+def test_fill_ins_are_cached_per_template_and_settings(tiny_gpt2, loaded_factory, private_dirs, monkeypatch):
+    from helpers.models import LazyModel
+
+    lm = loaded_factory(tiny_gpt2, "causal")
+    first = fill.top_k(lm, TEMPLATES, k=4)
+    calls = []
+    monkeypatch.setattr(fill, "_fill_ins", lambda *a, **kw: calls.append(a[1]) or [[([0], "x", 0.5)]] * len(a[1]))
+    lazy = LazyModel(name=lm.name, objective="causal", fingerprint=lm.fingerprint, spec=None, load_kwargs={},
+                     tokenizer_fingerprint=lm.identity.get("tokenizer"), dtype=lm.identity.get("dtype"),
+                     max_length=lm.identity.get("max_length"))
+    assert lazy.identity == lm.identity
+    again = fill.top_k(lazy, TEMPLATES[::-1], k=4)                # all cached: no weights, no computation
+    assert calls == [] and lazy.loaded is None
+    for n, t in enumerate(TEMPLATES[::-1]):
+        a, b = again[again["template"] == t], first[first["template"] == t]
+        assert list(a["word"]) == list(b["word"]) and list(a["probability"]) == list(b["probability"])
+    fill.top_k(lm, TEMPLATES, k=3)                                # another k: computed again
+    fill.top_k(lm, TEMPLATES, k=4, skip={"the"})                 # another skip list: computed again
+    assert calls == [TEMPLATES, TEMPLATES]
+
+
+class _Vocab:
+    """A tokenizer stand-in: ``convert_ids_to_tokens`` over a fixed vocabulary."""
+    __slots__ = ("vocab", "all_special_ids")
+
+    def __init__(self, vocab, special=()):
+        self.vocab, self.all_special_ids = vocab, list(special)
+
+    def __len__(self):
+        return len(self.vocab)
+
+    def convert_ids_to_tokens(self, ids):
+        return [self.vocab[i] for i in ids]
+
+
+def test_word_starts_follow_the_vocabulary_s_own_convention():
+    # SentencePiece (Gemma) vocabularies also hold Markdown tokens such as "##" and "###x":
+    # they must not turn the marker convention into WordPiece's
+    sp = _Vocab(["<bos>", "\u2581the", "\u2581\u062d", "\u0642\u064a\u0642\u0629", "##", "###Title", "ing",
+                 "\u2581walk"], special=[0])
+    assert fill.word_starts(sp).tolist() == [False, True, True, False, False, False, False, True]
+    wp = _Vocab(["[CLS]", "the", "##ing", "walk", "##s", "\u2581odd"], special=[0])
+    assert fill.word_starts(wp).tolist() == [False, True, False, True, False, True]
+    bpe = _Vocab(["<|endoftext|>", "\u0120the", "ing", "\u0120walk"], special=[0])
+    assert fill.word_starts(bpe).tolist() == [False, True, False, True]

@@ -266,3 +266,16 @@ def test_gate_sentence_names_the_excluded_models_and_why():
     assert "zoo-bert-L2-H128 (perplexity 2,038 is worse than the unigram baseline 1,650: ratio 0.81, needs 2×)" \
         in report.gate_sentence(_table([bad, worse]))
     assert report.gate_sentence(_table([missing])) == "No model could be measured for the language-model quality gate."
+
+
+@pytest.mark.parametrize("language", ["en", "fr", "ar"])
+def test_mlma_corpora_split_each_language_s_tweets_without_overlap(language):
+    """Chapter 07's per-language gate text: MLMA tweets of that language, deduplicated, the last
+    5 % held out (the same rule as the gensim corpora)."""
+    from helpers.datasets.corpus import load_corpus
+    from helpers.datasets.probing import load_mlma
+
+    train, held = load_corpus(f"mlma-{language}")
+    tweets = list(dict.fromkeys(load_mlma(language=language)["text"]))
+    assert train + held == tweets and not set(train) & set(held)
+    assert len(held) == round(0.05 * len(tweets))

@@ -673,20 +673,8 @@ def conclusion(verdicts: pd.DataFrame) -> str:
 
 # ---------------------------------------------------------------- sections as the notebook shows them
 
-@dataclass
-class Section:
-    """What a notebook cell displays (tables, Markdown, figures, in order), the section's verdict
-    rows and the objects later sections need."""
-
-    shown: list
-    verdicts: pd.DataFrame | None = None
-    data: object = None
-
-
-def _md(text: str):
-    from IPython.display import Markdown
-
-    return Markdown(text)
+Section = common.Section
+_md = common.markdown
 
 
 def published_table(name: str) -> pd.DataFrame | None:

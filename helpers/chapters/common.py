@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -9,7 +10,24 @@ import pandas as pd
 from helpers import paths, runner, tables
 from helpers.errors import InputError
 
-__all__ = ["start", "output_dir", "save", "save_figure", "parameters_table", "setup_display"]
+__all__ = ["start", "output_dir", "save", "save_figure", "parameters_table", "setup_display", "Section", "markdown"]
+
+
+@dataclass
+class Section:
+    """What a notebook cell displays (tables, Markdown, figures, in order), the section's verdict
+    rows and the objects later sections need."""
+
+    shown: list
+    verdicts: pd.DataFrame | None = None
+    data: object = None
+
+
+def markdown(text: str):
+    """``text`` as a Markdown object a notebook displays."""
+    from IPython.display import Markdown
+
+    return Markdown(text)
 
 
 def output_dir(chapter: str) -> Path:

@@ -28,6 +28,9 @@ CORPORA = {
     "gensim-enwiki": "gensim's enwiki sample only (Wikipedia, markup removed, ~400k words)",
     "wikitext-103": "WikiText-103 raw, train / validation (Hugging Face hub, `datasets` library)",
     "openwebtext": "OpenWebText (Hugging Face hub, `datasets` library); held-out = last 5 % of documents",
+    "mlma-en": "MLMA hate-speech tweets, English (~5.6k tweets; chapter 07's per-language quality gate)",
+    "mlma-fr": "MLMA hate-speech tweets, French (~4k tweets)",
+    "mlma-ar": "MLMA hate-speech tweets, Arabic (~3.4k tweets)",
 }
 
 
@@ -77,6 +80,10 @@ def load_corpus(name: str = "gensim", *, heldout_fraction: float = 0.05) -> tupl
             train += a
             held += b
         return train, held
+    if name.startswith("mlma-") and name in CORPORA:     # the only offline text in French and Arabic
+        from helpers.datasets.probing import load_mlma
+
+        return _split(load_mlma(language=name.removeprefix("mlma-"))["text"].tolist(), heldout_fraction)
     if name in ("wikitext-103", "openwebtext"):
         try:
             import datasets  # noqa: F401  (lazy: optional, hub only)

@@ -13,8 +13,9 @@
 ``whole_words`` keeps only tokens that start a word (no ``##`` continuation for WordPiece; the
 leading-space marker ``Ġ`` / ``▁`` for byte-level BPE and SentencePiece) and drops special
 tokens; ``skip`` drops given words (a collection, or ``"en"`` / ``"fr"`` / ``"ar"`` for the
-stopwords-iso list of that language and punctuation, :func:`stop_words`) before ranking, so k
-words are still returned. Probabilities are the model's, not renormalised over what is kept.
+stopwords-iso list of that language and punctuation, :func:`stop_words`, and then also words
+without a letter and clitics such as ``'s``) before ranking, so k words are still returned.
+Probabilities are the model's, not renormalised over what is kept.
 """
 
 from __future__ import annotations
@@ -35,16 +36,39 @@ _MARKERS = ("\u0120", "\u2581")          # byte-level BPE "Ġ", SentencePiece "�
 
 
 def word_starts(tokenizer) -> np.ndarray:
-    """Boolean per vocabulary id: the token starts a word and is not a special token."""
+    """Boolean per vocabulary id: the token starts a word and is not a special token. WordPiece
+    (continuations marked ``##``) or a word-start marker (``Ġ`` / ``▁``), whichever marks more
+    of the vocabulary."""
+    cached = getattr(tokenizer, "_harms_word_starts", None)
+    if cached is not None and len(cached) == len(tokenizer):
+        return cached
     vocab = tokenizer.convert_ids_to_tokens(list(range(len(tokenizer))))
-    wordpiece = any(isinstance(t, str) and t.startswith("##") for t in vocab)
+    marked = sum(isinstance(t, str) and t.startswith(_MARKERS) for t in vocab)
+    hashed = sum(isinstance(t, str) and t.startswith("##") and len(t) > 2 for t in vocab)
+    wordpiece = hashed > marked        # SentencePiece vocabularies hold "##..." tokens too (Markdown)
     special = set(tokenizer.all_special_ids)
     out = np.zeros(len(vocab), dtype=bool)
     for i, t in enumerate(vocab):
         if not isinstance(t, str) or i in special:
             continue
         out[i] = not t.startswith("##") if wordpiece else t.startswith(_MARKERS)
+    try:
+        tokenizer._harms_word_starts = out        # computed once per tokenizer object (262k tokens: 0.5 s)
+    except AttributeError:
+        pass
     return out
+
+
+_APOSTROPHES = ("'", "\u2019")
+#: A member of a skip set that also drops words without a letter and clitics (``'s``, ``’re``).
+NON_WORDS = "\x00non-words"
+
+
+def _skipped(word: str, skip: set[str]) -> bool:
+    """``word`` is in ``skip``, or ``skip`` holds :data:`NON_WORDS` and the word has no letter or is a clitic."""
+    if word.lower() in skip:
+        return True
+    return NON_WORDS in skip and (not any(c.isalpha() for c in word) or word.startswith(_APOSTROPHES))
 
 
 def _is_punctuation(word: str) -> bool:
@@ -71,7 +95,7 @@ def _ranked(tokenizer, order: np.ndarray, probs: np.ndarray, skip: set[str], k: 
         ids, p = ([i], q) if extend is None else extend(i, q)
         word = _word(tokenizer, ids)
         key = word if extend is not None else tuple(ids)
-        if (words_only and not word) or word.lower() in skip or (key in best and best[key][2] >= p):
+        if (words_only and not word) or _skipped(word, skip) or (key in best and best[key][2] >= p):
             continue
         best[key] = (ids, word, p)
         if extend is None and len(best) == k:
@@ -98,7 +122,7 @@ def _skip_set(skip: Iterable[str] | None) -> set[str]:
         return set()
     if isinstance(skip, str):
         if skip in STOP_WORD_LANGUAGES:
-            return stop_words(skip)
+            return stop_words(skip) | {NON_WORDS}
         raise InputError(f"skip must be a collection of words or one of {', '.join(STOP_WORD_LANGUAGES)}, "
                          f"not {skip!r}")
     return {w.strip().lower() for w in skip}
@@ -129,11 +153,6 @@ def _distributions(loaded, rows: list[list[int]], positions: list[int], batch_to
             logits = (head(base_forward(ids, mask)[r, pos]) if head is not None
                       else model(input_ids=ids, attention_mask=mask).logits[r, pos])
             yield batch, torch.softmax(logits.double(), -1)
-
-
-def _next_token_probs(loaded, row: list[int], batch_tokens: int | None) -> np.ndarray:
-    """The next-token distribution after one row of ids."""
-    return next(_distributions(loaded, [row], [len(row) - 1], batch_tokens))[1][0].cpu().numpy()
 
 
 def _best(loaded, rows, positions, allowed: np.ndarray, m: int, batch_tokens) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -172,35 +191,125 @@ def _rows(loaded, templates: list[str]) -> tuple[list[list[int]], list[int]]:
     return rows, positions
 
 
+#: Version of the fill-in computation, part of the cache key (raise it when results change).
+FILL_VERSION = 1
+#: Causal whole words: candidate pieces continued per template and round, batched (at least k + 4).
+_ROUND = 8
+
+
+class _NotExtended(Exception):
+    """A piece's continuation is needed but not computed yet (see :func:`_fill_ins`)."""
+
+
+def cache_key(loaded, *, k: int, whole_words: bool, skip: set[str], max_pieces: int) -> dict:
+    """Everything that changes the fill-ins: the model's identity and every setting."""
+    from helpers.hashing import sha256_json
+
+    scorer = {"kind": "top-k", "version": FILL_VERSION, "objective": loaded.objective, "k": int(k),
+              "whole_words": bool(whole_words), "skip": sha256_json(sorted(skip))}
+    if whole_words and loaded.objective == "causal":
+        scorer["max_pieces"] = int(max_pieces)
+    return {"model": dict(loaded.identity), "scorer": scorer}
+
+
 def top_k(loaded, templates: Sequence[str], k: int = 10, *, whole_words: bool = True, skip=None,
-          max_pieces: int = 4, batch_tokens: int | None = None) -> pd.DataFrame:
+          max_pieces: int = 4, batch_tokens: int | None = None, cache: bool = True,
+          progress: bool = True) -> pd.DataFrame:
     """The ``k`` most probable fill-ins of each template's blank (see the module): one row per
     (template, rank) with ``template_id, template, rank, token`` (the tokens, space-joined),
-    ``word``, ``probability``, ``log_prob``."""
+    ``word``, ``probability``, ``log_prob``.
+
+    Results are cached per template under the model's identity and the settings
+    (:func:`helpers.cache.cached_rows`: an interrupted run resumes, a rerun with everything
+    cached loads no weights when ``loaded`` is a :class:`helpers.models.LazyModel`).
+    """
+    from helpers.cache import cached_rows
+    from helpers.models import LazyModel
+
     templates = cloze.check_templates(templates)
-    if not isinstance(k, (int, np.integer)) or k < 1:
+    if not isinstance(k, (int, np.integer)) or isinstance(k, bool) or k < 1:
         raise InputError(f"k must be a positive integer, got {k!r}")
+    if not isinstance(max_pieces, (int, np.integer)) or isinstance(max_pieces, bool) or max_pieces < 1:
+        raise InputError(f"max_pieces must be a positive integer, got {max_pieces!r}")
     if loaded.objective not in ("masked", "causal"):
         raise InputError(f"{loaded.name}: top-k fill-ins need a masked or causal LM, not objective "
                          f"{loaded.objective!r}")
-    tok, skipped = loaded.tokenizer, _skip_set(skip)
+    skipped = _skip_set(skip)
+
+    def compute(chunk: list[str]) -> list[list]:
+        model = loaded.load() if isinstance(loaded, LazyModel) else loaded
+        found = _fill_ins(model, chunk, k, whole_words, skipped, max_pieces, batch_tokens)
+        tok = model.tokenizer
+        return [[[" ".join(tok.convert_ids_to_tokens(ids)), w, p] for ids, w, p in f] for f in found]
+
+    key = cache_key(loaded, k=k, whole_words=whole_words, skip=skipped, max_pieces=max_pieces)
+    found = cached_rows(key, templates, compute, enabled=cache, progress=progress, desc="top-k")
+    rows = [{"template_id": n, "template": t, "rank": r + 1, "token": token, "word": w, "probability": p,
+             "log_prob": float(np.log(p)) if p > 0 else -np.inf}
+            for n, (t, f) in enumerate(zip(templates, found)) for r, (token, w, p) in enumerate(f)]
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def _fill_ins(loaded, templates: list[str], k: int, whole_words: bool, skipped: set[str], max_pieces: int,
+              batch_tokens) -> list[list[tuple[list[int], str, float]]]:
+    """Per template, the k best ``(ids, word, probability)``: :func:`_ranked` over the
+    distribution at the blank (all templates batched), or for causal whole words
+    :func:`_causal_words` per template."""
+    tok = loaded.tokenizer
     allowed = word_starts(tok) if whole_words else ~np.isin(np.arange(len(tok)), tok.all_special_ids)
     rows, positions = _rows(loaded, templates)
     m = 4 * k + len(skipped) + 64                   # pieces kept per blank; all of them if that is not enough
+    if whole_words and loaded.objective == "causal":
+        return [_causal_words(loaded, r, allowed, k, skipped, m, max_pieces) for r in rows]
     found = []
     for n, (order, probs) in enumerate(_best(loaded, rows, positions, allowed, m, batch_tokens)):
-        extend = None
-        if whole_words and loaded.objective == "causal":
-            extend = lambda i, q, ids=rows[n]: _complete(loaded, ids, i, q, allowed, max_pieces, batch_tokens)  # noqa: E731
-        words = _ranked(tok, order, probs, skipped, k, extend, words_only=whole_words)
+        words = _ranked(tok, order, probs, skipped, k, words_only=whole_words)
         if len(words) < k and len(order) < allowed.sum():
             order, probs = _best(loaded, [rows[n]], [positions[n]], allowed, len(allowed), batch_tokens)[0]
-            words = _ranked(tok, order, probs, skipped, k, extend, words_only=whole_words)
+            words = _ranked(tok, order, probs, skipped, k, words_only=whole_words)
         found.append(words)
-    rows = [{"template_id": n, "template": t, "rank": r + 1, "token": " ".join(tok.convert_ids_to_tokens(ids)),
-             "word": w, "probability": p, "log_prob": float(np.log(p)) if p > 0 else -np.inf}
-            for n, (t, f) in enumerate(zip(templates, found)) for r, (ids, w, p) in enumerate(f)]
-    return pd.DataFrame(rows, columns=COLUMNS)
+    return found
+
+
+def _causal_words(loaded, prefix: list[int], allowed: np.ndarray, k: int, skipped: set[str], m: int,
+                  max_pieces: int) -> list[tuple[list[int], str, float]]:
+    """The k best whole words after ``prefix`` (module docstring). The prefix runs once and its
+    key/value cache is shared: word-starting pieces are continued k + 4 at a time in one
+    batch per added piece (:func:`_continue`), until :func:`_ranked`'s stopping rule holds on
+    the continuations computed so far; the result equals continuing one piece at a time."""
+    import torch
+
+    model, tok = loaded.model, loaded.tokenizer
+    with torch.inference_mode():
+        out = model(input_ids=torch.as_tensor([prefix], device=scoring._device(model)), use_cache=True,
+                    logits_to_keep=1)
+    cache = out.cache if hasattr(out, "cache") else out.past_key_values     # transformers >= 5.2x names it cache
+    first = torch.softmax(out.logits[0, -1, :len(allowed)].double(), -1)
+    ranked = first.masked_fill(torch.as_tensor(~allowed, device=first.device), -1.0)
+
+    def best(n: int):
+        top = torch.topk(ranked, min(n, int(allowed.sum())))
+        return top.indices.cpu().numpy(), top.values.cpu().numpy()
+
+    order, probs = best(m)
+    done: dict[int, tuple[list[int], float]] = {}
+
+    def extend(i, q):
+        if i not in done:
+            raise _NotExtended
+        return done[i]
+
+    while True:
+        try:
+            words = _ranked(tok, order, probs, skipped, k, extend)
+        except _NotExtended:
+            fresh = [(i, q) for i, q in zip(order.tolist(), probs.tolist()) if i not in done][:max(_ROUND, k + 4)]
+            done.update(zip([i for i, _ in fresh], _continue(loaded, cache, fresh, allowed, max_pieces)))
+            continue
+        if len(words) < k and len(order) < allowed.sum():        # every allowed piece, ranked
+            order, probs = best(len(allowed))
+            continue
+        return words
 
 
 def _start(tok) -> list[int]:
@@ -212,19 +321,48 @@ def _start(tok) -> list[int]:
         return []
 
 
-def _complete(loaded, prefix: list[int], first: int, p: float, starts: np.ndarray, max_pieces: int,
-              batch_tokens) -> tuple[list[int], float]:
-    """Greedy continuation of a word-starting piece to the word's end (module docstring);
-    ``starts``: :func:`word_starts` of the tokenizer."""
-    tok = loaded.tokenizer
-    special = set(tok.all_special_ids)
-    pieces = [first]
-    while len(pieces) < max_pieces:
-        nxt = _next_token_probs(loaded, prefix + pieces, batch_tokens)[:len(tok)]
-        j = int(np.argmax(nxt))
-        if starts[j] or j in special or _is_punctuation(tok.convert_tokens_to_string([tok.convert_ids_to_tokens(j)])):
-            break
-        pieces.append(j)
-        p *= float(nxt[j])
-    return pieces, p
+def _cache_argument(model) -> str:
+    """The forward argument that takes a key/value cache (``cache`` in recent transformers)."""
+    import inspect
 
+    return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+
+
+def _continue(loaded, cache, items: list[tuple[int, float]], starts: np.ndarray,
+              max_pieces: int) -> list[tuple[list[int], float]]:
+    """Greedy continuation (module docstring) of each ``(first piece, p)`` to the word's end,
+    one batched forward pass per added piece on a copy of the prefix's key/value ``cache``;
+    ``starts``: :func:`word_starts`."""
+    import copy
+
+    import torch
+
+    model, tok = loaded.model, loaded.tokenizer
+    special = set(tok.all_special_ids)
+    pieces = [[i] for i, _ in items]
+    probs = [q for _, q in items]
+    active = list(range(len(items)))
+    ends: dict[int, bool] = {}
+
+    def ends_word(j: int) -> bool:
+        if j not in ends:
+            ends[j] = bool(starts[j] or j in special
+                           or _is_punctuation(tok.convert_tokens_to_string([tok.convert_ids_to_tokens(j)])))
+        return ends[j]
+
+    while active and len(pieces[active[0]]) < max_pieces:
+        past = copy.deepcopy(cache)
+        past.batch_repeat_interleave(len(active))
+        ids = torch.as_tensor([pieces[a] for a in active], device=scoring._device(model))
+        with torch.inference_mode():
+            logits = model(input_ids=ids, **{_cache_argument(model): past}, use_cache=True,
+                           logits_to_keep=1).logits[:, -1]
+        best = torch.softmax(logits[:, :len(starts)].double(), -1).max(dim=-1)
+        still = []
+        for a, j, q in zip(active, best.indices.tolist(), best.values.tolist()):
+            if not ends_word(j):
+                pieces[a].append(j)
+                probs[a] *= q
+                still.append(a)
+        active = still
+    return list(zip(pieces, probs))
