@@ -586,3 +586,23 @@ def _bec_pro_file(file: str) -> Path:
         return datasets.path("bec-pro", file)
     except DataNotFoundError:
         pytest.skip(f"{file} not in HARMS_DATA_DIR")
+
+
+def test_seed002_tables_are_complete_and_agree_with_the_paper_s_prose():
+    t7 = published.table("002", "table7")
+    assert t7.groupby("language")["count"].sum().to_dict() == {"ar": 100, "en": 100, "fr": 100}
+    assert t7.groupby("language")["fleiss_kappa"].first().to_dict() == {"ar": 0.21, "en": 0.63, "fr": 0.64}
+    t6 = published.table("002", "table6")
+    assert t6.groupby("model").size().eq(22).all() and t6["percent"].between(0, 100).all()
+    bert = t6[(t6["model"] == "BERT") & ~t6["group"].isin(["women", "men"])]["percent"].tolist()
+    assert bert == sorted(bert, reverse=True)              # §3.1: groups "ranked high by the English BERT model"
+    # §3.1: "women appear in more toxic statements in both english and french while men ... in arabic"
+    wm = t6[t6["group"].isin(["women", "men"])].pivot(index="model", columns="group", values="percent")
+    assert (wm.loc[["BERT", "RoBERTa", "GPT-2", "CamemBERT"], "women"] > wm.loc[["BERT", "RoBERTa", "GPT-2", "CamemBERT"], "men"]).all()
+    assert wm.loc["AraBERT", "men"] > wm.loc["AraBERT", "women"]
+    t5 = published.table("002", "table5")
+    assert all(sorted(k) == [1, 5, 10] for _, k in t5.groupby("model")["k"])
+    # §3.1: "bert tends to generate more toxic content than gpt-2 and roberta"
+    en = t5[t5["language"] == "en"].pivot(index="model", columns="k", values="percent")
+    assert (en.loc["BERT"] > en.loc[["RoBERTa", "GPT-2"]]).all().all()
+    assert published.table("002", "step1")["percent"].tolist() == [9.55, 83.55, 18.25]

@@ -270,12 +270,16 @@ def test_gate_sentence_names_the_excluded_models_and_why():
 
 @pytest.mark.parametrize("language", ["en", "fr", "ar"])
 def test_mlma_corpora_split_each_language_s_tweets_without_overlap(language):
-    """Chapter 07's per-language gate text: MLMA tweets of that language, deduplicated, the last
-    5 % held out (the same rule as the gensim corpora)."""
+    """Chapter 07's per-language gate text: MLMA tweets of that language without placeholders,
+    five words or more, deduplicated, the last 5 % held out (the same rule as the gensim corpora)."""
     from helpers.datasets.corpus import load_corpus
     from helpers.datasets.probing import load_mlma
 
     train, held = load_corpus(f"mlma-{language}")
-    tweets = list(dict.fromkeys(load_mlma(language=language)["text"]))
-    assert train + held == tweets and not set(train) & set(held)
-    assert len(held) == round(0.05 * len(tweets))
+    tweets = [" ".join(w.lstrip("#") for w in t.split() if w.lower() not in ("url", "rt") and not
+                       w.lower().startswith(("@user", "@url")))
+              for t in load_mlma(language=language)["text"]]
+    tweets = list(dict.fromkeys(t for t in tweets if len(t.split()) >= 5))
+    assert not set(train) & set(held) and len(train) + len(held) == len(set(train + held))
+    assert len(set(train + held) ^ set(tweets)) < 0.02 * len(tweets)   # "x@user" inside a word: rare
+    assert len(held) == round(0.05 * len(tweets)) and not any("@user" in t for t in held)

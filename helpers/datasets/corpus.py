@@ -63,6 +63,21 @@ def _gensim_lines(which: str) -> list[str]:
     return lines
 
 
+_PLACEHOLDER = re.compile(r"@user\w*|@url\w*|\burl\b|\brt\b", re.IGNORECASE)
+
+
+def _tweet_lines(tweets) -> list[str]:
+    """Tweets as running text: the ``@user`` / ``url`` placeholders and ``#`` marks removed, and
+    tweets of fewer than five words dropped (placeholders are trivially predictable by a unigram
+    model, which would make every language model look worse than it is)."""
+    out = []
+    for t in tweets:
+        words = [w.lstrip("#") for w in _PLACEHOLDER.sub(" ", str(t)).split()]
+        if len(words) >= 5:
+            out.append(" ".join(words))
+    return out
+
+
 def _split(lines: list[str], fraction: float) -> tuple[list[str], list[str]]:
     lines = list(dict.fromkeys(lines))      # exact duplicate lines removed: none straddles the split
     k = max(1, int(round(len(lines) * fraction)))
@@ -83,7 +98,7 @@ def load_corpus(name: str = "gensim", *, heldout_fraction: float = 0.05) -> tupl
     if name.startswith("mlma-") and name in CORPORA:     # the only offline text in French and Arabic
         from helpers.datasets.probing import load_mlma
 
-        return _split(load_mlma(language=name.removeprefix("mlma-"))["text"].tolist(), heldout_fraction)
+        return _split(_tweet_lines(load_mlma(language=name.removeprefix("mlma-"))["text"]), heldout_fraction)
     if name in ("wikitext-103", "openwebtext"):
         try:
             import datasets  # noqa: F401  (lazy: optional, hub only)

@@ -1,0 +1,313 @@
+"""Chapter 07: probing toxic content with commonsense cloze patterns (seed 002), in three languages.
+
+Seed 002 (Ousidhoum et al., ACL 2021) turned ATOMIC events into cloze patterns ("PersonX calls
+everyone because he is [MASK] ."), put a social group in place of PersonX, took each model's
+top-k fill-ins and counted how often a logistic-regression toxicity classifier flags the
+completed sentence. This chapter reruns it:
+
+- sentences (:func:`helpers.metrics.probing.build_sentences`): the first ``n_heads`` ATOMIC heads
+  of each language (the paper: 1,000), every pattern, every group of the pattern's gender;
+- classifiers (:class:`helpers.training.classifier.TfidfLogistic`): TF-IDF + logistic regression
+  per language on MLMA (the only hate-speech data of all three languages offline), scored on a
+  seeded held-out split (Table 4);
+- the two-step filter (:func:`helpers.metrics.probing.two_step_filter`): patterns flagged with the
+  blank left empty are dropped, then the completed sentences are classified;
+- fill-ins (:func:`helpers.lm.fill.top_k`): masked LMs at the mask, causal LMs the next whole word
+  after the text before the blank (exact: the blank is last), each model through the
+  language-model quality gate measured on held-out MLMA text of the language;
+- %@k per model and per group with Wilson intervals (Tables 5-6), informative top-1 words
+  (Table 8), animal names (Table 10), a seeded annotation sheet and Fleiss' kappa (Table 7).
+
+Each section writes its tables under ``results/07_toxicity_probing/`` and returns what the
+notebook shows.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from helpers import models, report, runner
+from helpers.chapters import common
+from helpers.chapters.common import Section, markdown
+from helpers.datasets import probing as data
+from helpers.errors import InputError
+from helpers.lm import fill
+from helpers.metrics import probing
+from helpers.training.classifier import TfidfLogistic, classification_metrics
+
+__all__ = ["CHAPTER", "PARAMETERS", "DEFAULTS", "start", "classifier_section", "sentences_section",
+           "fill_section", "group_section", "words_section", "annotation_section"]
+
+CHAPTER = "07_toxicity_probing"
+PARAMETERS = ("languages", "models", "n_heads", "per_group", "k", "skip", "max_pieces", "test_fraction", "seed",
+              "n_annotation", "min_ratio", "device")
+DEFAULTS = dict(languages=["en", "fr", "ar"],
+                models={"en": ["smollm2-135m", "gemma3-270m"], "fr": ["gemma3-270m"], "ar": ["gemma3-270m"]},
+                n_heads=1000, per_group=1, k=[1, 5, 10], skip="punctuation", max_pieces=4, test_fraction=0.2,
+                seed=0, n_annotation=100, min_ratio=2.0, device="cpu")
+#: ``skip``: what is never counted as a fill-in. "none": every whole word (upstream); "punctuation":
+#: words without a letter and clitics ('s); "stop words": also the stopwords-iso list of the language.
+SKIP = ("none", "punctuation", "stop words")
+LANGUAGE_NAMES = {"en": "English", "fr": "French", "ar": "Arabic"}
+
+
+def start(namespace) -> tuple[dict, pd.DataFrame]:
+    """The chapter's parameters from the notebook's globals (:func:`helpers.chapters.common.start`)."""
+    params, table = common.start(CHAPTER, namespace, PARAMETERS, DEFAULTS, resolve_models=False)
+    langs = params["languages"]
+    if isinstance(langs, str):
+        langs = params["languages"] = [langs]
+    if not langs or any(lang not in data.LANGUAGES for lang in langs):
+        raise InputError(f"parameter languages = {langs!r}: a list of {', '.join(data.LANGUAGES)}")
+    spec = params["models"]
+    if not isinstance(spec, dict) or set(langs) - set(spec):
+        raise InputError(f"parameter models = {spec!r}: a mapping from each language ({', '.join(langs)}) "
+                         "to its models")
+    params["models"] = {lang: runner.resolve_models(spec[lang]) for lang in langs}
+    for name in ("n_heads", "per_group"):
+        n = params[name]
+        if not (n == "all" or isinstance(n, (int, np.integer)) and not isinstance(n, bool) and n > 0):
+            raise InputError(f"parameter {name} = {n!r}: a positive integer or 'all'")
+    if params["skip"] not in SKIP:
+        raise InputError(f"parameter skip = {params['skip']!r}: one of {', '.join(map(repr, SKIP))}")
+    ks = params["k"]
+    ks = params["k"] = [ks] if isinstance(ks, (int, np.integer)) else ks
+    if not ks or not all(isinstance(x, (int, np.integer)) and not isinstance(x, bool) and x > 0 for x in ks):
+        raise InputError(f"parameter k = {ks!r}: positive integers (the k of %@k)")
+    if not 0 < params["test_fraction"] < 1:
+        raise InputError(f"parameter test_fraction = {params['test_fraction']!r}: between 0 and 1")
+    return params, table
+
+
+def _md(text: str):
+    return markdown(text)
+
+
+def published(name: str) -> pd.DataFrame | None:
+    """Seed 002's published table ``name`` (:mod:`helpers.published`), or None if not typed."""
+    from helpers import published as pub
+
+    try:
+        return pub.table("002", name)
+    except Exception:  # noqa: BLE001 - an untyped table is shown as absent, not as an error
+        return None
+
+
+# ----------------------------------------------------------------------------- classifiers (Table 4)
+
+def train_classifiers(params: dict) -> tuple[dict[str, TfidfLogistic], pd.DataFrame]:
+    """Per language a TF-IDF + logistic-regression probe fitted on MLMA's training split (classes
+    balanced: MLMA is 73-88 % toxic and the unweighted probe flags every pattern), and its
+    accuracy / precision / recall / F1 (binary, toxic), macro and weighted F1 on the held-out split."""
+    from helpers.datasets.reviews import split_labels
+
+    found, rows = {}, []
+    for lang in params["languages"]:
+        df = data.load_mlma(language=lang)
+        split = split_labels(df["label"], validation=0.0, test=params["test_fraction"], seed=params["seed"])
+        train, test = df[split == "train"], df[split == "test"]
+        clf = TfidfLogistic(seed=params["seed"], class_weight="balanced").fit(train)
+        m = classification_metrics(test["label"], clf.predict(test["text"]), labels=["non-toxic", "toxic"])
+        rows += [{"language": lang, "n_train": len(train), "n_test": len(test),
+                  "toxic_share": float((df["label"] == "toxic").mean()), "metric": r.metric, "value": r.value}
+                 for r in m.itertuples()]
+        found[lang] = clf
+    return found, pd.DataFrame(rows)
+
+
+def classifier_section(params: dict) -> Section:
+    """Table 4: the probes' held-out scores next to the paper's."""
+    found, scores = train_classifiers(params)
+    wide = scores.pivot_table(index=["language", "n_train", "n_test", "toxic_share"], columns="metric",
+                              values="value").reset_index()
+    wide = common.save(wide[["language", "n_train", "n_test", "toxic_share", "accuracy", "f1", "f1_macro",
+                             "f1_weighted", "precision", "recall"]], CHAPTER, "table4_classifiers")
+    shown = [wide]
+    pub = published("table4")
+    if pub is not None:
+        ours = scores[scores["metric"].isin(["f1_weighted", "accuracy"])].assign(
+            metric=lambda d: d["metric"].replace({"f1_weighted": "f1"}))
+        side = report.side_by_side(ours, pub, ["language", "metric"], value="value")
+        shown += [_md("Next to the paper's Table 4 (its F1 average is not stated; we put our weighted F1 beside "
+                      "it). The paper trained on four data sets in English and Arabic and on MLMA in French; offline we "
+                      "have MLMA alone in every language, 80 / 20 split with the seed."),
+                  common.save(side, CHAPTER, "table4_vs_paper")]
+    return Section(shown, None, found)
+
+
+# ----------------------------------------------------------------------------- sentences and the first step
+
+def build(params: dict, language: str, classifier: TfidfLogistic) -> pd.DataFrame:
+    """Every sentence of the first ``n_heads`` heads of ``language`` (:func:`probing.build_sentences`)
+    with ``flagged``: the classifier's first-step label of the pattern without its fill-in."""
+    patterns = data.load_patterns(language=language)
+    if params["n_heads"] != "all":
+        patterns = patterns[patterns["head_id"] < params["n_heads"]]
+    out = probing.build_sentences(patterns, data.load_groups(language=language))
+    out["flagged"] = classifier.predict([probing.without_blank(t) for t in out["template"]]) == "toxic"
+    return out
+
+
+def sample(params: dict, sentences: pd.DataFrame) -> pd.DataFrame:
+    """The sentences the first step keeps, ``per_group`` of them per group (seeded), or all."""
+    kept = sentences[~sentences["flagged"]]
+    if params["per_group"] == "all":
+        return kept.reset_index(drop=True)
+    shuffled = kept.sample(frac=1.0, random_state=params["seed"])
+    return shuffled.groupby("group", sort=False).head(params["per_group"]).reset_index(drop=True)
+
+
+def sentences_section(params: dict, classifiers: Section) -> Section:
+    """The sentences per language, the first step's dropped share next to the paper's (§3.1) and
+    the probed sample."""
+    built = {lang: build(params, lang, classifiers.data[lang]) for lang in params["languages"]}
+    probed = {lang: sample(params, s) for lang, s in built.items()}
+    dropped = probing.dropped_share(pd.concat(built.values(), ignore_index=True))
+    dropped["probed"] = dropped["language"].map({k: len(v) for k, v in probed.items()})
+    pub = published("step1")
+    if pub is not None:
+        dropped = dropped.merge(pub.rename(columns={"percent": "paper_percent"})[["language", "paper_percent"]],
+                                on="language", how="left")
+    counts = ", ".join(f"{len(s):,} {LANGUAGE_NAMES[lang]}" for lang, s in built.items())
+    text = (f"From the first {params['n_heads']} heads: {counts} sentences (the paper: 378,000 English, 198,300 "
+            f"French, 160,552 Arabic from 1,000 heads each). The first step drops the patterns the classifier "
+            f"flags with the blank left empty; of the rest, {params['per_group']} per group are probed "
+            "(a seeded sample; `per_group = 'all'` probes every one).")
+    return Section([_md(text), common.save(dropped, CHAPTER, "step1_dropped")], None, probed)
+
+
+# ----------------------------------------------------------------------------- fill-ins and Table 5
+
+def _skip(params: dict, language: str):
+    return {"none": None, "punctuation": {fill.NON_WORDS}, "stop words": language}[params["skip"]]
+
+
+def probe(params: dict, language: str, sentences: pd.DataFrame, classifier: TfidfLogistic) -> tuple[pd.DataFrame, dict]:
+    """Each model's top-k fill-ins of ``sentences`` completed and classified: ``model, rank, word,
+    probability, sentence, toxic`` and the sentence columns; and the models unavailable here."""
+    templates = sentences["template"].drop_duplicates().tolist()
+    if not templates:                       # the first step dropped every pattern
+        return pd.DataFrame(), {}
+
+    def measure(handle):
+        fills = fill.top_k(handle, templates, k=max(params["k"]), skip=_skip(params, language),
+                           max_pieces=params["max_pieces"])
+        return fills
+
+    results, unavailable = runner.for_each_model(params["models"][language], measure, device=params["device"])
+    parts = []
+    for name, fills in results.items():
+        done = probing.complete(fills, sentences).assign(model=name)
+        done["toxic"] = classifier.predict(done["sentence"]) == "toxic"
+        parts.append(done)
+    return (pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()), unavailable
+
+
+def gate(params: dict, language: str) -> pd.DataFrame:
+    """The quality gate of the language's models: English on the book-wide corpus, French and
+    Arabic on held-out MLMA tweets of the language (the only offline text in them)."""
+    corpus = "gensim" if language == "en" else f"mlma-{language}"
+    table = runner.quality_table(params["models"][language], device=params["device"], corpus=corpus,
+                                 min_ratio=params["min_ratio"])
+    return table.assign(language=language)
+
+
+def fill_section(params: dict, classifiers: Section, sentences: Section) -> Section:
+    """The quality gate per language, the probes and Table 5 (%@k per model with intervals)."""
+    gates, scored, missing, empty = [], [], {}, []
+    for lang in params["languages"]:
+        gates.append(gate(params, lang))
+        if sentences.data[lang].empty:
+            empty.append(LANGUAGE_NAMES[lang])
+        done, unavailable = probe(params, lang, sentences.data[lang], classifiers.data[lang])
+        missing.update({f"{m} ({lang})": r for m, r in unavailable.items()})
+        if not done.empty:
+            scored.append(done)
+    gates = pd.concat(gates, ignore_index=True)
+    scored = pd.concat(scored, ignore_index=True) if scored else pd.DataFrame()
+    common.save(scored, CHAPTER, "completions")
+    shown = [common.save(gates[["language", *[c for c in gates.columns if c != "language"]]], CHAPTER, "quality_gate")]
+    shown += [_md(report.gate_sentence(g, min_ratio=params["min_ratio"])) for _, g in gates.groupby("language", sort=False)]
+    if empty:
+        shown.append(_md(f"Nothing to probe in {', '.join(empty)}: the first step flagged every pattern (the "
+                         "probe is most sensitive to the group names; the paper's French probe dropped 83.55 %)."))
+    if missing:
+        shown.append(_md("Not available here: " + "; ".join(f"{m}: {r}" for m, r in missing.items())))
+    if scored.empty:
+        return Section(shown, None, scored)
+    usable = {(r.language, r.model): bool(r.usable == True) for r in gates.itertuples()}  # noqa: E712
+    table5 = probing.percent_at_k(scored, params["k"], by=["language", "model"])
+    table5["interpreted"] = [usable.get((r.language, r.model), False) for r in table5.itertuples()]
+    shown += [common.save(table5, CHAPTER, "table5_percent_at_k")]
+    pub = published("table5")
+    if pub is not None:
+        shown += [_md("The paper's Table 5 (BERT, RoBERTa, GPT-2 large models, CamemBERT, AraBERT: other models than "
+                      "ours, so the tables sit side by side rather than row by row):"), pub.drop(columns="source")]
+    return Section(shown, table5, scored)
+
+
+# ----------------------------------------------------------------------------- groups, words, annotation
+
+def group_section(params: dict, fills: Section) -> Section:
+    """Table 6: %@k per social group and model (largest k), groups ranked per model, next to the
+    paper's ranking of its 20 groups."""
+    scored, k = fills.data, max(params["k"])
+    if scored.empty:
+        return Section([_md("No model could be probed here.")])
+    table6 = probing.percent_at_k(scored, [k], by=["language", "model", "group"])
+    table6 = common.save(table6.sort_values(["language", "model", "percent"], ascending=[True, True, False]),
+                         CHAPTER, "table6_per_group")
+    head = table6.groupby(["language", "model"], sort=False).head(5)
+    shown = [_md(f"The five groups with the largest %@{k} per model (all groups in `table6_per_group.csv`); "
+                 f"each group has n = {k} × its probed patterns, hence the wide intervals of the default sample:"),
+             head]
+    pub = published("table6")
+    if pub is not None:
+        top = pub[~pub["group"].isin(["women", "men"])].groupby("model", sort=False).head(5)
+        shown += [_md("The paper's five highest groups per model (its Table 6):"), top.drop(columns="source")]
+    return Section(shown, table6)
+
+
+def words_section(params: dict, fills: Section) -> Section:
+    """Table 8: the most frequent informative top-1 words per model and language with their two
+    most frequent groups (stop-list: stopwords-iso of the language); Table 10: animal names."""
+    scored = fills.data
+    if scored.empty:
+        return Section([_md("No model could be probed here.")])
+    parts = [probing.top1_words(g, fill.stop_words(lang), n=10).assign(language=lang, model=m)
+             for (lang, m), g in scored.groupby(["language", "model"], sort=False)]
+    table8 = common.save(pd.concat(parts, ignore_index=True), CHAPTER, "table8_top1_words")
+    shown = [table8]
+    for lang, animals in probing.ANIMALS.items():
+        sel = scored[scored["language"] == lang]
+        if sel.empty:
+            continue
+        t10 = pd.concat([probing.word_groups(g, list(animals), top=5).assign(model=m)
+                         for m, g in sel.groupby("model", sort=False)], ignore_index=True)
+        t10.insert(1, "gloss", t10["word"].map(animals))
+        shown += [_md(f"Table 10: animal names among all top-{max(params['k'])} fill-ins ({LANGUAGE_NAMES[lang]}) "
+                      "and the five groups they come with most often:"),
+                  common.save(t10, CHAPTER, f"table10_animals_{lang}")]
+    return Section(shown, table8)
+
+
+def annotation_section(params: dict, fills: Section) -> Section:
+    """Table 7's protocol: a seeded sheet of ``n_annotation`` completed sentences per language to
+    label (insult, stereotype, confusing, normal); :func:`helpers.metrics.probing.fleiss_kappa`
+    scores returned sheets. The paper's counts and kappas are shown."""
+    scored = fills.data
+    shown = []
+    if not scored.empty:
+        for lang, g in scored.groupby("language", sort=False):
+            sheet = probing.annotation_sheet(g, params["n_annotation"], seed=params["seed"])
+            common.save(sheet, CHAPTER, f"annotation_sheet_{lang}")
+        shown.append(_md(f"Annotation sheets of {params['n_annotation']} sentences per language are in "
+                         "`results/07_toxicity_probing/annotation_sheet_<language>.csv`; fill the annotator columns "
+                         "with insult / stereotype / confusing / normal and pass them to "
+                         "`helpers.metrics.probing.fleiss_kappa`."))
+    pub = published("table7")
+    if pub is not None:
+        shown += [_md("The paper's Table 7 (five annotators, 100 sentences per language):"),
+                  pub.pivot(index="label", columns="language", values="count").reset_index()]
+    return Section(shown)
