@@ -10,9 +10,15 @@ from helpers.errors import InputError
 from helpers.metrics import probing
 
 
+def test_one_model_list_serves_every_language(private_dirs):
+    params, _ = ch.start(dict(languages=["en", "ar"], models=["smollm2-135m"]))
+    assert list(params["models"]) == ["en", "ar"]
+    assert params["models"]["en"] == params["models"]["ar"] and len(params["models"]["en"]) == 1
+
+
 @pytest.mark.parametrize("override,message", [
     (dict(languages=["de"]), "languages"),                         # a language without patterns or a classifier
-    (dict(languages=["en"], models=["smollm2-135m"]), "mapping from each language"),
+    (dict(languages=["en"], models=[""]), "expected model names"),
     (dict(languages=["fr"], models={"en": ["smollm2-135m"]}), "mapping from each language"),
     (dict(per_group=0), "per_group"), (dict(n_heads="many"), "n_heads"), (dict(skip="some"), "skip"),
     (dict(k=[0, 5]), "positive integers"), (dict(test_fraction=1.5), "test_fraction"),

@@ -43,7 +43,7 @@ CHAPTER = "07_toxicity_probing"
 PARAMETERS = ("languages", "models", "n_heads", "per_group", "k", "skip", "max_pieces", "test_fraction", "seed",
               "n_annotation", "min_ratio", "device")
 DEFAULTS = dict(languages=["en", "fr", "ar"],
-                models={"en": ["smollm2-135m", "gemma3-270m"], "fr": ["gemma3-270m"], "ar": ["gemma3-270m"]},
+                models=["smollm2-135m", "gemma3-270m"],
                 n_heads=1000, per_group=1, k=[1, 5, 10], skip="punctuation", max_pieces=4, test_fraction=0.2,
                 seed=0, n_annotation=100, min_ratio=2.0, device="cpu")
 #: ``skip``: what is never counted as a fill-in. "none": every whole word (upstream); "punctuation":
@@ -61,9 +61,11 @@ def start(namespace) -> tuple[dict, pd.DataFrame]:
     if not langs or any(lang not in data.LANGUAGES for lang in langs):
         raise InputError(f"parameter languages = {langs!r}: a list of {', '.join(data.LANGUAGES)}")
     spec = params["models"]
-    if not isinstance(spec, dict) or set(langs) - set(spec):
-        raise InputError(f"parameter models = {spec!r}: a mapping from each language ({', '.join(langs)}) "
-                         "to its models")
+    if not isinstance(spec, dict):                      # one list (or profile name) for every language
+        spec = {lang: spec for lang in langs}
+    if set(langs) - set(spec):
+        raise InputError(f"parameter models = {spec!r}: a list of models for every language, or a mapping "
+                         f"from each language ({', '.join(langs)}) to its models")
     params["models"] = {lang: runner.resolve_models(spec[lang]) for lang in langs}
     for name in ("n_heads", "per_group"):
         n = params[name]
