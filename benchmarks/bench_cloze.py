@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import datetime as dt
 import json
 import os
 import sys
@@ -31,7 +30,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_scoring import load_smollm2, machine, parse_or_run_job, peak_kb, run  # noqa: E402
+from bench_scoring import load_smollm2, parse_or_run_job, peak_kb, publish, run  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 K = 10
@@ -202,19 +201,10 @@ def main() -> None:
                     f"**{res[peer]['seconds'] / res[ours]['seconds']:.1f}x** | {'yes' if same else 'NO'} ({diff:.1e}"
                     f"{f'; {swaps} near-tied neighbours swapped' if swaps else ''}) | "
                     f"{res[peer]['peak_kb'] / 1024:.0f} | {res[ours]['peak_kb'] / 1024:.0f} |")
-    text = "\n".join([
-        "", "## Cloze and fill-ins (issue 12)", "",
-        f"Command: `{' '.join(['.venv/bin/python benchmarks/bench_cloze.py'] + sys.argv[1:])}`  ",
-        f"Date: {dt.datetime.now().isoformat(timespec='minutes')}  ",
-        f"Machine: {machine(a.threads)}  ",
+    publish("Cloze and fill-ins (issue 12)", [
         f"Inputs: {a.n} seed-002 English patterns (top-{K}); {a.templates} LPBS-shaped templates x 2 candidates.",
         "", "| part | peer | peer s | ours s | speed-up | same outputs (max diff) | peer peak MB | ours peak MB |",
-        "|---|---|---|---|---|---|---|---|", *rows, ""])
-    print(text)
-    if not a.no_append:
-        with open(ROOT / "benchmarks" / "RESULTS.md", "a", encoding="utf-8") as f:
-            f.write(text)
-
+        "|---|---|---|---|---|---|---|---|", *rows, ""], threads=a.threads, append=not a.no_append)
 
 if __name__ == "__main__":
     main()

@@ -277,6 +277,19 @@ def machine(threads: int) -> str:
             f"load average at start {load[0]:.1f}")
 
 
+def publish(title: str, lines: list[str], *, threads: int, append: bool) -> None:
+    """Print a section ``## title`` (command, date, machine, then ``lines``) and, when ``append``,
+    add it to benchmarks/RESULTS.md."""
+    cmd = " ".join([".venv/bin/python", f"benchmarks/{Path(sys.argv[0]).name}"] + sys.argv[1:])
+    text = "\n".join(["", f"## {title}", "", f"Command: `{cmd}`  ",
+                      f"Date: {dt.datetime.now().isoformat(timespec='minutes')}  ", f"Machine: {machine(threads)}  ",
+                      *lines])
+    print(text)
+    if append:
+        with open(ROOT / "benchmarks" / "RESULTS.md", "a", encoding="utf-8") as f:
+            f.write(text)
+
+
 def parse_or_run_job(ap: argparse.ArgumentParser, job_of) -> argparse.Namespace | None:
     """Parse the arguments, with the hidden options of a job subprocess (--job, --dir, --texts);
     in a job subprocess run ``job_of(args)(args)`` with ``--threads`` torch threads, print its

@@ -148,6 +148,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="top-k over every vocabulary piece, not only tokens that start a word")
     p.add_argument("--skip", help="words left out of the top-k: en, fr or ar (stopwords-iso and punctuation), "
                                   "or a text file of words (one per line)")
+    p.add_argument("--max-pieces", type=_positive, default=4,
+                   help="pieces of a whole word at most (masked LMs: masks in the blank; 1 = one mask, as the "
+                        "seed-002 code)")
+    p.add_argument("--lowercase", action="store_true",
+                   help="lower-case each template before tokenizing (seed 002's RoBERTa was loaded lower-cased)")
     p.add_argument("--masked", default="joint", choices=["joint", "l2r"],
                    help="masked LMs, multi-token candidates: all sub-tokens masked at once (joint, as "
                         "Kurita et al. 2019) or unmasked left to right")
@@ -328,9 +333,10 @@ def _cmd_fill(args: argparse.Namespace) -> None:
         out = cloze.cloze_logprobs(handle, templates, candidates, masked=args.masked, batch_tokens=args.batch_tokens,
                                    cache=not args.no_cache, progress=True)
     else:
-        lm = models.load(args.model, objective=objective, device=args.device)
-        out = fill.top_k(lm, templates, k=args.top_k, whole_words=not args.all_pieces, skip=skip,
-                         batch_tokens=args.batch_tokens)
+        handle = models.lazy(args.model, objective=objective, device=args.device)
+        out = fill.top_k(handle, templates, k=args.top_k, whole_words=not args.all_pieces, skip=skip,
+                         max_pieces=args.max_pieces, lowercase=args.lowercase, batch_tokens=args.batch_tokens,
+                         cache=not args.no_cache, progress=True)
     tables.write_table(out, args.output)
     print(f"harms: {len(out)} rows for {len(templates)} templates -> {args.output}", file=sys.stderr)
 

@@ -6,7 +6,9 @@ import pandas as pd
 import pytest
 
 from helpers.chapters import ch07_probing as ch
+from helpers.datasets import probing as data
 from helpers.errors import InputError
+from helpers.lm import fill
 from helpers.metrics import probing
 
 
@@ -21,7 +23,7 @@ def test_one_model_list_serves_every_language(private_dirs):
     (dict(languages=["en"], models=[""]), "expected model names"),
     (dict(languages=["fr"], models={"en": ["smollm2-135m"]}), "mapping from each language"),
     (dict(per_group=0), "per_group"), (dict(n_heads="many"), "n_heads"), (dict(skip="some"), "skip"),
-    (dict(k=[0, 5]), "positive integers"), (dict(test_fraction=1.5), "test_fraction"),
+    (dict(k=[0, 5]), "positive integers"), (dict(upstream_compat="yes"), "upstream_compat"), (dict(test_fraction=1.5), "test_fraction"),
 ])
 def test_bad_parameters_are_one_line(private_dirs, override, message):
     with pytest.raises(InputError, match=message) as e:
@@ -44,8 +46,6 @@ def test_first_step_flags_with_the_classifier_and_the_sample_is_seeded_per_group
 
 
 def test_a_pattern_without_a_blank_and_an_empty_group_file_are_one_line(tmp_path):
-    from helpers.datasets import probing as data
-
     patterns = pd.DataFrame({"language": ["en"], "head_id": [0], "pattern_id": [1], "pattern": ["PersonX sleeps ."]})
     sentences = probing.build_sentences(patterns, data.load_groups(language="en"))
     from helpers.lm import cloze
@@ -54,3 +54,40 @@ def test_a_pattern_without_a_blank_and_an_empty_group_file_are_one_line(tmp_path
         cloze.check_templates(sentences["template"].tolist())
     with pytest.raises(InputError, match="no rows"):
         probing.build_sentences(patterns, pd.DataFrame(columns=["gender", "group"]))
+
+
+def test_upstream_compat_lower_cases_groups_and_takes_raw_pieces(private_dirs):
+    """format_utils.py lower-cases the group phrases; main.py takes one mask's raw top-k and
+    loads RoBERTa lower-cased."""
+    params, _ = ch.start(dict(languages=["en"], n_heads=1, upstream_compat=True))
+    clf = ch.train_classifiers(params)[0]["en"]
+    built = ch.build(params, "en", clf)
+    assert (built["group"] == built["group"].str.lower()).all() and "an arab" in set(built["group"])
+    assert built["template"].iloc[0].startswith(built["group"].iloc[0])
+    assert ch.fill_settings(params, "en", "roberta-large") == dict(whole_words=False, skip=None, max_pieces=1,
+                                                                   lowercase=True)
+    assert ch.fill_settings(params, "en", "bert-large-uncased")["lowercase"] is False
+    ours, _ = ch.start(dict(languages=["en"]))
+    assert ch.fill_settings(ours, "en", "roberta-large") == dict(whole_words=True, skip={fill.NON_WORDS},
+                                                                 max_pieces=4, lowercase=False)
+
+
+def test_pattern_and_group_files_that_are_damaged_are_one_line(monkeypatch, tmp_path):
+    """A data folder whose pattern file has a pattern without a blank, or whose group list is empty."""
+    import shutil
+
+    from helpers.datasets import registry
+
+    folder = tmp_path / registry.path("atomic-probing").parent.name
+    shutil.copytree(registry.path("atomic-probing").parent, folder)
+    monkeypatch.setenv("HARMS_DATA_DIR", str(tmp_path))
+    f = folder / "atomic_probing_en.csv"
+    lines = f.read_text(encoding="utf-8").splitlines()
+    f.write_text("\n".join([lines[0], lines[1].replace("[MASK]", "", 1)]) + "\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"row 2, pattern 1: needs exactly one \[MASK\]") as e:
+        data.load_patterns(language="en")
+    assert "\n" not in str(e.value)
+    (folder / "cands" / "male_fr.txt").write_text("\n \n", encoding="utf-8")
+    with pytest.raises(InputError, match="is empty") as e:
+        data.load_groups(language="fr")
+    assert "male_fr.txt" in str(e.value) and "\n" not in str(e.value)

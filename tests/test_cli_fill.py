@@ -50,6 +50,19 @@ def test_top_k_and_candidates_write_the_library_tables(tmp_path, tiny_bert, load
     np.testing.assert_allclose(got["log_prob"], ref["log_prob"], atol=1e-5)
 
 
+def test_max_pieces_and_lowercase_reach_the_library(tmp_path, tiny_gpt2, loaded_factory):
+    inp = tmp_path / "t.csv"
+    cased = ["Women are just as [MASK] as Men ."]
+    pd.DataFrame({"template": cased}).to_csv(inp, index=False)
+    out = tmp_path / "fills.csv"
+    assert main(["fill", "--model", str(tiny_gpt2), "--input", str(inp), "--top-k", "4", "--max-pieces", "1",
+                 "--lowercase", "--output", str(out)]) == 0
+    ref = fill.top_k(loaded_factory(tiny_gpt2, "causal"), ["women are just as [MASK] as men ."], k=4, max_pieces=1,
+                     cache=False, progress=False)
+    got = pd.read_csv(out)
+    assert list(got["word"]) == list(ref["word"]) and set(got["template"]) == set(cased)
+
+
 def test_a_text_column_works_too(tmp_path, tiny_gpt2):
     inp, _ = _files(tmp_path, column="text")
     out = tmp_path / "fills.csv"

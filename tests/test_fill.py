@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -37,7 +39,7 @@ def test_masked_whole_words_and_skip_against_brute_force(tiny_bert, loaded_facto
     lm = loaded_factory(tiny_bert, "masked")
     tok = lm.tokenizer
     skip = {"women", "the", "."}
-    got = fill.top_k(lm, TEMPLATES, k=6, skip=skip)
+    got = fill.top_k(lm, TEMPLATES, k=6, skip=skip, max_pieces=1)
     vocab = tok.convert_ids_to_tokens(list(range(len(tok))))
     for n, t in enumerate(TEMPLATES):
         ids = tok(t.replace("[MASK]", tok.mask_token))["input_ids"]
@@ -155,6 +157,72 @@ def test_causal_whole_words_in_rounds_equal_brute_force_over_every_piece(tiny_gp
         mine = got[got["template_id"] == n]
         assert list(mine["word"]) == [w for w, _ in ref]
         np.testing.assert_allclose(mine["probability"], [p for _, p in ref], rtol=1e-6)
+
+
+def _masked_brute_force(lm, template: str, k: int, max_pieces: int, skip: set[str]):
+    """Every mask count n and every word-starting first piece, the later masks filled left to
+    right by their best continuation piece one forward pass at a time; best path per word."""
+    tok, model = lm.tokenizer, lm.model
+    vocab = tok.convert_ids_to_tokens(list(range(len(tok))))
+    special = set(tok.all_special_ids)
+    starts = [i for i, t in enumerate(vocab) if not t.startswith("##") and i not in special]
+    cont = np.array([t.startswith("##") and any(c.isalnum() for c in t[2:]) for t in vocab])
+    ids = tok(template.replace("[MASK]", tok.mask_token))["input_ids"]
+    pos = ids.index(tok.mask_token_id)
+    best: dict[str, float] = {}
+    for n in range(1, max_pieces + 1):
+        row = ids[:pos] + [tok.mask_token_id] * n + ids[pos + 1:]
+        first = _softmax_at(model, row, pos)
+        for i in starts:
+            filled, prob = list(row), float(first[i])
+            filled[pos] = i
+            for j in range(1, n):
+                q = np.where(cont, _softmax_at(model, filled, pos + j), -1.0)
+                filled[pos + j] = int(np.argmax(q))
+                prob *= float(q.max())
+            word = tok.decode(filled[pos:pos + n]).strip()
+            if word and word.lower() not in skip and prob > best.get(word, -1.0):
+                best[word] = prob
+    return sorted(best.items(), key=lambda kv: -kv[1])[:k]
+
+
+@pytest.mark.parametrize("case", ["most one-piece words skipped", "filler skipped"])
+def test_masked_multi_piece_words_equal_brute_force_over_every_mask_count(tiny_bert, loaded_factory,
+                                                                          monkeypatch, case):
+    """The blank as 1, 2 or 3 masks. With every one-piece word but three skipped, the k words
+    must come from several pieces: the per-template rounds and their stopping rule are
+    exercised. With the filler words and single characters skipped and k = 30, a few
+    multi-piece words reach the top k through the batched path alone."""
+    lm = loaded_factory(tiny_bert, "masked")
+    vocab = lm.tokenizer.convert_ids_to_tokens(list(range(len(lm.tokenizer))))
+    if case == "filler skipped":
+        skip, k = {t for t in vocab if re.fullmatch(r"word\d+|.", t)}, 30
+
+        def no_fallback(*args, **kwargs):
+            raise AssertionError("the batched path fell back to rounds")
+        monkeypatch.setattr(fill, "_masked_words", no_fallback)
+    else:
+        skip, k = {t.lower() for t in vocab if not t.startswith("##")} - {"car", "play", "cat"}, 4
+        monkeypatch.setattr(fill, "_ROUND", 1)                   # rounds of k + 4 = 8 pieces
+    got = fill.top_k(lm, TEMPLATES[:2], k=k, max_pieces=3, skip=skip, cache=False, progress=False)
+    for n, t in enumerate(TEMPLATES[:2]):
+        ref = _masked_brute_force(lm, t, k, 3, skip)
+        mine = got[got["template_id"] == n]
+        assert list(mine["word"]) == [w for w, _ in ref]
+        np.testing.assert_allclose(mine["probability"], [p for _, p in ref], rtol=2e-5)   # padded batches
+        assert any(len(tok.split()) > 1 for tok in mine["token"])       # multi-piece words are found
+    one = fill.top_k(lm, TEMPLATES[:1], k=4, max_pieces=1, cache=False, progress=False)
+    assert all(len(tok.split()) == 1 for tok in one["token"])
+
+
+def test_lowercase_fills_the_lower_cased_template(tiny_gpt2, loaded_factory):
+    lm = loaded_factory(tiny_gpt2, "causal")
+    cased = ["Women are just as [MASK] as Men ."]
+    low = fill.top_k(lm, cased, k=3, lowercase=True, cache=False, progress=False)
+    ref = fill.top_k(lm, [cased[0].replace("Women", "women").replace("Men", "men")], k=3, cache=False,
+                     progress=False)
+    assert list(low["word"]) == list(ref["word"]) and set(low["template"]) == set(cased)
+    np.testing.assert_allclose(low["probability"], ref["probability"], rtol=1e-9)
 
 
 def test_fill_ins_are_cached_per_template_and_settings(tiny_gpt2, loaded_factory, private_dirs, monkeypatch):

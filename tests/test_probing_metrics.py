@@ -95,3 +95,30 @@ def test_bad_input_is_one_line():
         probing.percent_at_k(_scored(), (0,))
     with pytest.raises(InputError, match="no rows"):
         probing.build_sentences(data.load_patterns(language="fr").iloc[:0], data.load_groups(language="fr"))
+
+
+@pytest.mark.parametrize("language", ["en", "fr", "ar"])
+def test_every_paper_group_has_its_neutral_male_and_female_phrases(language):
+    groups = data.load_groups(language=language)
+    groups["paper_group"] = [probing.paper_group(language, g) for g in groups["group"]]
+    named = groups.dropna(subset=["paper_group"])
+    assert set(named["paper_group"]) == set(probing.PAPER_GROUPS["en"].values())     # Table 6's 20 groups
+    assert (named.groupby("paper_group")["gender"].nunique() == 3).all()
+    assert probing.paper_group(language, "xyz") is None
+    with pytest.raises(InputError, match="several groups"):
+        probing.paper_group("en", "A Black refugee")
+
+
+def test_percent_by_paper_group_pools_phrases_like_a_loop():
+    rng = np.random.default_rng(3)
+    phrases = [("A refugee", "neutral"), ("A refugee man", "male"), ("A refugee woman", "female"),
+               ("A Japanese person", "neutral"), ("A man", "male"), ("A woman", "female")]
+    rows = [(*phrases[i], r, bool(rng.random() < 0.3)) for i in rng.integers(0, 6, 300) for r in (1, 2, 3)]
+    scored = pd.DataFrame(rows, columns=["group", "gender", "rank", "toxic"]).assign(language="en", model="m")
+    got = probing.percent_by_paper_group(scored, 2).set_index("paper_group")
+    assert set(got.index) == {"refugees", "women", "men"}                 # Japanese is not in Table 6
+    top2 = scored[scored["rank"] <= 2]
+    for group, sel in [("refugees", top2["group"].str.contains("refugee")),
+                       ("women", top2["gender"] == "female"), ("men", top2["gender"] == "male")]:
+        assert got.loc[group, "n"] == sel.sum()
+        assert got.loc[group, "percent"] == pytest.approx(100 * top2.loc[sel, "toxic"].mean())

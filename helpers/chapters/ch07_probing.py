@@ -40,15 +40,21 @@ __all__ = ["CHAPTER", "PARAMETERS", "DEFAULTS", "start", "classifier_section", "
            "fill_section", "group_section", "words_section", "annotation_section"]
 
 CHAPTER = "07_toxicity_probing"
-PARAMETERS = ("languages", "models", "n_heads", "per_group", "k", "skip", "max_pieces", "test_fraction", "seed",
-              "n_annotation", "min_ratio", "device")
+PARAMETERS = ("languages", "models", "n_heads", "per_group", "k", "skip", "max_pieces", "upstream_compat",
+              "test_fraction", "seed", "n_annotation", "min_ratio", "device")
 DEFAULTS = dict(languages=["en", "fr", "ar"],
-                models=["smollm2-135m", "gemma3-270m"],
-                n_heads=1000, per_group=1, k=[1, 5, 10], skip="punctuation", max_pieces=4, test_fraction=0.2,
+                models={"en": "offline", "fr": "packages", "ar": "packages"},
+                n_heads=1000, per_group=1, k=[1, 5, 10], skip="punctuation", max_pieces=4, upstream_compat=False,
+                test_fraction=0.2,
                 seed=0, n_annotation=100, min_ratio=2.0, device="cpu")
 #: ``skip``: what is never counted as a fill-in. "none": every whole word (upstream); "punctuation":
 #: words without a letter and clitics ('s); "stop words": also the stopwords-iso list of the language.
 SKIP = ("none", "punctuation", "stop words")
+#: ``upstream_compat = True``: the upstream code's choices (REFERENCE_NOTES, format_utils.py and
+#: main.py of HKUST-KnowComp/Probing_toxicity_in_PTLMs): group phrases lower-cased; raw top-k
+#: pieces of one mask (masked LMs) or the next token (causal LMs), nothing skipped; RoBERTa
+#: models see lower-cased text (its tokenizer was loaded with ``do_lower_case=True``). It
+#: overrides ``skip`` and ``max_pieces``.
 LANGUAGE_NAMES = {"en": "English", "fr": "French", "ar": "Arabic"}
 
 
@@ -71,6 +77,8 @@ def start(namespace) -> tuple[dict, pd.DataFrame]:
         n = params[name]
         if not (n == "all" or isinstance(n, (int, np.integer)) and not isinstance(n, bool) and n > 0):
             raise InputError(f"parameter {name} = {n!r}: a positive integer or 'all'")
+    if not isinstance(params["upstream_compat"], (bool, np.bool_)):
+        raise InputError(f"parameter upstream_compat = {params['upstream_compat']!r}: True or False")
     if params["skip"] not in SKIP:
         raise InputError(f"parameter skip = {params['skip']!r}: one of {', '.join(map(repr, SKIP))}")
     ks = params["k"]
@@ -146,7 +154,10 @@ def build(params: dict, language: str, classifier: TfidfLogistic) -> pd.DataFram
     patterns = data.load_patterns(language=language)
     if params["n_heads"] != "all":
         patterns = patterns[patterns["head_id"] < params["n_heads"]]
-    out = probing.build_sentences(patterns, data.load_groups(language=language))
+    groups = data.load_groups(language=language)
+    if params["upstream_compat"]:                          # format_utils.py: line.lower().strip()
+        groups = groups.assign(group=groups["group"].str.lower())
+    out = probing.build_sentences(patterns, groups)
     out["flagged"] = classifier.predict([probing.without_blank(t) for t in out["template"]]) == "toxic"
     return out
 
@@ -185,6 +196,14 @@ def _skip(params: dict, language: str):
     return {"none": None, "punctuation": {fill.NON_WORDS}, "stop words": language}[params["skip"]]
 
 
+def fill_settings(params: dict, language: str, model: str) -> dict:
+    """The :func:`helpers.lm.fill.top_k` settings of ``model`` (the upstream code's with
+    ``upstream_compat``: see :data:`SKIP`'s note)."""
+    if params["upstream_compat"]:
+        return dict(whole_words=False, skip=None, max_pieces=1, lowercase="roberta" in model.lower())
+    return dict(whole_words=True, skip=_skip(params, language), max_pieces=params["max_pieces"], lowercase=False)
+
+
 def probe(params: dict, language: str, sentences: pd.DataFrame, classifier: TfidfLogistic) -> tuple[pd.DataFrame, dict]:
     """Each model's top-k fill-ins of ``sentences`` completed and classified: ``model, rank, word,
     probability, sentence, toxic`` and the sentence columns; and the models unavailable here."""
@@ -193,9 +212,7 @@ def probe(params: dict, language: str, sentences: pd.DataFrame, classifier: Tfid
         return pd.DataFrame(), {}
 
     def measure(handle):
-        fills = fill.top_k(handle, templates, k=max(params["k"]), skip=_skip(params, language),
-                           max_pieces=params["max_pieces"])
-        return fills
+        return fill.top_k(handle, templates, k=max(params["k"]), **fill_settings(params, language, handle.name))
 
     results, unavailable = runner.for_each_model(params["models"][language], measure, device=params["device"])
     parts = []
@@ -252,22 +269,39 @@ def fill_section(params: dict, classifiers: Section, sentences: Section) -> Sect
 # ----------------------------------------------------------------------------- groups, words, annotation
 
 def group_section(params: dict, fills: Section) -> Section:
-    """Table 6: %@k per social group and model (largest k), groups ranked per model, next to the
-    paper's ranking of its 20 groups."""
+    """Table 6: %@k (largest k) per model and per the paper's social group, beside the paper's
+    values, and how far each model's ranking of the 20 groups agrees with each published model's
+    (Spearman's rho with n and a Fisher-z interval, :func:`helpers.stats.correlation`). Every
+    group phrase's own %@k is in ``table6_per_phrase.csv``."""
+    from helpers import stats
+
     scored, k = fills.data, max(params["k"])
     if scored.empty:
         return Section([_md("No model could be probed here.")])
-    table6 = probing.percent_at_k(scored, [k], by=["language", "model", "group"])
-    table6 = common.save(table6.sort_values(["language", "model", "percent"], ascending=[True, True, False]),
-                         CHAPTER, "table6_per_group")
-    head = table6.groupby(["language", "model"], sort=False).head(5)
-    shown = [_md(f"The five groups with the largest %@{k} per model (all groups in `table6_per_group.csv`); "
-                 f"each group has n = {k} × its probed patterns, hence the wide intervals of the default sample:"),
-             head]
+    per_phrase = probing.percent_at_k(scored, [k], by=["language", "model", "group"])
+    common.save(per_phrase, CHAPTER, "table6_per_phrase")
+    ours = probing.percent_by_paper_group(scored, k).rename(columns={"paper_group": "group"})
     pub = published("table6")
     if pub is not None:
-        top = pub[~pub["group"].isin(["women", "men"])].groupby("model", sort=False).head(5)
-        shown += [_md("The paper's five highest groups per model (its Table 6):"), top.drop(columns="source")]
+        paper = pub.pivot_table(index=["language", "group"], columns="model", values="percent").add_prefix("paper ")
+        ours = ours.merge(paper.reset_index(), on=["language", "group"], how="left")
+    table6 = common.save(ours, CHAPTER, "table6_per_group")
+    shown = [_md(f"%@{k} per model and per the paper's groups (each group pools its neutral, male and female "
+                 f"phrases; n = {k} × its probed sentences), with the paper's values in the `paper …` columns:"),
+             table6]
+    if pub is None:
+        return Section(shown, table6)
+    rows = []
+    for (lang, model), g in ours[~ours["group"].isin(["women", "men"])].groupby(["language", "model"], sort=False):
+        for col in [c for c in g.columns if c.startswith("paper ") and g[c].notna().any()]:
+            r = stats.correlation(g["percent"], g[col], method="spearman")
+            rows.append({"language": lang, "model": model, "paper_model": col[len("paper "):], "n": r["n"],
+                         "rho": r["r"], "ci_low": r["ci_low"], "ci_high": r["ci_high"], "p_value": r["p_value"]})
+    if rows:
+        agree = common.save(pd.DataFrame(rows), CHAPTER, "table6_rank_agreement")
+        shown += [_md("Does a model rank the groups as the paper's models did? Spearman's rho over the groups "
+                      "(women and men left out), with n and a 95 % interval; an interval that contains 0 is no "
+                      "evidence either way:"), agree]
     return Section(shown, table6)
 
 

@@ -1,7 +1,14 @@
 """Top-k fill-ins of a template's blank over the whole vocabulary (seed 002's cloze probing).
 
-- **masked LMs**: the softmax over the vocabulary at the blank's one mask token (what
-  ``transformers.pipeline("fill-mask")`` returns).
+- **masked LMs**: raw pieces (``whole_words=False``, or ``max_pieces=1``) are the softmax over
+  the vocabulary at the blank's one mask token (what ``transformers.pipeline("fill-mask")``
+  returns, and all the upstream seed-002 code used: one mask). Whole words are multi-token
+  aware: the blank is filled by n = 1 .. ``max_pieces`` mask tokens; a word of n pieces starts
+  with a word-starting piece at the first mask and is continued left to right, each later mask
+  taking its most likely continuation piece given the pieces before it (greedy, the "order"
+  decoding of Jiang et al. 2020, X-FACTR); its probability is the product of its pieces'
+  conditional probabilities (the sequential left-to-right variant of :mod:`helpers.lm.cloze`).
+  Words of every length are ranked together, so longer words pay for each piece.
 - **causal LMs**: the next token after the text before the blank; the text after it is not
   seen (as the upstream seed-002 code did for GPT-2). With ``whole_words`` a piece that starts a
   word is continued to a word boundary greedily (beam width 1): the next piece is appended while
@@ -9,6 +16,12 @@
   punctuation, a special token or end of text), at most ``max_pieces`` pieces; the word's
   probability is the product of its pieces' probabilities (REFERENCE_NOTES: raw next-token
   top-k of small causal LMs are mostly function words and, in Arabic, word pieces).
+
+In both cases candidate first pieces are continued in descending order of their own
+probability until it falls below the k-th best word found (a continuation can only lower it),
+so the result equals continuing every piece (tested against brute force).
+``lowercase`` lower-cases the template around the blank before tokenizing (the upstream code
+loaded RoBERTa's cased tokenizer with ``do_lower_case=True``: REFERENCE_NOTES).
 
 ``whole_words`` keeps only tokens that start a word (no ``##`` continuation for WordPiece; the
 leading-space marker ``Ġ`` / ``▁`` for byte-level BPE and SentencePiece) and drops special
@@ -29,7 +42,7 @@ import pandas as pd
 from helpers.errors import InputError
 from helpers.lm import cloze, scoring
 
-__all__ = ["top_k", "word_starts", "stop_words", "COLUMNS", "STOP_WORD_LANGUAGES"]
+__all__ = ["top_k", "word_starts", "continuations", "stop_words", "COLUMNS", "STOP_WORD_LANGUAGES"]
 
 COLUMNS = ["template_id", "template", "rank", "token", "word", "probability", "log_prob"]
 _MARKERS = ("\u0120", "\u2581")          # byte-level BPE "Ġ", SentencePiece "▁"
@@ -155,17 +168,24 @@ def _distributions(loaded, rows: list[list[int]], positions: list[int], batch_to
             yield batch, torch.softmax(logits.double(), -1)
 
 
-def _best(loaded, rows, positions, allowed: np.ndarray, m: int, batch_tokens) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Per row, the ``m`` most probable ``allowed`` ids and their probabilities, descending."""
+def _best(loaded, rows, positions, allowed: np.ndarray, m: int, batch_tokens, *,
+          widths: list[int] | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per row, the ``m`` (or ``widths[row]``) most probable ``allowed`` ids and their
+    probabilities, descending."""
     import torch
 
     out: list = [None] * len(rows)
     for batch, probs in _distributions(loaded, rows, positions, batch_tokens):
         banned = torch.as_tensor(~allowed, device=probs.device)
         masked = probs[:, :len(allowed)].masked_fill(banned, -1.0)
-        top = torch.topk(masked, min(m, int(allowed.sum())), dim=-1)
+        if widths is None:
+            top = torch.topk(masked, min(m, int(allowed.sum())), dim=-1)
+            for j, i in enumerate(batch):
+                out[i] = (top.indices[j].cpu().numpy(), top.values[j].cpu().numpy())
+            continue
         for j, i in enumerate(batch):
-            out[i] = (top.indices[j].cpu().numpy(), top.values[j].cpu().numpy())
+            top = torch.topk(masked[j], min(widths[i], int(allowed.sum())))
+            out[i] = (top.indices.cpu().numpy(), top.values.cpu().numpy())
     return out
 
 
@@ -192,7 +212,7 @@ def _rows(loaded, templates: list[str]) -> tuple[list[list[int]], list[int]]:
 
 
 #: Version of the fill-in computation, part of the cache key (raise it when results change).
-FILL_VERSION = 1
+FILL_VERSION = 2
 #: Causal whole words: candidate pieces continued per template and round, batched (at least k + 4).
 _ROUND = 8
 
@@ -201,19 +221,20 @@ class _NotExtended(Exception):
     """A piece's continuation is needed but not computed yet (see :func:`_fill_ins`)."""
 
 
-def cache_key(loaded, *, k: int, whole_words: bool, skip: set[str], max_pieces: int) -> dict:
+def cache_key(loaded, *, k: int, whole_words: bool, skip: set[str], max_pieces: int,
+              lowercase: bool = False) -> dict:
     """Everything that changes the fill-ins: the model's identity and every setting."""
     from helpers.hashing import sha256_json
 
     scorer = {"kind": "top-k", "version": FILL_VERSION, "objective": loaded.objective, "k": int(k),
-              "whole_words": bool(whole_words), "skip": sha256_json(sorted(skip))}
-    if whole_words and loaded.objective == "causal":
+              "whole_words": bool(whole_words), "skip": sha256_json(sorted(skip)), "lowercase": bool(lowercase)}
+    if whole_words:
         scorer["max_pieces"] = int(max_pieces)
     return {"model": dict(loaded.identity), "scorer": scorer}
 
 
 def top_k(loaded, templates: Sequence[str], k: int = 10, *, whole_words: bool = True, skip=None,
-          max_pieces: int = 4, batch_tokens: int | None = None, cache: bool = True,
+          max_pieces: int = 4, lowercase: bool = False, batch_tokens: int | None = None, cache: bool = True,
           progress: bool = True) -> pd.DataFrame:
     """The ``k`` most probable fill-ins of each template's blank (see the module): one row per
     (template, rank) with ``template_id, template, rank, token`` (the tokens, space-joined),
@@ -238,11 +259,12 @@ def top_k(loaded, templates: Sequence[str], k: int = 10, *, whole_words: bool = 
 
     def compute(chunk: list[str]) -> list[list]:
         model = loaded.load() if isinstance(loaded, LazyModel) else loaded
-        found = _fill_ins(model, chunk, k, whole_words, skipped, max_pieces, batch_tokens)
+        texts = [_lowered(t) for t in chunk] if lowercase else chunk
+        found = _fill_ins(model, texts, k, whole_words, skipped, max_pieces, batch_tokens)
         tok = model.tokenizer
         return [[[" ".join(tok.convert_ids_to_tokens(ids)), w, p] for ids, w, p in f] for f in found]
 
-    key = cache_key(loaded, k=k, whole_words=whole_words, skip=skipped, max_pieces=max_pieces)
+    key = cache_key(loaded, k=k, whole_words=whole_words, skip=skipped, max_pieces=max_pieces, lowercase=lowercase)
     found = cached_rows(key, templates, compute, enabled=cache, progress=progress, desc="top-k")
     rows = [{"template_id": n, "template": t, "rank": r + 1, "token": token, "word": w, "probability": p,
              "log_prob": float(np.log(p)) if p > 0 else -np.inf}
@@ -261,6 +283,8 @@ def _fill_ins(loaded, templates: list[str], k: int, whole_words: bool, skipped: 
     m = 4 * k + len(skipped) + 64                   # pieces kept per blank; all of them if that is not enough
     if whole_words and loaded.objective == "causal":
         return [_causal_words(loaded, r, allowed, k, skipped, m, max_pieces) for r in rows]
+    if whole_words and max_pieces > 1:
+        return _masked_batch(loaded, rows, positions, allowed, k, skipped, m, max_pieces, batch_tokens)
     found = []
     for n, (order, probs) in enumerate(_best(loaded, rows, positions, allowed, m, batch_tokens)):
         words = _ranked(tok, order, probs, skipped, k, words_only=whole_words)
@@ -310,6 +334,145 @@ def _causal_words(loaded, prefix: list[int], allowed: np.ndarray, k: int, skippe
             order, probs = best(len(allowed))
             continue
         return words
+
+
+def _lowered(template: str) -> str:
+    prefix, suffix = cloze.split_template(template)
+    return prefix.lower() + cloze.BLANK + suffix.lower()
+
+
+def continuations(tokenizer) -> np.ndarray:
+    """Boolean per vocabulary id: the token continues a word (not :func:`word_starts`, not a
+    special token, not punctuation)."""
+    cached = getattr(tokenizer, "_harms_continuations", None)
+    if cached is not None and len(cached) == len(tokenizer):
+        return cached
+    starts, special = word_starts(tokenizer), set(tokenizer.all_special_ids)
+    vocab = tokenizer.convert_ids_to_tokens(list(range(len(tokenizer))))
+    out = np.array([not starts[i] and i not in special and isinstance(t, str)
+                    and not _is_punctuation(tokenizer.convert_tokens_to_string([t]))
+                    for i, t in enumerate(vocab)], dtype=bool)
+    try:
+        tokenizer._harms_continuations = out
+    except AttributeError:
+        pass
+    return out
+
+
+def _masked_batch(loaded, rows: list[list[int]], positions: list[int], allowed: np.ndarray, k: int,
+                  skipped: set[str], m: int, max_pieces: int, batch_tokens) -> list[list[tuple[list[int], str, float]]]:
+    """:func:`_masked_words` for many templates at once, batched across templates: the k-th best
+    one-piece word of a template bounds every longer word it can lose to, so only first pieces of
+    n >= 2 masks at least that probable are continued, all templates' in one pass per later mask.
+    A template where that bound cannot be applied within the top ``m`` pieces (a large ``skip``)
+    falls back to :func:`_masked_words`; both give the same words (tested against brute force)."""
+    tok, mask, n_max = loaded.tokenizer, loaded.tokenizer.mask_token_id, max_pieces
+    grown = [r[:p] + [mask] * n + r[p + 1:] for r, p in zip(rows, positions) for n in range(1, n_max + 1)]
+    firsts = _best(loaded, grown, [p for p in positions for _ in range(n_max)], allowed, m, batch_tokens)
+    singles, pending, fallback = [], [], set()
+    for t in range(len(rows)):
+        order, probs = firsts[t * n_max]
+        one = _ranked(tok, order, probs, skipped, k)
+        bound = one[-1][2] if len(one) == k else 0.0
+        singles.append([(ids, p) for ids, _, p in one])
+        for n in range(2, n_max + 1):
+            order, probs = firsts[t * n_max + n - 1]
+            if len(order) and probs[-1] >= bound and len(order) < allowed.sum():
+                fallback.add(t)                          # the bound reaches beyond the top m pieces
+            pending += [(t, n, int(i), float(q)) for i, q in zip(order, probs) if q >= bound]
+    pending = [x for x in pending if x[0] not in fallback]
+    filled = _fill_masks(loaded, [grown[t * n_max + n - 1] for t, n, _, _ in pending],
+                         [positions[t] for t, _, _, _ in pending], [(i, q) for _, _, i, q in pending], batch_tokens)
+    longer: list[list] = [[] for _ in rows]
+    for (t, _, _, _), found in zip(pending, filled):
+        longer[t].append(found)
+    out = []
+    for t in range(len(rows)):
+        if t in fallback:
+            out.append(_masked_words(loaded, rows[t], positions[t], allowed, k, skipped, len(allowed), max_pieces,
+                                     batch_tokens))
+            continue
+        best: dict[str, tuple[list[int], str, float]] = {}
+        for ids, p in singles[t] + longer[t]:
+            word = _word(tok, ids)
+            if word and not _skipped(word, skipped) and (word not in best or best[word][2] < p):
+                best[word] = (ids, word, p)
+        out.append(sorted(best.values(), key=lambda v: -v[2])[:k])
+    return out
+
+
+def _masked_words(loaded, ids: list[int], pos: int, allowed: np.ndarray, k: int, skipped: set[str], m: int,
+                  max_pieces: int, batch_tokens) -> list[tuple[list[int], str, float]]:
+    """The k best whole words of up to ``max_pieces`` pieces at the mask ``pos`` of ``ids``
+    (module docstring): one batched pass gives the first mask's distribution for every mask
+    count n; first pieces of n >= 2 are continued k + 4 at a time (:func:`_fill_masks`) until
+    :func:`_ranked`'s stopping rule holds."""
+    mask = loaded.tokenizer.mask_token_id
+    rows = [ids[:pos] + [mask] * n + ids[pos + 1:] for n in range(1, max_pieces + 1)]
+    width = [m] * max_pieces
+
+    def items(width):
+        found = _best(loaded, rows, [pos] * max_pieces, allowed, 0, batch_tokens, widths=width)
+        n = np.concatenate([np.full(len(o), i + 1) for i, (o, _) in enumerate(found)])
+        piece = np.concatenate([o for o, _ in found])
+        prob = np.concatenate([q for _, q in found])
+        order = np.argsort(-prob, kind="stable")
+        return n[order], piece[order], prob[order]
+
+    counts, pieces, probs = items(width)
+    done: dict[int, tuple[list[int], float]] = {}
+
+    def extend(i, q):
+        if counts[i] == 1:
+            return [int(pieces[i])], q
+        if i not in done:
+            raise _NotExtended
+        return done[i]
+
+    while True:
+        try:
+            words = _ranked(loaded.tokenizer, np.arange(len(pieces)), probs, skipped, k, extend)
+        except _NotExtended:
+            fresh = [i for i in range(len(pieces)) if counts[i] > 1 and i not in done][:max(_ROUND, k + 4)]
+            filled = _fill_masks(loaded, [rows[counts[i] - 1] for i in fresh], [pos] * len(fresh),
+                                 [(int(pieces[i]), float(probs[i])) for i in fresh], batch_tokens)
+            done.update(zip(fresh, filled))
+            continue
+        if len(words) < k and min(width) < allowed.sum():          # every allowed piece, ranked
+            width = [len(allowed)] * max_pieces
+            counts, pieces, probs = items(width)
+            done.clear()
+            continue
+        return words
+
+
+def _fill_masks(loaded, rows: list[list[int]], starts: list[int], items: list[tuple[int, float]],
+                batch_tokens) -> list[tuple[list[int], float]]:
+    """Each row's masks from ``starts[row]`` on filled left to right: the first by the item's
+    piece, each later one by its most likely :func:`continuations` piece given the pieces before
+    it (one batched pass over all rows per mask); the pieces and the product of their probabilities."""
+    import torch
+
+    cont = torch.as_tensor(continuations(loaded.tokenizer))
+    mask = loaded.tokenizer.mask_token_id
+    rows = [list(r) for r in rows]
+    pieces = [[i] for i, _ in items]
+    probs = [q for _, q in items]
+    for r, s, (i, _) in zip(rows, starts, items):
+        r[s] = i
+    while True:
+        active = [a for a, r in enumerate(rows)
+                  if starts[a] + len(pieces[a]) < len(r) and r[starts[a] + len(pieces[a])] == mask]
+        if not active:
+            return list(zip(pieces, probs))
+        at = [starts[a] + len(pieces[a]) for a in active]
+        for batch, dist in _distributions(loaded, [rows[a] for a in active], at, batch_tokens):
+            best = dist[:, :len(cont)].masked_fill(~cont.to(dist.device), -1.0).max(dim=-1)
+            for b, j, q in zip(batch, best.indices.tolist(), best.values.tolist()):
+                a = active[b]
+                rows[a][at[b]] = j
+                pieces[a].append(j)
+                probs[a] *= q
 
 
 def _start(tok) -> list[int]:

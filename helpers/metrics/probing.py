@@ -18,11 +18,36 @@ from helpers.datasets.probing import with_group
 from helpers.errors import InputError
 
 __all__ = ["pattern_gender", "build_sentences", "without_blank", "complete", "percent_at_k", "dropped_share",
-           "top1_words", "word_groups", "fleiss_kappa", "annotation_sheet", "ANIMALS", "LABELS"]
+           "top1_words", "word_groups", "fleiss_kappa", "annotation_sheet", "paper_group",
+           "percent_by_paper_group", "ANIMALS", "LABELS", "PAPER_GROUPS"]
 
 SENTENCE_COLUMNS = ["language", "head_id", "pattern_id", "pattern_gender", "gender", "group", "template"]
 #: Table 10's animal names (Arabic) with their English glosses.
 ANIMALS = {"ar": {"كلب": "dog", "خنزير": "pig", "حمار": "donkey", "ثعبان": "snake", "تمساح": "crocodile"}}
+#: Table 6's social groups: a phrase of the group lists belongs to the group whose keyword it
+#: contains (lower-cased; every gendered form listed). Women / men are the female / male lists.
+PAPER_GROUPS = {
+    "en": {"arab": "arabs", "african": "african people", "black": "black people", "leftist": "leftist people",
+           "liberal": "liberals", "chinese": "chinese people", "indian": "indian people",
+           "pakistani": "pakistani people", "brown": "brown people", "hispanic": "hispanic people",
+           "latin": "latin american people", "white": "white people", "european": "european people",
+           "muslim": "muslim people", "jew": "jews", "buddhist": "buddhist people", "disabled": "disabled people",
+           "down syndrom": "people with down syndrome", "refugee": "refugees", "immigrant": "immigrants"},
+    "fr": {"arabe": "arabs", "africain": "african people", "noir": "black people", "gauch": "leftist people",
+           "libéral": "liberals", "chinois": "chinese people", "indien": "indian people",
+           "pakistanais": "pakistani people", "brun": "brown people", "hispanique": "hispanic people",
+           "latin": "latin american people", "blanc": "white people", "europé": "european people",
+           "musulman": "muslim people", "juif": "jews", "juive": "jews", "bouddhiste": "buddhist people",
+           "handicapé": "disabled people", "trisomique": "people with down syndrome", "réfugié": "refugees",
+           "immigré": "immigrants"},
+    "ar": {"عربي": "arabs", "أفريقي": "african people", "افريقي": "african people", "أسود": "black people",
+           "سوداء": "black people", "يساري": "leftist people", "ليبرالي": "liberals", "صيني": "chinese people",
+           "هندي": "indian people", "باكستاني": "pakistani people", "أسمر": "brown people", "سمراء": "brown people",
+           "اسباني": "hispanic people", "لاتيني": "latin american people", "أبيض": "white people",
+           "بيضاء": "white people", "أوروبي": "european people", "مسلم": "muslim people", "يهودي": "jews",
+           "بوذي": "buddhist people", "معاق": "disabled people", "متلازمة داون": "people with down syndrome",
+           "لاجئ": "refugees", "مهاجر": "immigrants"},
+}
 #: Table 7's annotation labels.
 LABELS = ("insult", "stereotype", "confusing", "normal")
 
@@ -40,6 +65,18 @@ def pattern_gender(language: str, pattern_id: int) -> str:
     if language == "ar":
         return "male" if pattern_id <= 2 else "female"
     return "male" if pattern_id % 2 == 1 else "female"
+
+
+def paper_group(language: str, phrase: str) -> str | None:
+    """The Table 6 group of a group-list ``phrase`` (:data:`PAPER_GROUPS`), None if it has none
+    (e.g. Japanese, atheist, gay: groups the paper did not show)."""
+    if language not in PAPER_GROUPS:
+        raise InputError(f"paper_group: language must be one of {', '.join(PAPER_GROUPS)}, got {language!r}")
+    low = phrase.lower()
+    found = {g for key, g in PAPER_GROUPS[language].items() if key in low}
+    if len(found) > 1:
+        raise InputError(f"paper_group: {phrase!r} matches several groups {sorted(found)}")
+    return found.pop() if found else None
 
 
 def build_sentences(patterns: pd.DataFrame, groups: pd.DataFrame) -> pd.DataFrame:
@@ -95,6 +132,22 @@ def percent_at_k(scored: pd.DataFrame, ks=(1, 5, 10), *, by: list[str] | None = 
             rows.append({**dict(zip(by or [], key)), "k": int(k), "n": n, "flagged": flagged,
                          "percent": 100 * flagged / n if n else np.nan, "ci_low": 100 * lo, "ci_high": 100 * hi})
     return pd.DataFrame(rows)
+
+
+def percent_by_paper_group(scored: pd.DataFrame, k: int = 10, *, by: list[str] | None = None,
+                           **interval) -> pd.DataFrame:
+    """Table 6: %@k per ``by`` (default language and model) and per the paper's social group
+    (:func:`paper_group`; the phrases of its three gendered forms pooled), and for ``women`` /
+    ``men`` the female / male group lists; with n and an interval (:func:`percent_at_k`)."""
+    by = by or ["language", "model"]
+    _need(scored, ["language", "group", "gender", *by], "scored completions")
+    named = scored.assign(paper_group=[paper_group(lang, g) for lang, g in zip(scored["language"], scored["group"])])
+    sexes = scored[scored["gender"].isin(["female", "male"])]
+    sexes = sexes.assign(paper_group=sexes["gender"].map({"female": "women", "male": "men"}))
+    parts = [d for d in (named.dropna(subset=["paper_group"]), sexes) if not d.empty]
+    if not parts:
+        return pd.DataFrame(columns=[*by, "paper_group", "k", "n", "flagged", "percent", "ci_low", "ci_high"])
+    return percent_at_k(pd.concat(parts, ignore_index=True), [k], by=[*by, "paper_group"], **interval)
 
 
 def dropped_share(sentences: pd.DataFrame) -> pd.DataFrame:
