@@ -27,7 +27,11 @@ def _params(**kw):
 @pytest.mark.parametrize("bad, message", [({"identity_match": "regex"}, "identity_match"),
                                           ({"distill_epochs": (1,)}, "distill_epochs"),
                                           ({"cb_sample": (2, -1)}, "cb_sample"), ({"n_train": 0}, "n_train"),
-                                          ({"madlibs_sample": True}, "madlibs_sample")])
+                                          ({"madlibs_sample": True}, "madlibs_sample"),
+                                          ({"augment": "yes"}, "augment must be"),
+                                          ({"augment": {"N_a": 20}}, "augment: unknown setting"),
+                                          ({"augment": {"p_t": 1.5}}, "p_t must be a probability"),
+                                          ({"augment": {"mlm": 3}}, "mlm must be a model name")])
 def test_bad_parameters_are_one_line(private_dirs, bad, message):
     with pytest.raises(InputError, match=message):
         _params(**bad)
@@ -60,6 +64,19 @@ def test_classifiers_are_trained_once_and_reported(trained, monkeypatch):
     monkeypatch.setattr(ch.tinybert, "distill_classifier", lambda *a, **k: calls.append(1) or found.student["hate"])
     ch.train_classifiers(params, data)       # the real functions reuse the cache; the stubs count the calls
     assert len(calls) == 4
+
+
+def test_augment_reaches_every_students_distillation(trained, monkeypatch):
+    params, section = trained
+    data, found = section.data
+    seen = []
+    monkeypatch.setattr(ch.classifier, "fine_tune", lambda *a, **k: found.teacher["hate"])
+    monkeypatch.setattr(ch.tinybert, "distill_classifier",
+                        lambda *a, **k: seen.append(k["augment"]) or found.student["hate"])
+    ch.train_classifiers(params | {"augment": {"n_aug": 2}}, data)
+    assert seen == [{"n_aug": 2}] * len(ch.TASKS)
+    ch.train_classifiers(params, data)
+    assert seen[-1] is False and ch.DEFAULTS["augment"] is False
 
 
 def test_unintended_section_equals_direct_metric_calls(trained):

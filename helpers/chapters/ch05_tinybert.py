@@ -6,7 +6,8 @@ on both. This chapter reruns them properly:
 
 - classifiers: the teacher is a real pretrained encoder fine-tuned per task
   (:func:`helpers.training.classifier.fine_tune`; offline MiniLM-L6, with the hub BERT-base), the
-  student TinyBERT-shaped and distilled from it (:func:`helpers.training.tinybert.distill_classifier`);
+  student TinyBERT-shaped and distilled from it (:func:`helpers.training.tinybert.distill_classifier`),
+  with TinyBERT's data augmentation when ``augment`` is set (:mod:`helpers.training.augment`);
 - the tests on classifiers: unintended bias on the madlibs (:mod:`helpers.metrics.unintended`),
   gender-swapped IMDB reviews (:mod:`helpers.metrics.gender_swap`), SEAT on each classifier's
   encoder (:mod:`helpers.metrics.association`);
@@ -35,6 +36,7 @@ from helpers import cache, hashing, models, paths, runner, stats
 from helpers.chapters import common
 from helpers.datasets import load as load_dataset
 from helpers.errors import InputError, ModelUnavailableError
+from helpers.training import augment as augmentation
 from helpers.training import classifier, tinybert
 
 CHAPTER = "05_tinybert_bias_suite"
@@ -42,11 +44,12 @@ TASKS = ("hate", "sentiment")
 PARAMETERS = ("teacher", "student_init", "lm_models", "n_train", "n_validation", "n_test", "epochs",
               "distill_epochs", "max_length", "madlibs_sample", "threshold", "identity_match", "swap_sample",
               "bec_pro_sample", "cb_sample", "stereoset_clusters_per_target", "n_resamples", "seed", "device",
-              "min_ratio")
+              "min_ratio", "augment")
 DEFAULTS = dict(teacher="minilm-l6", student_init="pruned", lm_models="zoo-distilled", n_train=1000,
                 n_validation=200, n_test=400, epochs=3, distill_epochs=(1, 1), max_length=64, madlibs_sample=2000,
                 threshold="equal-error", identity_match="word", swap_sample=200, bec_pro_sample=540, cb_sample=(5, 4),
-                stereoset_clusters_per_target=1, n_resamples=1000, seed=0, device="cpu", min_ratio=2.0)
+                stereoset_clusters_per_target=1, n_resamples=1000, seed=0, device="cpu", min_ratio=2.0,
+                augment=False)
 #: Training settings the chapter does not expose (the seed's TinyBERT recipe, scaled to CPU).
 TRAINING = dict(batch_size=16, lr=1e-4, distill_lr=1e-4)
 VERDICT_COLUMNS = ["test", "measure", "interpreted", "teacher", "student", "difference", "ci_low", "ci_high", "n",
@@ -72,6 +75,7 @@ def start(namespace) -> tuple[dict, pd.DataFrame]:
         value = params[name]
         if not (isinstance(value, (tuple, list)) and len(value) == 2 and all(isinstance(v, int) and v >= 0 for v in value)):
             raise InputError(f"parameter {name} = {value!r}: a pair of non-negative integers")
+    augmentation.resolve(params["augment"], seed=params["seed"], mlm_handle=False)   # a bad value: one line
     return params, table
 
 
@@ -198,7 +202,7 @@ def train_classifiers(params: dict, data: dict[str, TaskData]) -> Classifiers:
             shape=STUDENT_SHAPE,
             intermediate_epochs=params["distill_epochs"][0], prediction_epochs=params["distill_epochs"][1],
             lr=TRAINING["distill_lr"], batch_size=TRAINING["batch_size"], max_length=params["max_length"],
-            seed=params["seed"])
+            seed=params["seed"], augment=params["augment"])
         found.seconds[task] = {"teacher_call": round(t1 - t0, 1), "student_call": round(time.time() - t1, 1)}
     return found
 

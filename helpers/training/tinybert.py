@@ -26,9 +26,17 @@ Layer mapping: student layer m (1..M) learns from teacher layer ``ceil(m * N / M
 BERT-base (N = 12, M = 4) that is TinyBERT's uniform mapping 3, 6, 9, 12; for MiniLM-L6 (N = 6)
 2, 3, 5, 6. ``general_texts``: the student first learns the intermediate objective from the
 teacher on unlabelled text (a short stand-in for TinyBERT's general distillation on Wikipedia,
-which the hub's ``TinyBERT_General_4L_312D`` already carries). TinyBERT's data augmentation
-(GloVe and masked-LM word replacement) is not implemented: the seed itself names it as a
-possible cause of its result; the chapter says so.
+which the hub's ``TinyBERT_General_4L_312D`` already carries).
+
+Data augmentation (``augment``, off by default): TinyBERT's Algorithm 1 (masked-LM and GloVe
+word replacement, :mod:`helpers.training.augment`) adds ``N_a`` changed copies of every training
+text, with the text's label, to the training data of both task-distillation stages
+(intermediate layers and prediction layer), as the paper does for task-specific distillation;
+the validation split and the importance measurement of ``init="pruned"`` use the original texts.
+``augment=True`` takes the paper's N_a = 20, p_t = 0.4, K = 15; a dict overrides them (keys
+``n_aug``, ``p_t``, ``k``, ``seed`` (default: the training seed), ``mlm`` (the masked LM for
+single-piece words; none: GloVe for every word), ``vectors``). The settings, with the MLM's
+identity and the vectors' fingerprint, are part of the manifest key.
 
 Training is seeded and resumable like :func:`helpers.training.classifier.fine_tune` (atomic
 checkpoints; a finished directory is reused only when its manifest key matches the teacher,
@@ -48,6 +56,7 @@ import pandas as pd
 from helpers import hashing
 from helpers.errors import InputError
 from helpers.lm.scoring import check_texts
+from helpers.training import augment as augmentation
 from helpers.training import classifier as clf
 
 __all__ = ["TINYBERT_SHAPE", "student_config", "layer_map", "intermediate_loss", "prediction_loss",
@@ -217,12 +226,15 @@ def distill_classifier(teacher, train: pd.DataFrame, validation: pd.DataFrame, *
                        prediction_epochs: int = 2, general_texts=None, general_epochs: int = 1, lr: float = 5e-5,
                        batch_size: int = 16, max_length: int = 128, temperature: float = 1.0,
                        attention: str = "scores", init: str = "pruned", seed: int = 0, checkpoint_every: int = 50,
-                       stop_after_steps: int | None = None) -> Path | None:
+                       stop_after_steps: int | None = None, augment=None) -> Path | None:
     """Distil the fine-tuned classifier in directory ``teacher`` into a TinyBERT-shaped student
     (module docstring); the best prediction-stage epoch by weighted F1 on ``validation`` is saved
     in ``out_dir`` with the teacher's tokenizer and a manifest. ``stop_after_steps`` ends the call
     after that many optimizer steps with a checkpoint on disk (returns None; the next call
-    resumes). Returns ``out_dir``."""
+    resumes). ``augment``: None / False (default) trains on ``train`` as it is; True or a dict of
+    settings adds TinyBERT's augmented copies to the training texts of the intermediate and
+    prediction stages (module docstring; :func:`helpers.training.augment.resolve`). Returns
+    ``out_dir``."""
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer, BertForSequenceClassification
 
@@ -242,6 +254,7 @@ def distill_classifier(teacher, train: pd.DataFrame, validation: pd.DataFrame, *
     clf.check_split(train, text=text, label=label, what="training split")
     clf.check_split(validation, text=text, label=label, what="validation split")
     general = check_texts(general_texts, "general text") if general_texts is not None else []
+    augmented = augmentation.resolve(augment, seed=seed)
     tok = AutoTokenizer.from_pretrained(teacher)
     t_model = AutoModelForSequenceClassification.from_pretrained(teacher, attn_implementation="eager").eval()
     for p in t_model.parameters():
@@ -259,10 +272,15 @@ def distill_classifier(teacher, train: pd.DataFrame, validation: pd.DataFrame, *
                     mapping=mapping, train=hashing.sha256_frame(train[[text, label]]),
                     validation=hashing.sha256_frame(validation[[text, label]]),
                     general=hashing.sha256_json(general) if general else None)
+    if augmented is not None:                       # absent when off: the keys of earlier students stay valid
+        settings["augment"] = augmentation.settings_key(augmented)
     key = hashing.sha256_json(settings)
     out = Path(out_dir)
     if (out / "manifest.json").is_file() and json.loads((out / "manifest.json").read_text()).get("key") == key:
         return out
+    texts = train[text].tolist()
+    if augmented is not None:                       # before seeding: loading an MLM may draw random numbers
+        texts = augmentation.augment_frame(train[[text, label]], text=text, label=label, **augmented)[text].tolist()
     work = out.parent / f".{out.name}.distilling-{key[:16]}"
     work.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(seed)
@@ -277,8 +295,8 @@ def distill_classifier(teacher, train: pd.DataFrame, validation: pd.DataFrame, *
     params = list(student.parameters()) + list(projection.parameters())
     opt = torch.optim.AdamW(params, lr=lr)
     stages = [("general", general, general_epochs if general else 0),
-              ("intermediate", train[text].tolist(), intermediate_epochs),
-              ("prediction", train[text].tolist(), prediction_epochs)]
+              ("intermediate", texts, intermediate_epochs),
+              ("prediction", texts, prediction_epochs)]
     state = {"stage": 0, "epoch": 0, "step": 0, "history": [], "best": None}
     ckpt = work / clf.CHECKPOINT
     parts = {"model": student, "projection": projection, "optimizer": opt}
@@ -330,6 +348,7 @@ def distill_classifier(teacher, train: pd.DataFrame, validation: pd.DataFrame, *
         tok.save_pretrained(work / "best")
     n_params = {"teacher": sum(p.numel() for p in t_model.parameters()),
                 "student": sum(p.numel() for p in student.parameters())}
-    return clf.promote(work, out, {"key": key, **settings, "history": state["history"],
+    extra = {"training_texts": len(texts)} if augmented is not None else {}
+    return clf.promote(work, out, {"key": key, **settings, **extra, "history": state["history"],
                                    "best_f1_weighted": state["best"], "parameters": n_params,
                                    "seconds_last_call": round(time.time() - started, 2)})
