@@ -77,6 +77,39 @@ def test_ceat_bad_input_is_one_line():
         ceat.ceat(vec, ["x1"], ["y1"], ["a1"], ["b1"], variance="pooled")
 
 
+def _cos(u, v):
+    return u @ v / np.linalg.norm(u) / np.linalg.norm(v)
+
+
+def test_ceat_group_with_one_context_per_word_is_the_single_category_effect_by_hand():
+    rng = np.random.default_rng(3)
+    vec = {w: rng.normal(size=(1, 6)) for w in ["g1", "g2", "g3", "a1", "a2", "b1", "b2", "b3"]}
+    got = ceat.ceat_group(vec, ["g1", "g2", "g3"], ["a1", "a2"], ["b1", "b2", "b3"], n_samples=5, seed=0)
+    s = np.array([np.mean([_cos(vec[g][0], vec[a][0]) for a in ("a1", "a2")])
+                  - np.mean([_cos(vec[g][0], vec[b][0]) for b in ("b1", "b2", "b3")])
+                  for g in ["g1", "g2", "g3"] * 3][:8])              # per_draw = max(3, 8): g1 g2 g3 g1 ...
+    assert got["per_draw"] == 8 and got["effect"] == pytest.approx(s.mean() / s.std(ddof=1), rel=1e-9)
+    assert got["tau2"] == 0 and got["mean_effect"] == pytest.approx(got["effect"])
+
+
+def test_ceat_group_sign_follows_the_planted_association_and_bad_input():
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(size=16), rng.normal(size=16)
+    vec = {"pos": a + 0.5 * rng.normal(size=(20, 16)), "neg": b + 0.5 * rng.normal(size=(20, 16)),
+           **{f"a{i}": a + 0.5 * rng.normal(size=(5, 16)) for i in range(4)},
+           **{f"b{i}": b + 0.5 * rng.normal(size=(5, 16)) for i in range(4)}}
+    A, B = [f"a{i}" for i in range(4)], [f"b{i}" for i in range(4)]
+    near_a = ceat.ceat_group(vec, ["pos"], A, B, n_samples=50)
+    near_b = ceat.ceat_group(vec, ["neg"], A, B, n_samples=50, variance="hedges")
+    assert near_a["effect"] > 1 and near_a["p_value"] < 0.01 and near_b["effect"] < -1 and near_b["p_value"] > 0.99
+    with pytest.raises(InputError, match="no contextual embedding for X word"):
+        ceat.ceat_group(vec, ["nobody"], A, B)
+    with pytest.raises(InputError, match="identical associations"):
+        ceat.ceat_group(vec | {"one": a[None, :]}, ["one"], A, B)
+    with pytest.raises(InputError, match="per_draw"):
+        ceat.ceat_group(vec, ["pos"], A, B, per_draw=1)
+
+
 def test_find_contexts_whole_words_seeded_and_capped():
     texts = ["The nurse came.", "nurses are here", "A NURSE, a doctor", "the doctor nurse", "no match", "nurse"] * 3
     got = ceat.find_contexts(texts, ["nurse", "doctor"], per_word=4, seed=1)

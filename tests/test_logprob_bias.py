@@ -82,3 +82,60 @@ def test_profession_missing_from_its_sentence_is_one_line(tiny_bert, loaded_fact
     bad = _bec().head(2).assign(profession="pilot")
     with pytest.raises(InputError, match="'pilot' does not occur"):
         lpb.bec_pro_associations(loaded, bad, cache=False, progress=False)
+
+
+ILPS_PHRASES = {"women": "women", "muslims": "muslims", "black": "black people"}
+ILPS_ATTRIBUTES = ["capable", "unhappiness", "hateful"]                  # multi-token pieces included
+
+
+def _brute_ilps_masked(model, tok, phrase: str, attribute: str, prior: bool) -> float:
+    attr_ids = tok(attribute, add_special_tokens=False)["input_ids"]
+    group = " ".join([tok.mask_token] * len(tok(phrase, add_special_tokens=False)["input_ids"])) if prior else phrase
+    ids = tok(f"The {group} is {' '.join([tok.mask_token] * len(attr_ids))}.", return_tensors="pt")["input_ids"]
+    with torch.no_grad():
+        logp = torch.log_softmax(model(input_ids=ids).logits[0].double(), -1)
+    last = [i for i, t in enumerate(ids[0].tolist()) if t == tok.mask_token_id][-len(attr_ids):]
+    return float(sum(logp[p, t] for p, t in zip(last, attr_ids)))
+
+
+def _brute_ilps_causal(model, tok, phrase: str, attribute: str) -> float:
+    ctx = tok(f"The {phrase} is")["input_ids"]
+    cand = tok(" " + attribute, add_special_tokens=False)["input_ids"]
+    with torch.no_grad():
+        logp = torch.log_softmax(model(torch.as_tensor([ctx + cand])).logits[0].double(), -1)
+    return float(sum(logp[len(ctx) - 1 + k, t] for k, t in enumerate(cand)))
+
+
+def test_ilps_of_a_masked_lm_is_kuritas_ratio_with_the_group_masked(tiny_bert, loaded_factory):
+    lm = loaded_factory(tiny_bert, "masked")
+    got = lpb.ilps(lm, ILPS_PHRASES, ILPS_ATTRIBUTES, cache=False, progress=False)
+    assert len(got) == 9 and list(got["group"].unique()) == list(ILPS_PHRASES)
+    for r in got.itertuples():
+        lp = _brute_ilps_masked(lm.model, lm.tokenizer, r.phrase, r.attribute, prior=False)
+        prior = _brute_ilps_masked(lm.model, lm.tokenizer, r.phrase, r.attribute, prior=True)
+        assert (r.log_prob, r.prior_log_prob, r.ilps) == (pytest.approx(lp, abs=1e-5), pytest.approx(prior, abs=1e-5),
+                                                          pytest.approx(lp - prior, abs=1e-5))
+
+
+def test_ilps_of_a_causal_lm_is_the_next_word_ratio_against_a_person(tiny_gpt2, loaded_factory):
+    lm = loaded_factory(tiny_gpt2, "causal")
+    got = lpb.ilps(lm, ILPS_PHRASES, ILPS_ATTRIBUTES, cache=False, progress=False)
+    assert set(got["method"]) == {"next-token"}
+    for r in got.itertuples():
+        lp = _brute_ilps_causal(lm.model, lm.tokenizer, r.phrase, r.attribute)
+        prior = _brute_ilps_causal(lm.model, lm.tokenizer, "person", r.attribute)
+        assert (r.log_prob, r.ilps) == (pytest.approx(lp, abs=1e-5), pytest.approx(lp - prior, abs=1e-5))
+    means = lpb.ilps_groups(got, {"neg": ["unhappiness"], "all": ILPS_ATTRIBUTES})
+    women = got[got.group == "women"]
+    assert means.set_index(["group", "attribute_set"]).loc[("women", "all"), "ilps"] == pytest.approx(women.ilps.mean())
+    assert means.set_index(["group", "attribute_set"]).loc[("black", "neg"), "n"] == 1
+
+
+def test_ilps_bad_input_is_one_line(tiny_gpt2, loaded_factory):
+    lm = loaded_factory(tiny_gpt2, "causal")
+    with pytest.raises(InputError, match="phrases must map"):
+        lpb.ilps(lm, {"women": " "}, ["capable"])
+    with pytest.raises(InputError, match="one \\{\\} \\(the group\\)"):
+        lpb.ilps(lm, ILPS_PHRASES, ["capable"], template="The group is [MASK].")
+    with pytest.raises(InputError, match="no scored attribute"):
+        lpb.ilps_groups(lpb.ilps(lm, ILPS_PHRASES, ["capable"], cache=False, progress=False), {"toxic": ["stupid"]})

@@ -26,7 +26,7 @@ from scipy import stats
 from helpers.errors import InputError
 from helpers.metrics.association import association
 
-__all__ = ["random_effects", "ceat", "find_contexts"]
+__all__ = ["random_effects", "ceat", "ceat_group", "find_contexts"]
 
 
 def random_effects(effects, variances) -> dict:
@@ -49,33 +49,77 @@ def random_effects(effects, variances) -> dict:
             "tau2": float(tau2), "q": q, "n": int(e.size)}
 
 
+def _checked(vectors: dict, sets: dict, variance: str, n_samples) -> None:
+    if variance not in ("upstream", "hedges"):
+        raise InputError(f"variance must be 'upstream' or 'hedges', got {variance!r}")
+    if isinstance(n_samples, bool) or not isinstance(n_samples, (int, np.integer)) or n_samples < 2:
+        raise InputError(f"n_samples must be an integer >= 2, got {n_samples!r}")
+    for name, words in sets.items():
+        if not words:
+            raise InputError(f"CEAT: the {name} word set is empty")
+        missing = [w for w in words if w not in vectors or len(vectors[w]) == 0]
+        if missing:
+            raise InputError(f"CEAT: no contextual embedding for {name} word(s) {', '.join(map(repr, missing[:5]))} "
+                             f"(no context sentence holds it)")
+
+
+def _draw(vectors: dict, words: list, rng: np.random.Generator) -> np.ndarray:
+    """One random contextual embedding of each word (rows in the order of ``words``)."""
+    return np.stack([vectors[w][rng.integers(len(vectors[w]))] for w in words])
+
+
 def ceat(vectors: dict, X, Y, A, B, *, n_samples: int = 1000, seed: int = 0, variance: str = "upstream") -> dict:
     """CEAT of target words ``X``, ``Y`` and attribute words ``A``, ``B`` (module docstring).
 
     ``vectors``: word -> array ``[n_contexts, dim]`` of its contextual embeddings. Returns
     :func:`random_effects`'s fields (``effect`` is the CES) plus ``mean_effect`` (plain mean of
     the per-draw effect sizes) and ``n_samples``."""
-    if variance not in ("upstream", "hedges"):
-        raise InputError(f"variance must be 'upstream' or 'hedges', got {variance!r}")
-    if not isinstance(n_samples, (int, np.integer)) or n_samples < 2:
-        raise InputError(f"n_samples must be an integer >= 2, got {n_samples!r}")
     sets = {"X": list(X), "Y": list(Y), "A": list(A), "B": list(B)}
-    for name, words in sets.items():
-        if not words:
-            raise InputError(f"CEAT: the {name} word set is empty")
-        missing = [w for w in words if w not in vectors or len(vectors[w]) == 0]
-        if missing:
-            raise InputError(f"CEAT: no contextual embedding for {name} word(s) {', '.join(map(repr, missing[:5]))}")
+    _checked(vectors, sets, variance, n_samples)
     rng = np.random.default_rng(seed)
     nx, ny = len(sets["X"]), len(sets["Y"])
     effects, variances = np.empty(n_samples), np.empty(n_samples)
     for i in range(n_samples):
-        draw = {k: np.stack([vectors[w][rng.integers(len(vectors[w]))] for w in words]) for k, words in sets.items()}
+        draw = {k: _draw(vectors, words, rng) for k, words in sets.items()}
         s = np.concatenate([association(draw["X"], draw["A"], draw["B"]), association(draw["Y"], draw["A"], draw["B"])])
         sd = s.std(ddof=1)
         effects[i] = (s[:nx].mean() - s[nx:].mean()) / sd
         variances[i] = sd**2 if variance == "upstream" else (nx + ny) / (nx * ny) + effects[i] ** 2 / (2 * (nx + ny))
     return {**random_effects(effects, variances), "mean_effect": float(effects.mean()), "n_samples": int(n_samples)}
+
+
+def ceat_group(vectors: dict, X, A, B, *, n_samples: int = 1000, per_draw: int | None = None, seed: int = 0,
+               variance: str = "upstream") -> dict:
+    """CEAT of one protected group (seed 001, section 2: "the effect size of distance difference
+    between the protected group and the two attribute sets"; a lower effect means the group sits
+    closer to ``B``, e.g. unpleasant words). Cao et al.'s code is not public; this is CEAT with one
+    target set, as the single-category WEAT (Caliskan et al. 2017, SC-WEAT) does for static vectors:
+
+    each draw takes ``per_draw`` contextual embeddings of the group's words ``X`` (word ``k % |X|``
+    for the k-th, each a random context of it; default ``max(|X|, 8)``, since a group named by one
+    word still needs several vectors for a standard deviation) and one of every attribute word;
+    ``es_i = mean(s) / sd(s)`` over the drawn group vectors, ``s = s(x, A, B)``; ``v_i`` = ``sd^2``
+    (``"upstream"``, the analogue of the CEAT code's variance) or ``1/n + es_i^2 / (2n)``
+    (``"hedges"``, the sampling variance of a one-sample standardised mean); the draws are combined
+    by :func:`random_effects` as in :func:`ceat`."""
+    X = list(X)
+    sets = {"X": X, "A": list(A), "B": list(B)}
+    _checked(vectors, sets, variance, n_samples)
+    n = max(len(X), 8) if per_draw is None else per_draw
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 2:
+        raise InputError(f"per_draw must be an integer >= 2, got {per_draw!r}")
+    targets = [X[k % len(X)] for k in range(n)]
+    rng = np.random.default_rng(seed)
+    effects, variances = np.empty(n_samples), np.empty(n_samples)
+    for i in range(n_samples):
+        s = association(_draw(vectors, targets, rng), _draw(vectors, sets["A"], rng), _draw(vectors, sets["B"], rng))
+        sd = s.std(ddof=1)
+        if sd == 0:
+            raise InputError(f"CEAT: the group {X[:3]} drew {n} identical associations (too few distinct contexts)")
+        effects[i] = s.mean() / sd
+        variances[i] = sd**2 if variance == "upstream" else 1 / n + effects[i] ** 2 / (2 * n)
+    return {**random_effects(effects, variances), "mean_effect": float(effects.mean()), "n_samples": int(n_samples),
+            "per_draw": int(n)}
 
 
 def find_contexts(texts, words, *, per_word: int = 1000, seed: int = 0, max_chars: int | None = 500) -> pd.DataFrame:

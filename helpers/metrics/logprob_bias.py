@@ -22,10 +22,11 @@ import numpy as np
 import pandas as pd
 
 from helpers.errors import InputError
-from helpers.lm.cloze import kurita_log_ratio
+from helpers.lm.cloze import BLANK, cloze_logprobs, kurita_log_ratio
 from helpers.stats import wilcoxon_signed_rank
 
-__all__ = ["PERSON_PAIRS", "bec_pro_associations", "gender_pairs", "paired_gender_test"]
+__all__ = ["PERSON_PAIRS", "ILPS_TEMPLATE", "bec_pro_associations", "gender_pairs", "paired_gender_test", "ilps",
+           "ilps_groups"]
 
 #: BEC-Pro's person words, male -> female (Bartl et al. 2020, Table 1).
 PERSON_PAIRS = {"He": "She", "man": "woman", "brother": "sister", "son": "daughter", "husband": "wife",
@@ -78,3 +79,63 @@ def paired_gender_test(associations: pd.DataFrame, *, by: str = "profession_gend
                      "mean_male": float(np.mean(m)), "mean_difference": float(np.mean(f - m)),
                      **wilcoxon_signed_rank(f, m, **wilcoxon)})
     return pd.DataFrame(rows)
+
+
+#: Seed 001's ILPS template (section 2: "The [group] is <mask>."); ``{}`` is the group phrase.
+ILPS_TEMPLATE = "The {} is " + BLANK + "."
+
+
+def ilps(loaded, phrases: dict, attributes, *, template: str = ILPS_TEMPLATE, neutral: str = "person",
+         **options) -> pd.DataFrame:
+    """Increased log probability (Kurita et al. 2019; seed 001's ILPS) of every attribute word in
+    ``template`` filled with every group phrase: one row per (group, attribute) with ``log_prob``,
+    ``prior_log_prob`` and ``ilps = log_prob - prior_log_prob``.
+
+    ``phrases``: group -> phrase put in the template ("woman", "Muslim person"). Masked and
+    permutation LMs: Kurita's prior, the phrase masked too (:func:`helpers.lm.cloze.kurita_log_ratio`).
+    Causal LMs: the text after the blank is dropped, so the blank is last and both terms are exact
+    next-word log-probabilities, ``log p(attribute | "The woman is") - log p(attribute | "The
+    person is")`` (the phrase replaced by ``neutral``): the sentence log-likelihood analogue that
+    :func:`~helpers.lm.cloze.kurita_log_ratio` uses would add the phrase's own log-probability,
+    which differs between groups and would swamp the attribute's. ``options`` go to
+    :func:`helpers.lm.cloze.cloze_logprobs`."""
+    if not isinstance(phrases, dict) or not phrases or not all(isinstance(v, str) and v.strip()
+                                                                for v in phrases.values()):
+        raise InputError("ILPS: phrases must map each group to a non-empty phrase")
+    attributes = [attributes] if isinstance(attributes, str) else list(attributes)
+    if not attributes:
+        raise InputError("ILPS: no attribute words")
+    if template.count("{}") != 1 or template.count(BLANK) != 1:
+        raise InputError(f"ILPS: the template must hold one {{}} (the group) and one {BLANK} (the attribute): "
+                         f"{template!r}")
+    groups = list(phrases)
+    if loaded.objective == "causal":
+        head = template[:template.index(BLANK) + len(BLANK)]
+        filled = [head.format(phrases[g]) for g in groups]
+        target = cloze_logprobs(loaded, filled, attributes, **options)
+        prior = cloze_logprobs(loaded, [head.format(neutral)], attributes, **options)
+        prior_by_word = dict(zip(prior["candidate"], prior["log_prob"]))
+        target["prior_log_prob"] = target["candidate"].map(prior_by_word).to_numpy()
+    else:
+        filled = [template.format(phrases[g]) for g in groups]
+        target = kurita_log_ratio(loaded, filled, attributes, [phrases[g] for g in groups], **options)
+    out = pd.DataFrame({"group": [groups[i] for i in target["template_id"]], "phrase": [phrases[groups[i]]
+                        for i in target["template_id"]], "attribute": target["candidate"].to_numpy(),
+                        "template": target["template"].to_numpy(), "log_prob": target["log_prob"].to_numpy(),
+                        "prior_log_prob": target["prior_log_prob"].to_numpy()})
+    out["ilps"] = out["log_prob"] - out["prior_log_prob"]
+    out["method"] = target["method"].to_numpy()
+    return out
+
+
+def ilps_groups(scores: pd.DataFrame, attribute_sets: dict) -> pd.DataFrame:
+    """Mean ILPS per group over each attribute set (``{"unpleasant": [...], ...}``): one row per
+    (group, attribute set) with ``ilps`` and ``n`` (attribute words scored)."""
+    rows = []
+    for name, words in attribute_sets.items():
+        part = scores[scores["attribute"].isin(list(words))]
+        if part.empty:
+            raise InputError(f"ILPS: no scored attribute of the set {name!r}")
+        g = part.groupby("group", sort=False)["ilps"].agg(["mean", "size"]).reset_index()
+        rows.append(g.rename(columns={"mean": "ilps", "size": "n"}).assign(attribute_set=name))
+    return pd.concat(rows, ignore_index=True)[["group", "attribute_set", "ilps", "n"]]
