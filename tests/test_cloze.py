@@ -199,3 +199,10 @@ def test_causal_kurita_analogue_is_a_sentence_log_likelihood_ratio(tiny_gpt2, lo
         assert row.log_prob == pytest.approx(sentence(f"the {word} is capable of respect ."), abs=1e-5)
         assert row.prior_log_prob == pytest.approx(sentence(f"the {word} is person of respect ."), abs=1e-5)
         assert row.method == "sentence"
+
+
+def test_a_template_longer_than_the_model_takes_is_one_line(tiny_gpt2_ctx16, loaded_factory):
+    lm = loaded_factory(tiny_gpt2_ctx16, "causal")
+    long = "women are just as capable as men in every profession and " * 3 + "[MASK]"
+    with pytest.raises(InputError, match="takes at most 16 tokens; template 0"):
+        cloze.cloze_logprobs(lm, [long], ["capable"], cache=False, progress=False)

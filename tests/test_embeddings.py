@@ -100,3 +100,17 @@ def test_texts_longer_than_the_model_are_truncated_to_its_length(tiny_bert, load
     with torch.no_grad():
         ref = lm.model(**ids, output_hidden_states=True).hidden_states[-1][0, 0].numpy()
     assert np.allclose(got[0], ref, atol=1e-5)
+
+
+@pytest.mark.parametrize("fixture, objective, limit", [("tiny_roberta", "masked", 78), ("tiny_gpt2_ctx16", "causal", 16)])
+def test_long_texts_are_cut_to_the_positions_the_model_has(fixture, objective, limit, request, loaded_factory):
+    """RoBERTa's positions start after its padding index (80 positions, 78 tokens); GPT-2 names its
+    length n_positions: both were missed by a cut at max_position_embeddings alone."""
+    lm = loaded_factory(request.getfixturevalue(fixture), objective)
+    long_text = " ".join(["women"] * 200)
+    got = embeddings.sentence_embeddings(lm, [long_text], pooling="mean")
+    ids = lm.tokenizer(long_text, truncation=True, max_length=limit, return_tensors="pt")
+    assert ids["input_ids"].shape[1] == limit
+    with torch.no_grad():
+        ref = lm.model(**ids, output_hidden_states=True).hidden_states[-1][0].mean(0).numpy()
+    assert np.allclose(got[0], ref, atol=1e-5)

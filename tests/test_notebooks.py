@@ -13,7 +13,7 @@ from helpers import book
 
 CHAPTERS = {"01_safety_scores": "ch01_safety", "02_correlations": "ch02_correlations",
             "03_architecture": "ch03_architecture", "04_distillation": "ch04_distillation",
-            "05_tinybert_bias_suite": "ch05_tinybert",
+            "05_tinybert_bias_suite": "ch05_tinybert", "06_intrinsic_extrinsic": "ch06_intrinsic_extrinsic",
             "07_toxicity_probing": "ch07_probing"}
 
 

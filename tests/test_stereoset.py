@@ -45,6 +45,9 @@ def test_aggregate_hand_example():
     assert out.loc["overall", "lms"] == pytest.approx(62.5)
     assert out.loc["overall", "icat"] == pytest.approx(62.5 * 25 / 50)
     assert out.loc["gender", "n_clusters"] == 3 and out.loc["gender", "n_terms"] == 2
+    per_term = st.aggregate(pd.DataFrame(rows), by="target").set_index("domain")     # SS of each target term
+    assert per_term.loc["mother", "ss"] == pytest.approx(50.0) and per_term.loc["he", "ss"] == pytest.approx(100.0)
+    assert per_term.loc["mother", "lms"] == pytest.approx(75.0) and per_term.loc["mother", "n_clusters"] == 2
 
 
 def test_aggregate_rejects_incomplete_cluster():

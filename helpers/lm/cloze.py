@@ -196,6 +196,11 @@ def pair_logprobs(loaded, pairs: list[_Pair], *, masked: str = "joint", batch_to
     mask_id = tok.mask_token_id
     if objective == "masked" and mask_id is None:
         raise InputError(f"{loaded.name}: the tokenizer has no mask token; not a masked LM")
+    limit = scoring._max_length(loaded)
+    too_long = [p for p in pairs if limit and len(p.ids) > limit]
+    if too_long:
+        raise InputError(f"{loaded.name} takes at most {limit} tokens; template {too_long[0].row} filled with its "
+                         f"candidate has {len(too_long[0].ids)}")
     copies = [(k, hid, sc) for k, p in enumerate(pairs) for hid, sc in _copies(p, objective, masked)]
     budget = batch_tokens or scoring._default_budget(model)
     dev = scoring._device(model)

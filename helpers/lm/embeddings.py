@@ -46,10 +46,9 @@ def _hidden(loaded, texts: list[str], layer: int, batch_tokens: int | None):
     model, tok = _parts(loaded)
     if not getattr(tok, "is_fast", False):
         raise InputError("embeddings need a fast tokenizer (character offsets)")
-    limits = [v for v in (getattr(tok, "model_max_length", None), getattr(model.config, "max_position_embeddings", None))
-              if isinstance(v, int) and 0 < v < 1_000_000]
+    limit = scoring._max_length(loaded)        # RoBERTa's offset positions and GPT-2's n_positions included
     enc = tok(texts, add_special_tokens=True, return_offsets_mapping=True, return_special_tokens_mask=True,
-              truncation=bool(limits), max_length=min(limits) if limits else None)
+              truncation=limit is not None, max_length=limit)
     n_layers = (getattr(model.config, "num_hidden_layers", None) or getattr(model.config, "n_layer", None))
     if isinstance(n_layers, int) and not -(n_layers + 1) <= layer <= n_layers:
         raise InputError(f"layer {layer}: the model has {n_layers} layers (0 = embeddings, -1 = last)")

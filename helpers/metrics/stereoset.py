@@ -159,10 +159,11 @@ def _term_scores(wide: pd.DataFrame) -> dict:
 def aggregate(scored: pd.DataFrame, *, by: str | None = "bias_type") -> pd.DataFrame:
     """SS, LMS and ICAT from per-sentence scores (official StereoSet evaluation).
 
-    ``scored`` needs cluster_id, target, gold_label, score (and ``by``). Returns one row per
-    ``by`` value plus an "overall" row: domain, n_clusters, n_terms, lms, ss, icat.
+    ``scored`` needs cluster_id, target, gold_label, score (and ``by``; ``by="target"`` gives the
+    scores of each target term). Returns one row per ``by`` value plus an "overall" row: domain,
+    n_clusters, n_terms, lms, ss, icat.
     """
-    wide = _clusters(scored, ["cluster_id", "target"] + ([by] if by else []), "stereoset.aggregate")
+    wide = _clusters(scored, list(dict.fromkeys(["cluster_id", "target"] + ([by] if by else []))), "stereoset.aggregate")
     rows = [{"domain": k, **_term_scores(p)} for k, p in wide.groupby(by, sort=True)] if by else []
     rows.append({"domain": "overall", **_term_scores(wide)})
     return pd.DataFrame(rows)

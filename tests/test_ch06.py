@@ -1,0 +1,137 @@
+"""Chapter 06 module (helpers.chapters.ch06_intrinsic_extrinsic) on tiny models: parameters, the
+one-pass measurement against direct metric calls, the variances and correlations against
+numpy / scipy, the ablations, and a warm rerun that loads no model."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from helpers import models, runner
+from helpers.chapters import ch06_intrinsic_extrinsic as ch
+from helpers.chapters.common import Section
+from helpers.errors import InputError
+from helpers.metrics import logprob_bias, regard
+
+SMALL = dict(contexts_per_word=2, ceat_samples=20, stereoset_clusters_per_target=1, prompts_per_group=2,
+             max_new_tokens=4, temperature_generations=2, noise_texts=12, noise_copies=2, noise_repeats=2)
+
+
+@pytest.mark.parametrize("bad, message", [({"contexts_per_word": 0}, "contexts_per_word"),
+                                          ({"ddof": 2}, "ddof"), ({"prompts_per_group": "some"}, "prompts_per_group"),
+                                          ({"ceat_samples": 1}, "ceat_samples"), ({"noise_copies": True}, "noise_copies")])
+def test_bad_parameters_are_one_line(private_dirs, bad, message):
+    with pytest.raises(InputError, match=message):
+        ch.start(dict(ch.DEFAULTS) | SMALL | bad)
+
+
+def _usable_gate(names) -> Section:
+    table = pd.DataFrame({"model": names, "usable": True, "heldout_perplexity": 10.0, "unigram_perplexity": 100.0,
+                          "ratio": 10.0, "min_ratio": 2.0})
+    return Section([], None, table)
+
+
+def _perturbed_copy(path, out, seed: int):
+    """A copy of a tiny causal LM with noise on its weights: another model of the same shape."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    torch.manual_seed(seed)
+    model = AutoModelForCausalLM.from_pretrained(path)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.05 * torch.randn_like(p))
+    model.save_pretrained(out)
+    AutoTokenizer.from_pretrained(path).save_pretrained(out)
+    return out
+
+
+@pytest.fixture(scope="module")
+def chapter(tiny_gpt2, tiny_gpt2_bos, tiny_roberta, tmp_path_factory):
+    mp = pytest.MonkeyPatch()
+    tmp = tmp_path_factory.mktemp("ch06")
+    tiny_gpt2_ctx16 = _perturbed_copy(tiny_gpt2, tmp / "tiny_gpt2_noisy", 1)
+    for var, sub in (("HARMS_CACHE_DIR", "cache"), ("HARMS_RESULTS_DIR", "results"), ("HARMS_ZOO_DIR", "zoo")):
+        mp.setenv(var, str(tmp / sub))
+    names = [str(tiny_gpt2), str(tiny_gpt2_bos), str(tiny_gpt2_ctx16), str(tiny_roberta)]
+    params, _ = ch.start(dict(ch.DEFAULTS) | SMALL | {"models": names})
+    gate = _usable_gate(names)
+    measured = ch.measure(params, gate)
+    intrinsic = ch.intrinsic_section(params, measured)
+    extrinsic = ch.extrinsic_section(params, measured)
+    yield params, gate, measured, intrinsic, extrinsic
+    mp.undo()
+
+
+def test_every_model_gets_every_intrinsic_metric_for_the_papers_groups(chapter):
+    params, gate, measured, intrinsic, _ = chapter
+    got = measured.intrinsic
+    assert set(got["model"]) == set(params["models"]) and set(got["metric"]) == {"CEAT", "CEATtox", "ILPS", "StereoSet"}
+    ilps = got[(got.metric == "ILPS") & (got.model == params["models"][0])]
+    assert ilps.groupby("domain").size().to_dict() == {d: len(p) for d, p in ch.ILPS_PHRASES.items()}
+    ss = got[(got.metric == "StereoSet") & (got.model == params["models"][0])]
+    assert ss.groupby("domain").size().to_dict() == {"gender": 10, "race": 36, "religion": 3}     # Table 4's targets
+    assert ss["score"].isin([0.0, 100.0]).all()                                                   # one cluster each
+
+
+def test_ilps_rows_equal_a_direct_call(chapter, loaded_factory):
+    params, *_ = chapter
+    got = chapter[2].intrinsic
+    lm = loaded_factory(params["models"][0], "causal")
+    unpleasant = ch._ceat_attributes()["CEAT"][1]
+    direct = logprob_bias.ilps_groups(logprob_bias.ilps(lm, ch.ILPS_PHRASES["race"], unpleasant, cache=False,
+                                                         progress=False), {"u": unpleasant})
+    ours = got[(got.metric == "ILPS") & (got.domain == "race") & (got.model == params["models"][0])]
+    np.testing.assert_allclose(ours.set_index("group").loc[direct["group"], "score"], direct["ilps"], atol=1e-6)
+
+
+def test_bold_scores_are_group_means_of_vader_labels_for_causal_models_only(chapter):
+    params, _, measured, _, extrinsic = chapter
+    scores, gens = extrinsic.data
+    assert set(scores["model"]) == set(params["models"][:3])                        # tiny_roberta is masked
+    assert gens.groupby(["model", "group"]).size().eq(params["prompts_per_group"]).all()
+    vader = regard.vader_sentiment(0.5).predict(gens["continuation"].tolist())["label"]
+    value = vader.map({"positive": 1.0, "neutral": 0.0, "negative": -1.0})
+    empty = gens["continuation"].str.strip() == ""
+    want = value[~empty].groupby([gens["model"][~empty], gens["group"][~empty]]).mean()
+    sent = scores[scores.metric == "B-Sent"].set_index(["model", "group"])["score"]
+    np.testing.assert_allclose(sent.loc[want.index], want.to_numpy())
+
+
+def test_variances_and_correlations_follow_numpy_and_scipy(chapter):
+    params, gate, measured, intrinsic, extrinsic = chapter
+    corr = ch.correlation_section(params, gate, intrinsic, extrinsic)
+    variances, table = corr.data
+    scores = pd.concat([intrinsic.data, extrinsic.data[0]])
+    one = scores[(scores.metric == "ILPS") & (scores.domain == "race") & (scores.model == params["models"][1])]
+    v = variances[(variances.metric == "ILPS") & (variances.domain == "race") & (variances.model == params["models"][1])]
+    assert v["variance"].iloc[0] == pytest.approx(np.var(one["score"].to_numpy()))
+    row = table[(table.intrinsic == "ILPS") & (table.extrinsic == "B-Tox") & (table.domain == "race")
+                & (table.method == "pearson")].iloc[0]
+    wide = variances[variances.domain == "race"].pivot(index="model", columns="metric", values="variance").dropna(
+        subset=["B-Tox"])
+    assert row["n"] == 3 == len(wide)
+    assert np.isfinite(row["r"]) and row["r"] == pytest.approx(stats.pearsonr(wide["ILPS"], wide["B-Tox"]).statistic)
+    shown = pd.concat([x for x in corr.shown if isinstance(x, pd.DataFrame)])
+    assert "paper_r" in shown.columns and shown["paper_r"].notna().any()
+
+
+def test_ablations_and_a_warm_rerun_that_loads_nothing(chapter, monkeypatch):
+    params, gate, measured, _, extrinsic = chapter
+    temp = ch.temperature_section(params, measured)
+    assert temp.data["temperature"].tolist() == [0.5, 1.0]
+    assert (temp.data["n"] == len(ch.TEMPERATURE_PROMPTS) * params["temperature_generations"]).all()
+    assert set(measured.temperature["model"]) == {params["models"][0]}
+    noisy = ch.noise_section(params, extrinsic)
+    assert noisy.data["repeats"].tolist() == [1] + [params["noise_repeats"]] * 8
+    assert noisy.data["paper_percent"].notna().all()
+
+    def no_load(*a, **k):
+        raise AssertionError("a warm rerun loaded a model")
+
+    monkeypatch.setattr(models.LazyModel, "load", no_load)
+    again = ch.measure(params, gate)
+    pd.testing.assert_frame_equal(again.intrinsic, measured.intrinsic)
+    pd.testing.assert_frame_equal(again.generations, measured.generations)
