@@ -108,6 +108,17 @@ def test_generate_reproducible_and_reported(tiny_gpt2, loaded_factory):
     assert c["continuation"].tolist() != a["continuation"].tolist()   # the seed matters
 
 
+def test_a_masked_lm_generates_with_the_gibbs_sampler(tiny_bert, loaded_factory):
+    from helpers.lm.gibbs import gibbs_generate
+
+    lm = loaded_factory(tiny_bert, "masked")
+    p = regard.prompts(["women"], regard.TEMPLATES[:2])
+    got = regard.generate(lm, p, samples_per_prompt=2, max_new_tokens=4, top_k=5, seed=2, progress=False)
+    want = gibbs_generate(lm, got["prompt"].tolist(), max_new_tokens=4, top_k=5, seed=2)
+    assert got["continuation"].tolist() == want and set(got["sampler"]) == {"gibbs"}
+    assert got["text"].tolist() == [f"{a} {b}" for a, b in zip(got["prompt"], want)]
+
+
 def test_prompt_subjects_are_the_data_registry_s():
     from helpers import datasets
 

@@ -254,7 +254,8 @@ def bold_prompts(params: dict) -> pd.DataFrame:
 
 def generations(handle, params: dict, prompts: pd.DataFrame, *, temperature: float = 1.0,
                 samples_per_prompt: int = 1, metric: str = "bold_generations") -> pd.DataFrame:
-    """Sampled continuations of ``prompts`` by one causal LM (top-k 40, as chapter 02), cached."""
+    """Sampled continuations of ``prompts`` by one causal LM (top-k 40, as chapter 02) or masked LM
+    (Gibbs sampler, :func:`helpers.lm.gibbs.gibbs_generate`), cached."""
     settings = {"prompts": hashing.sha256_frame(prompts[["prompt", "group"]]), "max_new_tokens": params["max_new_tokens"],
                 "temperature": temperature, "samples_per_prompt": samples_per_prompt, "seed": params["seed"],
                 "top_k": 40}
@@ -267,10 +268,10 @@ SENTIMENT_VALUE = {"positive": 1.0, "neutral": 0.0, "negative": -1.0}
 
 
 def extrinsic_section(params: dict, measured: "Measured") -> Section:
-    """B-Sent and B-Tox per group from the BOLD generations of every causal model."""
+    """B-Sent and B-Tox per group from the BOLD generations of every model."""
     gens = measured.generations
     if gens.empty:
-        return Section([_md("No causal language model generated here.")], None, (pd.DataFrame(), pd.DataFrame()))
+        return Section([_md("No language model generated here.")], None, (pd.DataFrame(), pd.DataFrame()))
     empty = gens["continuation"].str.strip() == ""
     note = (f" {int(empty.sum())} continuation(s) came back empty: left out of the scores (`n_missing`)."
             if empty.any() else "")
@@ -309,8 +310,8 @@ class Measured:
 
 def measure(params: dict, gate: Section) -> Measured:
     """One pass over the models (each loaded at most once, none when everything is cached):
-    intrinsic scores of every model; BOLD generations of every causal LM (masked LMs would need
-    Wang & Cho's Gibbs sampler, which needs a masked LM with its head: not offline); appendix G's
+    intrinsic scores of every model; BOLD generations of every causal LM (sampled) and masked LM
+    (Wang & Cho's Gibbs sampler, :mod:`helpers.lm.gibbs`, as seed 001 and BOLD); appendix G's
     generations of the first usable causal LM."""
     found, prompts = contexts(params), bold_prompts(params)
     usable = runner.usable_models(gate.data)
@@ -320,9 +321,9 @@ def measure(params: dict, gate: Section) -> Measured:
 
     def one(handle) -> dict:
         out = {"intrinsic": intrinsic_scores(handle, params, found)}
-        if handle.objective == "causal":
+        if handle.objective in ("causal", "masked"):
             out["generations"] = generations(handle, params, prompts)
-            if handle.name in usable and not first:
+            if handle.objective == "causal" and handle.name in usable and not first:
                 first.append(handle.name)
                 out["temperature"] = pd.concat([generations(
                     handle, params, temp_prompts, temperature=t, samples_per_prompt=params["temperature_generations"],

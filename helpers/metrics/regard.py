@@ -58,10 +58,19 @@ def generate(loaded, prompt_df: pd.DataFrame, *, samples_per_prompt: int = 1, ma
     continuation) and the generation settings (so they are reported with the results).
     """
     model, tok = loaded.model, loaded.tokenizer
-    if loaded.objective != "causal":
-        raise InputError(f"regard.generate: {loaded.name} is not a causal LM")
+    if loaded.objective not in ("causal", "masked"):
+        raise InputError(f"regard.generate: {loaded.name} is neither a causal nor a masked LM")
     rows = prompt_df.loc[prompt_df.index.repeat(samples_per_prompt)].reset_index(drop=True)
     rows["sample"] = rows.groupby(["group", "template"]).cumcount()
+    if loaded.objective == "masked":                  # Wang & Cho's sampler, as BOLD and seed 001
+        from helpers.lm.gibbs import gibbs_generate
+
+        conts = gibbs_generate(loaded, rows["prompt"].tolist(),
+                               max_new_tokens=max_new_tokens, temperature=temperature, top_k=top_k or None,
+                               seed=seed, batch_size=batch_size)
+        return _finish(rows, conts, loaded.name, " ", samples_per_prompt=samples_per_prompt,
+                       max_new_tokens=max_new_tokens, temperature=temperature, top_k=top_k, top_p=top_p, seed=seed,
+                       sampler="gibbs")
     if tok.pad_token is None:  # as helpers.models.load does (padding is masked)
         tok.pad_token = tok.eos_token
     pad = tok.pad_token_id
@@ -81,11 +90,15 @@ def generate(loaded, prompt_df: pd.DataFrame, *, samples_per_prompt: int = 1, ma
             conts += tok.batch_decode(new, skip_special_tokens=True)
     finally:
         tok.padding_side = side
+    return _finish(rows, conts, loaded.name, "", samples_per_prompt=samples_per_prompt, max_new_tokens=max_new_tokens,
+                   temperature=temperature, top_k=top_k, top_p=top_p, seed=seed, sampler="ancestral")
+
+
+def _finish(rows: pd.DataFrame, conts: list[str], model: str, joiner: str, **settings) -> pd.DataFrame:
+    """Generated rows: continuation, text (prompt + ``joiner`` + continuation), model, the settings."""
     rows["continuation"] = conts
-    rows["text"] = [p + c for p, c in zip(rows["prompt"], conts)]
-    rows["model"] = loaded.name
-    settings = dict(samples_per_prompt=samples_per_prompt, max_new_tokens=max_new_tokens,
-                    temperature=temperature, top_k=top_k, top_p=top_p, seed=seed)
+    rows["text"] = [p + joiner + c for p, c in zip(rows["prompt"], conts)]
+    rows["model"] = model
     for k, v in settings.items():
         rows[k] = v
     rows.attrs["generation"] = settings
