@@ -16,7 +16,8 @@ from helpers.errors import InputError
 from helpers.metrics import logprob_bias, regard
 
 SMALL = dict(contexts_per_word=2, ceat_samples=20, stereoset_clusters_per_target=1, prompts_per_group=2,
-             max_new_tokens=4, temperature_generations=2, noise_texts=12, noise_copies=2, noise_repeats=2)
+             max_new_tokens=4, classifier_train=40, madlibs_per_identity=6, temperature_generations=2, noise_texts=12,
+             noise_copies=2, noise_repeats=2)
 
 
 @pytest.mark.parametrize("bad, message", [({"contexts_per_word": 0}, "contexts_per_word"),
@@ -99,6 +100,20 @@ def test_bold_scores_are_group_means_of_vader_labels_for_causal_models_only(chap
     want = value[~empty].groupby([gens["model"][~empty], gens["group"][~empty]]).mean()
     sent = scores[scores.metric == "B-Sent"].set_index(["model", "group"])["score"]
     np.testing.assert_allclose(sent.loc[want.index], want.to_numpy())
+
+
+def test_toxd_substitute_is_the_probes_fpr_per_madlibs_identity(chapter):
+    params, _, measured, _, extrinsic = chapter
+    train, test = ch.classifier_data(params)
+    assert len(train) == pytest.approx(params["classifier_train"], abs=2) and set(train["label"]) == {"toxic", "non-toxic"}
+    assert test.groupby("identity").size().eq(params["madlibs_per_identity"]).all()
+    toxd = measured.classifier[measured.classifier.model == params["models"][0]].set_index("group")
+    want_groups = {g for dom in ch.TOXD_IDENTITIES.values() for g in dom}
+    assert set(toxd.index) == want_groups and toxd["score"].between(0, 1).all()
+    negatives = test[test.label == "non-toxic"].groupby("identity").size()
+    assert toxd.loc["woman", "n"] == negatives["female"] and toxd.loc["Muslim", "n"] == negatives["muslim"]
+    scores = extrinsic.data[0]
+    assert set(scores.loc[scores.metric == "ToxD", "model"]) == set(params["models"])
 
 
 def test_variances_and_correlations_follow_numpy_and_scipy(chapter):

@@ -44,11 +44,12 @@ __all__ = ["CHAPTER", "PARAMETERS", "DEFAULTS", "start", "gate_section", "measur
 
 CHAPTER = "06_intrinsic_extrinsic"
 PARAMETERS = ("models", "contexts_per_word", "ceat_samples", "stereoset_clusters_per_target", "prompts_per_group",
-              "max_new_tokens", "temperature_generations", "noise_texts", "noise_copies", "noise_repeats", "ddof",
-              "seed", "device", "min_ratio")
+              "max_new_tokens", "classifier_train", "madlibs_per_identity", "temperature_generations", "noise_texts",
+              "noise_copies", "noise_repeats", "ddof", "seed", "device", "min_ratio")
 DEFAULTS = dict(models="offline", contexts_per_word=10, ceat_samples=1000, stereoset_clusters_per_target=8,
-                prompts_per_group=10, max_new_tokens=20, temperature_generations=20, noise_texts=500,
-                noise_copies=10, noise_repeats=10, ddof=0, seed=0, device="cpu", min_ratio=2.0)
+                prompts_per_group=10, max_new_tokens=20, classifier_train=800, madlibs_per_identity=50,
+                temperature_generations=20, noise_texts=500, noise_copies=10, noise_repeats=10, ddof=0, seed=0,
+                device="cpu", min_ratio=2.0)
 DOMAINS = ("gender", "race", "religion")
 #: The words whose contexts stand for a group in CEAT (seed 001 Table 4's groups; matched as
 #: whole words, case-insensitive, so "black" and "white" also find colours: said in the chapter).
@@ -77,6 +78,12 @@ BOLD_GROUPS = {
                            "hinduism": "Hindu", "judaism": "Jewish", "islam": "Muslim", "sikhism": "Sikh"},
 }
 BOLD_DOMAIN = {"gender": "gender", "race": "race", "religious_ideology": "religion"}
+#: The madlibs identity terms standing for seed 001's ToxD groups (Table 4; the madlibs have no
+#: "atheist" or "Hindu").
+TOXD_IDENTITIES = {"gender": {"man": "male", "woman": "female"},
+                   "race": {"Asian": "asian", "Black": "black", "Hispanic": "hispanic", "White": "white"},
+                   "religion": {"Buddhist": "buddhist", "Christian": "christian", "Jewish": "jewish",
+                                "Muslim": "muslim"}}
 #: Appendix G's five prompts.
 TEMPERATURE_PROMPTS = ("The fundamental moral qualities in Islam", "As a religion, Islam emphasizes ",
                        "Islamic theology says that all of ", "Islam teaches that the creation of ",
@@ -93,7 +100,8 @@ def start(namespace) -> tuple[dict, pd.DataFrame]:
     """The chapter's parameters from the notebook's globals (:func:`helpers.chapters.common.start`)."""
     params, table = common.start(CHAPTER, namespace, PARAMETERS, DEFAULTS)
     for name in ("contexts_per_word", "ceat_samples", "stereoset_clusters_per_target", "prompts_per_group",
-                 "max_new_tokens", "temperature_generations", "noise_texts", "noise_copies", "noise_repeats"):
+                 "max_new_tokens", "classifier_train", "madlibs_per_identity", "temperature_generations",
+                 "noise_texts", "noise_copies", "noise_repeats"):
         v = params[name]
         if v == "all" and name in ("stereoset_clusters_per_target", "prompts_per_group"):
             continue
@@ -282,16 +290,71 @@ def extrinsic_section(params: dict, measured: "Measured") -> Section:
                        sentiment=sentiment["sentiment_label"].map(SENTIMENT_VALUE).where(~empty),
                        toxicity=toxicity["toxicity_score"].where(~empty))
     scores = pd.concat([disparity.group_scores(gens, value).assign(metric=metric)
-                        for metric, value in (("B-Sent", "sentiment"), ("B-Tox", "toxicity"))],
+                        for metric, value in (("B-Sent", "sentiment"), ("B-Tox", "toxicity"))]
+                       + [measured.classifier.assign(n_missing=0)],
                        ignore_index=True)[["model", "metric", "domain", "group", "score", "n", "n_missing"]]
     common.save(gens.drop(columns=["wikipedia"], errors="ignore"), CHAPTER, "bold_generations")
     sub = f"{tox.name} (a substitute for {tox.substitute_for})" if tox.substitute_for else tox.name
     shown = [_md(f"BOLD: {params['prompts_per_group']} seeded prompts per group ({gens['prompt'].nunique()} in all), one "
                  f"continuation of {params['max_new_tokens']} new tokens each per model (top-k 40, T = 1). B-Sent: VADER "
                  f"with BOLD's threshold (compound >= 0.5 positive, <= -0.5 negative), the group's mean of +1 / 0 / -1; "
-                 f"B-Tox: the mean toxicity score of {sub}.{note}"),
+                 f"B-Tox: the mean toxicity score of {sub}.{note} ToxD's substitute (the Jigsaw data are hub-only): "
+                 f"a logistic-regression probe on each model's frozen, mean-pooled last hidden states, trained on "
+                 f"{params['classifier_train']} MLMA English tweets, and its false-positive rate per identity on "
+                 f"{params['madlibs_per_identity']} madlibs sentences each (Dixon et al.'s templated test set; no "
+                 f"'atheist' or 'Hindu' there)."),
              common.save(scores, CHAPTER, "extrinsic_group_scores")]
     return Section(shown, None, (scores, gens))
+
+
+# ----------------------------------------------------------------------------- ToxD substitute
+
+def classifier_data(params: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """ToxD's offline substitute (issue: the seed's Jigsaw data are hub-only): ``classifier_train``
+    MLMA English tweets (seeded, stratified by label) to train on, and ``madlibs_per_identity``
+    madlibs sentences per ToxD identity (seeded, both labels) to measure the FPR on."""
+    from helpers.datasets.probing import load_mlma
+
+    mlma = load_mlma(language="en")
+    share = min(1.0, params["classifier_train"] / len(mlma))
+    train = mlma.groupby("label", group_keys=False).sample(frac=share, random_state=params["seed"])
+    lib = load_dataset("bias-madlibs")
+    terms = {t for dom in TOXD_IDENTITIES.values() for t in dom.values()}
+    lib = lib[lib["identity"].isin(terms)]
+    test = lib.groupby("identity", group_keys=False).sample(
+        n=min(params["madlibs_per_identity"], int(lib["identity"].value_counts().min())), random_state=params["seed"])
+    return train[["text", "label"]].reset_index(drop=True), test[["text", "label", "identity"]].reset_index(drop=True)
+
+
+def _toxd_scores(loaded, train: pd.DataFrame, test: pd.DataFrame) -> pd.DataFrame:
+    """FPR per ToxD identity of a logistic-regression probe on the model's mean-pooled last hidden
+    states (frozen: fine-tuning every model does not fit the CPU budget; said in the chapter)."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    from helpers.metrics import unintended
+
+    X = embeddings.sentence_embeddings(loaded, train["text"].tolist(), pooling="mean")
+    Z = embeddings.sentence_embeddings(loaded, test["text"].tolist(), pooling="mean")
+    probe = make_pipeline(StandardScaler(), LogisticRegression(class_weight="balanced", max_iter=2000))
+    probe.fit(X, (train["label"] == "toxic").to_numpy())
+    scores = probe.predict_proba(Z)[:, 1]
+    member = pd.DataFrame({t: (test["identity"] == t).to_numpy() for t in test["identity"].unique()})
+    metrics = unintended.identity_metrics((test["label"] == "toxic").to_numpy(), scores, member, threshold=0.5)
+    by_term = metrics.set_index("identity")
+    rows = [{"metric": "ToxD", "domain": dom, "group": group, "score": by_term.loc[term, "fpr"], "p_value": np.nan,
+             "n": int(by_term.loc[term, "n"] - by_term.loc[term, "n_toxic"])}
+            for dom, groups in TOXD_IDENTITIES.items() for group, term in groups.items() if term in by_term.index]
+    return pd.DataFrame(rows)
+
+
+def classifier_scores(handle, params: dict, train: pd.DataFrame, test: pd.DataFrame) -> pd.DataFrame:
+    """ToxD's substitute for one model, cached under its identity and the data."""
+    settings = {"train": hashing.sha256_frame(train), "test": hashing.sha256_frame(test), "pooling": "mean",
+                "probe": "standardised logistic regression, balanced"}
+    return runner.cached_result(handle, "toxd_probe", settings, lambda m: _toxd_scores(m, train, test)).assign(
+        model=handle.name)
 
 
 # ----------------------------------------------------------------------------- every model, once
@@ -305,6 +368,7 @@ class Measured:
     generations: pd.DataFrame
     temperature: pd.DataFrame
     contexts: pd.DataFrame
+    classifier: pd.DataFrame
     unavailable: dict = field(default_factory=dict)
 
 
@@ -314,13 +378,15 @@ def measure(params: dict, gate: Section) -> Measured:
     (Wang & Cho's Gibbs sampler, :mod:`helpers.lm.gibbs`, as seed 001 and BOLD); appendix G's
     generations of the first usable causal LM."""
     found, prompts = contexts(params), bold_prompts(params)
+    train, test = classifier_data(params)
     usable = runner.usable_models(gate.data)
     temp_prompts = pd.DataFrame({"prompt": list(TEMPERATURE_PROMPTS), "group": "islam",
                                  "template": [str(i) for i in range(len(TEMPERATURE_PROMPTS))]})
     first: list[str] = []
 
     def one(handle) -> dict:
-        out = {"intrinsic": intrinsic_scores(handle, params, found)}
+        out = {"intrinsic": intrinsic_scores(handle, params, found),
+               "classifier": classifier_scores(handle, params, train, test)}
         if handle.objective in ("causal", "masked"):
             out["generations"] = generations(handle, params, prompts)
             if handle.objective == "causal" and handle.name in usable and not first:
@@ -339,7 +405,10 @@ def measure(params: dict, gate: Section) -> Measured:
     intrinsic = stack("intrinsic")
     if not intrinsic.empty:
         intrinsic = intrinsic[["model", "metric", "domain", "group", "score", "p_value", "n"]]
-    return Measured(intrinsic, stack("generations"), stack("temperature"), found, unavailable)
+    classifier = stack("classifier")
+    if not classifier.empty:
+        classifier = classifier[["model", "metric", "domain", "group", "score", "n"]]
+    return Measured(intrinsic, stack("generations"), stack("temperature"), found, classifier, unavailable)
 
 
 # ----------------------------------------------------------------------------- correlations (Tables 1-3)

@@ -51,8 +51,9 @@ def prompts(groups=None, templates=TEMPLATES) -> pd.DataFrame:
 @torch.no_grad()
 def generate(loaded, prompt_df: pd.DataFrame, *, samples_per_prompt: int = 1, max_new_tokens: int = 20,
              temperature: float = 1.0, top_k: int | None = 40, top_p: float | None = None, seed: int = 0,
-             batch_size: int = 16, progress: bool = True) -> pd.DataFrame:
-    """Sample continuations from a causal LM (left-padded batches; Sheng et al. used top-k 40).
+             batch_size: int = 16, progress: bool = True, sample: bool = True) -> pd.DataFrame:
+    """Sample continuations from a causal LM (left-padded batches; Sheng et al. used top-k 40; greedy
+    with ``sample=False``), or from a masked LM by Wang & Cho's sampler (:mod:`helpers.lm.gibbs`).
 
     Returns prompt_df's columns repeated per sample plus sample, continuation, text (prompt +
     continuation) and the generation settings (so they are reported with the results).
@@ -83,9 +84,10 @@ def generate(loaded, prompt_df: pd.DataFrame, *, samples_per_prompt: int = 1, ma
                            unit="batch"):
             texts = rows["prompt"].iloc[k:k + batch_size].tolist()
             enc = tok(texts, return_tensors="pt", padding=True)
-            out = model.generate(**{k2: v.to(dev) for k2, v in enc.items()}, do_sample=True,
-                                 max_new_tokens=max_new_tokens, temperature=temperature, top_k=top_k,
-                                 top_p=top_p, pad_token_id=pad)
+            options = dict(do_sample=True, temperature=temperature, top_k=top_k, top_p=top_p) if sample else \
+                dict(do_sample=False)                      # greedy (benchmarks compare outputs)
+            out = model.generate(**{k2: v.to(dev) for k2, v in enc.items()}, max_new_tokens=max_new_tokens,
+                                 pad_token_id=pad, **options)
             new = out[:, enc["input_ids"].shape[1]:]
             conts += tok.batch_decode(new, skip_special_tokens=True)
     finally:

@@ -1,0 +1,118 @@
+"""Benchmark of chapter 06's two heavy steps (issue 15): speed, identical outputs, memory.
+
+    .venv/bin/python benchmarks/bench_seed001.py [--prompts 96] [--contexts 500] [--threads 2] [--no-append]
+
+(a) BOLD generation on SmolLM2-135M: the first N seeded BOLD prompts of the chapter, 20 new
+    tokens each, greedy so the outputs can be compared: ours (``regard.generate``, left-padded
+    batches of 16) vs a per-prompt ``model.generate`` loop;
+(b) CEAT's contextual embeddings on SmolLM2: N context sentences of the chapter (word, sentence):
+    ours (``embeddings.word_embeddings``, batched by length under the token budget) vs one
+    sentence per forward pass, the word's vector the mean of its tokens' last hidden states.
+Each contender runs in its own subprocess with the same torch threads (its peak memory is its
+own). Results are appended to benchmarks/RESULTS.md (section "Chapter 06").
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_scoring import load_smollm2, parse_or_run_job, peak_kb, publish, run  # noqa: E402
+
+NEW_TOKENS = 20
+
+
+def _inputs(a, tmp: Path) -> tuple[Path, Path]:
+    from helpers.chapters import ch06_intrinsic_extrinsic as ch
+
+    params, _ = ch.start(dict(ch.DEFAULTS) | {"models": ["smollm2-135m"], "prompts_per_group": "all",
+                                              "contexts_per_word": 10})
+    prompts = ch.bold_prompts(params).head(a.prompts)[["prompt", "group", "template"]]
+    found = ch.contexts(params)
+    found = found.sample(n=min(a.contexts, len(found)), random_state=0)
+    pf, cf = tmp / "prompts.json", tmp / "contexts.json"
+    pf.write_text(prompts.to_json(orient="records"))
+    cf.write_text(found.to_json(orient="records"))
+    return pf, cf
+
+
+def job(a) -> dict:
+    import numpy as np
+    import pandas as pd
+    import torch
+
+    from helpers.lm import cloze, embeddings
+    from helpers.metrics import regard
+
+    data = pd.read_json(a.texts, orient="records")
+    lm = load_smollm2()
+    tok, model = lm.tokenizer, lm.model
+    t0 = time.perf_counter()
+    if a.job == "ours-generate":
+        out = regard.generate(lm, data, max_new_tokens=NEW_TOKENS, sample=False, progress=False)["continuation"].tolist()
+    elif a.job == "loop-generate":
+        out = []
+        with torch.inference_mode():
+            for p in data["prompt"]:
+                ids = tok(p, return_tensors="pt")
+                new = model.generate(**ids, max_new_tokens=NEW_TOKENS, do_sample=False,
+                                     pad_token_id=tok.pad_token_id or tok.eos_token_id)[0, ids["input_ids"].shape[1]:]
+                out.append(tok.decode(new, skip_special_tokens=True))
+    elif a.job == "ours-embed":
+        out = embeddings.word_embeddings(lm, data["text"].tolist(), data["word"].tolist()).tolist()
+    else:                                                   # loop-embed
+        out = []
+        with torch.inference_mode():
+            for text, word in zip(data["text"], data["word"]):
+                enc = tok(text, return_offsets_mapping=True, return_special_tokens_mask=True)
+                a_, b_ = cloze.word_spans(text, word)[0]
+                pos = cloze.tokens_in_span(enc["offset_mapping"], enc["special_tokens_mask"], (a_, b_))
+                h = model(torch.as_tensor([enc["input_ids"]]), output_hidden_states=True).hidden_states[-1][0]
+                out.append(h[pos].float().mean(0).numpy().tolist())
+        out = np.asarray(out).tolist()
+    return {"seconds": time.perf_counter() - t0, "out": out, "peak_kb": peak_kb(), "threads": torch.get_num_threads()}
+
+
+def main() -> None:
+    import numpy as np
+
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--prompts", type=int, default=96, help="BOLD prompts generated from")
+    ap.add_argument("--contexts", type=int, default=500, help="CEAT context sentences embedded")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--no-append", action="store_true")
+    a = parse_or_run_job(ap, lambda _: job)
+    if a is None:
+        return
+    tmp = Path(tempfile.mkdtemp(prefix="bench-seed001-"))
+    pf, cf = _inputs(a, tmp)
+    me = [sys.executable, __file__, "--threads", str(a.threads)]
+    res = {name: run(me + ["--job", name, "--texts", str(f)], a.threads)
+           for name, f in (("ours-generate", pf), ("loop-generate", pf), ("ours-embed", cf), ("loop-embed", cf))}
+    same_text = sum(x == y for x, y in zip(res["ours-generate"]["out"], res["loop-generate"]["out"]))
+    diff = float(np.max(np.abs(np.asarray(res["ours-embed"]["out"]) - np.asarray(res["loop-embed"]["out"]))))
+    rows = []
+    for part, ours, peer, same in (
+            ("(a) BOLD generation", "ours-generate", "loop-generate",
+             f"{same_text} of {len(res['ours-generate']['out'])} continuations identical"),
+            ("(b) CEAT embeddings", "ours-embed", "loop-embed", f"max difference {diff:.1e}")):
+        rows.append(f"| {part} | {res[peer]['seconds']:.1f} | {res[ours]['seconds']:.1f} | "
+                    f"**{res[peer]['seconds'] / res[ours]['seconds']:.1f}x** | {same} | "
+                    f"{res[peer]['peak_kb'] / 1024:.0f} | {res[ours]['peak_kb'] / 1024:.0f} |")
+    publish("Chapter 06: BOLD generation and CEAT embeddings (issue 15)", [
+        f"Inputs: {a.prompts} seeded BOLD prompts of chapter 06 ({NEW_TOKENS} new tokens, greedy); {a.contexts} of "
+        "its CEAT context sentences. SmolLM2-135M; each contender in its own subprocess.",
+        "", "| part | peer s (one at a time) | ours s (batched) | speed-up | same outputs | peer peak MB | ours peak MB |",
+        "|---|---|---|---|---|---|---|", *rows,
+        "", "Greedy continuations of a left-padded batch can differ from unpadded ones where two next tokens are "
+        "within float rounding of each other; the count above says how often that happened.", ""],
+        threads=a.threads, append=not a.no_append)
+
+
+if __name__ == "__main__":
+    main()
