@@ -20,7 +20,6 @@ appended to benchmarks/RESULTS.md (section "Cloze and fill-ins").
 
 from __future__ import annotations
 
-import argparse
 import csv
 import json
 import os
@@ -30,7 +29,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_scoring import load_smollm2, parse_or_run_job, peak_kb, publish, run  # noqa: E402
+from bench_scoring import load_smollm2, parse_or_run_job, parser, peak_kb, publish, run  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 K = 10
@@ -169,11 +168,9 @@ def _same(a: list, b: list, tol: float) -> tuple[bool, float, int]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = parser(__doc__)
     ap.add_argument("--n", type=int, default=2000, help="seed-002 patterns for the top-k comparisons")
     ap.add_argument("--templates", type=int, default=1000, help="LPBS-shaped templates (x 2 candidates)")
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--no-append", action="store_true")
     ap.add_argument("--parts", default="abc", help="which comparisons to run (a, b, c)")
     a = parse_or_run_job(ap, lambda _: job)
     if a is None:

@@ -22,7 +22,6 @@ appended to benchmarks/RESULTS.md (section "Probing toxic content").
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import tempfile
@@ -31,7 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_cloze import _bert, _same, build_bert  # noqa: E402
-from bench_scoring import load_smollm2, parse_or_run_job, peak_kb, publish, run  # noqa: E402
+from bench_scoring import load_smollm2, parse_or_run_job, parser, peak_kb, publish, run  # noqa: E402
 
 K = 10
 
@@ -101,10 +100,8 @@ def job(a) -> dict:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = parser(__doc__)
     ap.add_argument("--sample", type=int, default=300, help="kept English sentences probed and timed")
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--no-append", action="store_true")
     a = parse_or_run_job(ap, lambda _: job)
     if a is None:
         return

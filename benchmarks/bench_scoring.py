@@ -290,6 +290,14 @@ def publish(title: str, lines: list[str], *, threads: int, append: bool) -> None
             f.write(text)
 
 
+def parser(doc: str) -> argparse.ArgumentParser:
+    """A benchmark's argument parser with the options every benchmark has: --threads, --no-append."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--threads", type=int, default=2, help="torch threads of every contender")
+    ap.add_argument("--no-append", action="store_true", help="do not append to benchmarks/RESULTS.md")
+    return ap
+
+
 def parse_or_run_job(ap: argparse.ArgumentParser, job_of) -> argparse.Namespace | None:
     """Parse the arguments, with the hidden options of a job subprocess (--job, --dir, --texts);
     in a job subprocess run ``job_of(args)(args)`` with ``--threads`` torch threads, print its

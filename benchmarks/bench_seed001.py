@@ -14,7 +14,6 @@ own). Results are appended to benchmarks/RESULTS.md (section "Chapter 06").
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import tempfile
@@ -22,7 +21,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_scoring import load_smollm2, parse_or_run_job, peak_kb, publish, run  # noqa: E402
+from bench_scoring import load_smollm2, parse_or_run_job, parser, peak_kb, publish, run  # noqa: E402
 
 NEW_TOKENS = 20
 
@@ -81,11 +80,9 @@ def job(a) -> dict:
 def main() -> None:
     import numpy as np
 
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = parser(__doc__)
     ap.add_argument("--prompts", type=int, default=96, help="BOLD prompts generated from")
     ap.add_argument("--contexts", type=int, default=500, help="CEAT context sentences embedded")
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--no-append", action="store_true")
     a = parse_or_run_job(ap, lambda _: job)
     if a is None:
         return
