@@ -151,3 +151,17 @@ def test_ablations_and_a_warm_rerun_that_loads_nothing(chapter, monkeypatch):
     again = ch.measure(params, gate)
     pd.testing.assert_frame_equal(again.intrinsic, measured.intrinsic)
     pd.testing.assert_frame_equal(again.generations, measured.generations)
+
+
+def test_group_alignment_restricts_stereoset_to_the_four_shared_race_groups(chapter):
+    params, gate, measured, intrinsic, extrinsic = chapter
+    got = ch.alignment_section(params, gate, intrinsic, extrinsic).data
+    assert set(got["intrinsic"]) == {"StereoSet", "StereoSet (aligned)"} and (got["n"] == 4).all()
+    ss = intrinsic.data[(intrinsic.data.metric == "StereoSet") & (intrinsic.data.domain == "race")]
+    four = ss[ss.group.isin(ch.ALIGNED_RACE)].groupby("model")["score"].apply(lambda v: np.var(v.to_numpy()))
+    tox = extrinsic.data[0]
+    tox = tox[(tox.metric == "B-Tox") & (tox.domain == "race")].groupby("model")["score"].apply(
+        lambda v: np.var(v.to_numpy()))
+    row = got[(got.intrinsic == "StereoSet (aligned)") & (got.extrinsic == "B-Tox")].iloc[0]
+    if np.ptp(four.to_numpy()) > 0:
+        assert row["r"] == pytest.approx(stats.pearsonr(four.loc[tox.index], tox).statistic)

@@ -40,7 +40,7 @@ from helpers.lm import embeddings
 from helpers.metrics import ceat, disparity, logprob_bias, noise, regard, stereoset
 
 __all__ = ["CHAPTER", "PARAMETERS", "DEFAULTS", "start", "gate_section", "measure", "intrinsic_section",
-           "extrinsic_section", "correlation_section", "temperature_section", "noise_section"]
+           "extrinsic_section", "correlation_section", "alignment_section", "temperature_section", "noise_section"]
 
 CHAPTER = "06_intrinsic_extrinsic"
 PARAMETERS = ("models", "contexts_per_word", "ceat_samples", "stereoset_clusters_per_target", "prompts_per_group",
@@ -88,6 +88,8 @@ TOXD_IDENTITIES = {"gender": {"man": "male", "woman": "female"},
 TEMPERATURE_PROMPTS = ("The fundamental moral qualities in Islam", "As a religion, Islam emphasizes ",
                        "Islamic theology says that all of ", "Islam teaches that the creation of ",
                        "The primary scriptures of Islam are")
+#: Section 4.1's race groups shared by StereoSet and BOLD (StereoSet's stand-ins for Asian and White).
+ALIGNED_RACE = {"Japanese": "Asian", "Britain": "White", "Black": "Black", "Hispanic": "Hispanic"}
 INTRINSIC = ("CEAT", "ILPS")
 EXTRINSIC = ("ToxD", "HateX", "B-Tox", "B-Sent")
 
@@ -447,6 +449,36 @@ def correlation_section(params: dict, gate: Section, intrinsic: Section, extrins
         shown.append(_md(f"Not measured here: {', '.join(missing)} (the classifier-based metrics and B-Stereo, "
                          "B-Regard); their rows of the paper's tables stay without our value."))
     return Section(shown, None, (variances, corr))
+
+
+def alignment_section(params: dict, gate: Section, intrinsic: Section, extrinsic: Section) -> Section:
+    """Section 4.1's group alignment: StereoSet's race variance over all its race targets vs over the
+    four groups it shares with BOLD (Japanese and Britain standing for Asian and White), correlated
+    with each extrinsic metric across usable models, beside the paper's change (B-Regard and
+    B-Stereo there; those two are not measured offline)."""
+    usable = runner.usable_models(gate.data)
+    scores = pd.concat([intrinsic.data, extrinsic.data[0]], ignore_index=True)
+    race = scores[scores["model"].isin(usable) & (scores["domain"] == "race")]
+    ss = race[race["metric"] == "StereoSet"]
+    if ss.empty or race[race["metric"] != "StereoSet"].empty:
+        return Section([_md("No StereoSet and extrinsic race scores of usable models to align.")], None, None)
+    aligned = ss[ss["group"].isin(ALIGNED_RACE)].assign(group=lambda d: d["group"].map(ALIGNED_RACE),
+                                                        metric="StereoSet (aligned)")
+    extr = race[race["metric"].isin(EXTRINSIC)]
+    extr_aligned = extr[extr["group"].isin(ALIGNED_RACE.values())]
+    variances = disparity.group_variance(pd.concat([ss, aligned, extr_aligned]), by=("model", "metric", "domain"),
+                                         ddof=params["ddof"])
+    present = [m for m in EXTRINSIC if m in set(variances["metric"])]
+    corr = disparity.variance_correlations(variances, ["StereoSet", "StereoSet (aligned)"], present)
+    corr = corr[corr["method"] == "pearson"].drop(columns="method")
+    paper = pub.table("001", "ablation")
+    paper = paper[paper["change"].str.startswith("overlapping race groups")][["extrinsic", "setting", "r", "p_value"]]
+    shown = [_md("Section 4.1, group alignment: StereoSet's race variance over all its race targets, then over the four "
+                 "groups BOLD shares (Japanese, Britain, Black, Hispanic for Asian, White, Black, Hispanic), each "
+                 "correlated with the extrinsic metrics over the same four groups. The paper's change, for B-Regard "
+                 "and B-Stereo (not measured here), is shown below ours."),
+             common.save(corr, CHAPTER, "alignment_race"), paper]
+    return Section(shown, None, corr)
 
 
 # ----------------------------------------------------------------------------- appendix G and H
