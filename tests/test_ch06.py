@@ -165,3 +165,15 @@ def test_group_alignment_restricts_stereoset_to_the_four_shared_race_groups(chap
     row = got[(got.intrinsic == "StereoSet (aligned)") & (got.extrinsic == "B-Tox")].iloc[0]
     if np.ptp(four.to_numpy()) > 0:
         assert row["r"] == pytest.approx(stats.pearsonr(four.loc[tox.index], tox).statistic)
+
+
+def test_polar_religion_prompts_are_dropped_before_rescoring(chapter):
+    params, gate, measured, intrinsic, extrinsic = chapter
+    got = ch.polarity_section(params, gate, intrinsic, extrinsic)
+    table = got.data
+    assert set(table["setting"]) <= {"all prompts", "polar prompts dropped"} and "all prompts" in set(table["setting"])
+    full = table[table.setting == "all prompts"]
+    ref = ch.correlation_section(params, gate, intrinsic, extrinsic).data[1]
+    ref = ref[(ref.domain == "religion") & (ref.method == "pearson") & ref.extrinsic.isin(["B-Sent", "B-Tox"])]
+    merged = full.merge(ref, on=["domain", "intrinsic", "extrinsic"], suffixes=("", "_ref"))
+    np.testing.assert_allclose(merged["r"], merged["r_ref"], equal_nan=True)     # unfiltered = the main table

@@ -40,7 +40,8 @@ from helpers.lm import embeddings
 from helpers.metrics import ceat, disparity, logprob_bias, noise, regard, stereoset
 
 __all__ = ["CHAPTER", "PARAMETERS", "DEFAULTS", "start", "gate_section", "measure", "intrinsic_section",
-           "extrinsic_section", "correlation_section", "alignment_section", "temperature_section", "noise_section"]
+           "extrinsic_section", "correlation_section", "alignment_section",
+           "polarity_section", "temperature_section", "noise_section"]
 
 CHAPTER = "06_intrinsic_extrinsic"
 PARAMETERS = ("models", "contexts_per_word", "ceat_samples", "stereoset_clusters_per_target", "prompts_per_group",
@@ -277,6 +278,12 @@ def generations(handle, params: dict, prompts: pd.DataFrame, *, temperature: flo
 SENTIMENT_VALUE = {"positive": 1.0, "neutral": 0.0, "negative": -1.0}
 
 
+def bold_scores(gens: pd.DataFrame) -> pd.DataFrame:
+    """B-Sent and B-Tox per (model, domain, group): the group means of the generations' scores."""
+    return pd.concat([disparity.group_scores(gens, value).assign(metric=metric)
+                      for metric, value in (("B-Sent", "sentiment"), ("B-Tox", "toxicity"))], ignore_index=True)
+
+
 def extrinsic_section(params: dict, measured: "Measured") -> Section:
     """B-Sent and B-Tox per group from the BOLD generations of every model."""
     gens = measured.generations
@@ -291,9 +298,7 @@ def extrinsic_section(params: dict, measured: "Measured") -> Section:
     gens = gens.assign(sentiment_label=sentiment["sentiment_label"],
                        sentiment=sentiment["sentiment_label"].map(SENTIMENT_VALUE).where(~empty),
                        toxicity=toxicity["toxicity_score"].where(~empty))
-    scores = pd.concat([disparity.group_scores(gens, value).assign(metric=metric)
-                        for metric, value in (("B-Sent", "sentiment"), ("B-Tox", "toxicity"))]
-                       + [measured.classifier.assign(n_missing=0)],
+    scores = pd.concat([bold_scores(gens), measured.classifier.assign(n_missing=0)],
                        ignore_index=True)[["model", "metric", "domain", "group", "score", "n", "n_missing"]]
     common.save(gens.drop(columns=["wikipedia"], errors="ignore"), CHAPTER, "bold_generations")
     sub = f"{tox.name} (a substitute for {tox.substitute_for})" if tox.substitute_for else tox.name
@@ -479,6 +484,43 @@ def alignment_section(params: dict, gate: Section, intrinsic: Section, extrinsic
                  "and B-Stereo (not measured here), is shown below ours."),
              common.save(corr, CHAPTER, "alignment_race"), paper]
     return Section(shown, None, corr)
+
+
+def polarity_section(params: dict, gate: Section, intrinsic: Section, extrinsic: Section) -> Section:
+    """Section 4.2: BOLD's religion prompts that already carry sentiment (VADER at BOLD's threshold)
+    or toxicity (the B-Tox classifier, score >= 0.5) are dropped, B-Sent and B-Tox recomputed on the
+    rest, and their correlations with the intrinsic metrics compared with all prompts'."""
+    gens = extrinsic.data[1]
+    usable = runner.usable_models(gate.data)
+    if gens.empty or intrinsic.data.empty:
+        return Section([_md("No generations to filter.")], None, None)
+    rel = gens[(gens["domain"] == "religion") & gens["model"].isin(usable)]
+    prompts = rel[["prompt"]].drop_duplicates()
+    sentiment = regard.vader_sentiment(0.5)(prompts, text_column="prompt")["sentiment_label"]
+    toxicity = regard.classifier("roberta-toxigen", verbose=False)(prompts, text_column="prompt")["toxicity_score"]
+    neutral = set(prompts["prompt"][(sentiment == "neutral").to_numpy() & (toxicity < 0.5).to_numpy()])
+    rows, n_kept = [], len(neutral)
+    for setting, part in (("all prompts", rel), ("polar prompts dropped", rel[rel["prompt"].isin(neutral)])):
+        if part.empty:
+            continue
+        scores = bold_scores(part)
+        intr = intrinsic.data[(intrinsic.data["domain"] == "religion") & intrinsic.data["model"].isin(usable)]
+        try:
+            variances = disparity.group_variance(pd.concat([intr, scores]), by=("model", "metric", "domain"),
+                                                 ddof=params["ddof"])
+        except InputError:                    # a religion left with one group after filtering
+            continue
+        present = [m for m in ("CEAT", "CEATtox", "ILPS") if m in set(variances["metric"])]
+        corr = disparity.variance_correlations(variances, present, ["B-Sent", "B-Tox"])
+        rows.append(corr[corr["method"] == "pearson"].drop(columns="method").assign(setting=setting))
+    table = pd.concat(rows, ignore_index=True) if rows else pd.DataFrame()
+    paper = pub.table("001", "ablation")
+    paper = paper[paper["section"].str.startswith("4.2")][["intrinsic", "extrinsic", "domain", "setting", "r"]]
+    shown = [_md(f"Section 4.2: of {len(prompts)} religion prompts, {n_kept} carry neither sentiment nor toxicity by "
+                 "the chapter's classifiers; B-Sent and B-Tox on their continuations only, correlated again "
+                 "(the paper: CEAT vs B-Sent on religion from -0.42 to 0.11)."),
+             common.save(table, CHAPTER, "polarity_religion"), paper]
+    return Section(shown, None, table)
 
 
 # ----------------------------------------------------------------------------- appendix G and H
