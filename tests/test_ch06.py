@@ -16,8 +16,8 @@ from helpers.errors import InputError
 from helpers.metrics import logprob_bias, regard
 
 SMALL = dict(contexts_per_word=2, ceat_samples=20, stereoset_clusters_per_target=1, prompts_per_group=2,
-             max_new_tokens=4, classifier_train=40, madlibs_per_identity=6, temperature_generations=2, noise_texts=12,
-             noise_copies=2, noise_repeats=2)
+             max_new_tokens=4, classifier_train=40, madlibs_per_identity=6, stereotype_train=60,
+             temperature_generations=2, noise_texts=12, noise_copies=2, noise_repeats=2)
 
 
 @pytest.mark.parametrize("bad, message", [({"contexts_per_word": 0}, "contexts_per_word"),
@@ -50,14 +50,14 @@ def _perturbed_copy(path, out, seed: int):
 
 
 @pytest.fixture(scope="module")
-def chapter(tiny_gpt2, tiny_gpt2_bos, tiny_roberta, tmp_path_factory):
+def chapter(tiny_gpt2, tiny_gpt2_bos, tiny_roberta, tiny_bert, tmp_path_factory):
     mp = pytest.MonkeyPatch()
     tmp = tmp_path_factory.mktemp("ch06")
     tiny_gpt2_ctx16 = _perturbed_copy(tiny_gpt2, tmp / "tiny_gpt2_noisy", 1)
     for var, sub in (("HARMS_CACHE_DIR", "cache"), ("HARMS_RESULTS_DIR", "results"), ("HARMS_ZOO_DIR", "zoo")):
         mp.setenv(var, str(tmp / sub))
     names = [str(tiny_gpt2), str(tiny_gpt2_bos), str(tiny_gpt2_ctx16), str(tiny_roberta)]
-    params, _ = ch.start(dict(ch.DEFAULTS) | SMALL | {"models": names})
+    params, _ = ch.start(dict(ch.DEFAULTS) | SMALL | {"models": names, "stereotype_encoder": str(tiny_bert)})
     gate = _usable_gate(names)
     measured = ch.measure(params, gate)
     intrinsic = ch.intrinsic_section(params, measured)
@@ -177,3 +177,20 @@ def test_polar_religion_prompts_are_dropped_before_rescoring(chapter):
     ref = ref[(ref.domain == "religion") & (ref.method == "pearson") & ref.extrinsic.isin(["B-Sent", "B-Tox"])]
     merged = full.merge(ref, on=["domain", "intrinsic", "extrinsic"], suffixes=("", "_ref"))
     np.testing.assert_allclose(merged["r"], merged["r_ref"], equal_nan=True)     # unfiltered = the main table
+
+
+def test_b_stereo_is_the_stereotype_classifiers_mean_probability(chapter):
+    from helpers.training.classifier import predict_proba
+
+    params, _, measured, _, extrinsic = chapter
+    train, valid = ch.stereotype_data(params)
+    assert set(train["label"]) == {"stereotype", "non-stereotype"} and not set(train["text"]) & set(valid["text"])
+    assert len(train) + len(valid) == pytest.approx(params["stereotype_train"], abs=2)
+    scores, gens = extrinsic.data
+    folder, metrics = ch.stereotype_classifier(params)
+    assert {"accuracy", "f1_weighted"} <= set(metrics["metric"])
+    one = gens[gens.model == params["models"][0]]
+    p = predict_proba(folder, one["continuation"].where(one["continuation"].str.strip() != "", "."), max_length=64)[:, 1]
+    want = pd.Series(p, index=one.index).where(one["continuation"].str.strip() != "").groupby(one["group"]).mean()
+    got = scores[(scores.metric == "B-Stereo") & (scores.model == params["models"][0])].set_index("group")["score"]
+    np.testing.assert_allclose(got.loc[want.index], want.to_numpy(), rtol=1e-6)

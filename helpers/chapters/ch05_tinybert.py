@@ -154,21 +154,6 @@ def data_table(data: dict[str, TaskData]) -> pd.DataFrame:
     return common.save(pd.DataFrame(rows), CHAPTER, "data_splits")
 
 
-def encoder_source(name: str) -> str:
-    """Where the teacher encoder's weights are: a package encoder's folder, a local folder, or a
-    hub id (checked reachable: one line when it is not)."""
-    if name in models.encoder_models():
-        return str(models.package_folder(name))
-    if Path(name).is_dir():
-        return name
-    if name in models.REGISTRY and models.REGISTRY[name].source == "package":
-        raise ModelUnavailableError(f"teacher {name!r}: its package is not installed (offline-models.txt)")
-    reason = models.hub_offline_reason()
-    if reason:
-        raise ModelUnavailableError(f"teacher {name!r} needs the Hugging Face hub: {reason}")
-    return name
-
-
 @dataclass
 class Classifiers:
     """Per task: the fine-tuned teacher's and the distilled student's directories, and timings."""
@@ -188,7 +173,7 @@ def train_classifiers(params: dict, data: dict[str, TaskData]) -> Classifiers:
     task (each reused from the cache when its inputs and settings are unchanged: see the
     training functions)."""
     found = Classifiers()
-    source = encoder_source(params["teacher"])
+    source = models.encoder_source(params["teacher"])
     for task, d in data.items():
         work = _work_dir(params, task)
         t0 = time.time()

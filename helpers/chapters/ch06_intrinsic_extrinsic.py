@@ -35,7 +35,7 @@ from helpers import hashing, plots, published as pub, report, runner
 from helpers.chapters import common
 from helpers.chapters.common import Section, markdown
 from helpers.datasets import bold as bold_data, load as load_dataset
-from helpers.errors import InputError
+from helpers.errors import InputError, ModelUnavailableError
 from helpers.lm import embeddings
 from helpers.metrics import ceat, disparity, logprob_bias, noise, regard, stereoset
 
@@ -45,11 +45,12 @@ __all__ = ["CHAPTER", "PARAMETERS", "DEFAULTS", "start", "gate_section", "measur
 
 CHAPTER = "06_intrinsic_extrinsic"
 PARAMETERS = ("models", "contexts_per_word", "ceat_samples", "stereoset_clusters_per_target", "prompts_per_group",
-              "max_new_tokens", "classifier_train", "madlibs_per_identity", "temperature_generations", "noise_texts",
-              "noise_copies", "noise_repeats", "ddof", "seed", "device", "min_ratio")
+              "max_new_tokens", "classifier_train", "madlibs_per_identity", "stereotype_encoder", "stereotype_train",
+              "temperature_generations", "noise_texts", "noise_copies", "noise_repeats", "ddof", "seed", "device",
+              "min_ratio")
 DEFAULTS = dict(models="offline", contexts_per_word=10, ceat_samples=1000, stereoset_clusters_per_target=8,
                 prompts_per_group=10, max_new_tokens=20, classifier_train=800, madlibs_per_identity=50,
-                temperature_generations=20, noise_texts=500, noise_copies=10, noise_repeats=10, ddof=0, seed=0,
+                stereotype_encoder="minilm-l6", stereotype_train=4000, temperature_generations=20, noise_texts=500, noise_copies=10, noise_repeats=10, ddof=0, seed=0,
                 device="cpu", min_ratio=2.0)
 DOMAINS = ("gender", "race", "religion")
 #: The words whose contexts stand for a group in CEAT (seed 001 Table 4's groups; matched as
@@ -92,7 +93,7 @@ TEMPERATURE_PROMPTS = ("The fundamental moral qualities in Islam", "As a religio
 #: Section 4.1's race groups shared by StereoSet and BOLD (StereoSet's stand-ins for Asian and White).
 ALIGNED_RACE = {"Japanese": "Asian", "Britain": "White", "Black": "Black", "Hispanic": "Hispanic"}
 INTRINSIC = ("CEAT", "ILPS")
-EXTRINSIC = ("ToxD", "HateX", "B-Tox", "B-Sent")
+EXTRINSIC = ("ToxD", "HateX", "B-Tox", "B-Sent", "B-Stereo", "B-Regard")
 
 
 def _md(text: str):
@@ -103,7 +104,7 @@ def start(namespace) -> tuple[dict, pd.DataFrame]:
     """The chapter's parameters from the notebook's globals (:func:`helpers.chapters.common.start`)."""
     params, table = common.start(CHAPTER, namespace, PARAMETERS, DEFAULTS)
     for name in ("contexts_per_word", "ceat_samples", "stereoset_clusters_per_target", "prompts_per_group",
-                 "max_new_tokens", "classifier_train", "madlibs_per_identity", "temperature_generations",
+                 "max_new_tokens", "classifier_train", "madlibs_per_identity", "stereotype_train", "temperature_generations",
                  "noise_texts", "noise_copies", "noise_repeats"):
         v = params[name]
         if v == "all" and name in ("stereoset_clusters_per_target", "prompts_per_group"):
@@ -279,9 +280,12 @@ SENTIMENT_VALUE = {"positive": 1.0, "neutral": 0.0, "negative": -1.0}
 
 
 def bold_scores(gens: pd.DataFrame) -> pd.DataFrame:
-    """B-Sent and B-Tox per (model, domain, group): the group means of the generations' scores."""
+    """B-Sent, B-Tox and B-Stereo per (model, domain, group): the group means of the generations'
+    scores (B-Stereo: the stereotype classifier's probability)."""
     return pd.concat([disparity.group_scores(gens, value).assign(metric=metric)
-                      for metric, value in (("B-Sent", "sentiment"), ("B-Tox", "toxicity"))], ignore_index=True)
+                      for metric, value in (("B-Sent", "sentiment"), ("B-Tox", "toxicity"), ("B-Stereo", "stereotype"),
+                                            ("B-Regard", "regard"))
+                      if value in gens.columns], ignore_index=True)
 
 
 def extrinsic_section(params: dict, measured: "Measured") -> Section:
@@ -295,9 +299,21 @@ def extrinsic_section(params: dict, measured: "Measured") -> Section:
     sentiment = regard.vader_sentiment(0.5)(gens, text_column="continuation")
     tox = regard.classifier("roberta-toxigen", verbose=False)
     toxicity = tox(gens, text_column="continuation")
+    from helpers.training.classifier import predict_proba
+
+    stereo_dir, stereo_scores = stereotype_classifier(params)
+    stereotype = predict_proba(stereo_dir, gens["continuation"].where(~empty, "."), max_length=64)[:, 1]
+    try:                                        # B-Regard: the hub's regard classifier only (VADER is B-Sent)
+        reg = regard.classifier("regard", allow_substitute=False, verbose=False)
+        negative = (reg(gens, text_column="continuation")["regard_label"] == "negative").astype(float)
+        gens = gens.assign(regard=negative.where(~empty))
+        regard_note = f" B-Regard: the share of continuations {reg.name} calls negative."
+    except ModelUnavailableError:
+        regard_note = " B-Regard needs the hub's regard classifier (not measured here)."
     gens = gens.assign(sentiment_label=sentiment["sentiment_label"],
                        sentiment=sentiment["sentiment_label"].map(SENTIMENT_VALUE).where(~empty),
-                       toxicity=toxicity["toxicity_score"].where(~empty))
+                       toxicity=toxicity["toxicity_score"].where(~empty),
+                       stereotype=pd.Series(stereotype, index=gens.index).where(~empty))
     scores = pd.concat([bold_scores(gens), measured.classifier.assign(n_missing=0)],
                        ignore_index=True)[["model", "metric", "domain", "group", "score", "n", "n_missing"]]
     common.save(gens.drop(columns=["wikipedia"], errors="ignore"), CHAPTER, "bold_generations")
@@ -305,11 +321,15 @@ def extrinsic_section(params: dict, measured: "Measured") -> Section:
     shown = [_md(f"BOLD: {params['prompts_per_group']} seeded prompts per group ({gens['prompt'].nunique()} in all), one "
                  f"continuation of {params['max_new_tokens']} new tokens each per model (top-k 40, T = 1). B-Sent: VADER "
                  f"with BOLD's threshold (compound >= 0.5 positive, <= -0.5 negative), the group's mean of +1 / 0 / -1; "
-                 f"B-Tox: the mean toxicity score of {sub}.{note} ToxD's substitute (the Jigsaw data are hub-only): "
+                 f"B-Tox: the mean toxicity score of {sub}.{regard_note}{note} ToxD's substitute (the Jigsaw data are hub-only): "
                  f"a logistic-regression probe on each model's frozen, mean-pooled last hidden states, trained on "
                  f"{params['classifier_train']} MLMA English tweets, and its false-positive rate per identity on "
                  f"{params['madlibs_per_identity']} madlibs sentences each (Dixon et al.'s templated test set; no "
                  f"'atheist' or 'Hindu' there)."),
+             _md(f"B-Stereo: the mean probability of a stereotype classifier ({params['stereotype_encoder']} "
+                 f"fine-tuned on StereoSet and CrowS-Pairs; the paper added Social Bias Frames, hub-only). Its "
+                 f"validation scores (the paper's F1: 0.80):"),
+             common.save(stereo_scores, CHAPTER, "stereotype_classifier"),
              common.save(scores, CHAPTER, "extrinsic_group_scores")]
     return Section(shown, None, (scores, gens))
 
@@ -362,6 +382,53 @@ def classifier_scores(handle, params: dict, train: pd.DataFrame, test: pd.DataFr
                 "probe": "standardised logistic regression, balanced"}
     return runner.cached_result(handle, "toxd_probe", settings, lambda m: _toxd_scores(m, train, test)).assign(
         model=handle.name)
+
+
+# ----------------------------------------------------------------------------- B-Stereo's classifier
+
+def stereotype_data(params: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Appendix B's training data for a stereotype classifier, offline: StereoSet's intra- and
+    intersentence examples (the stereotype sentence ``stereotype``, the anti-stereotype and unrelated
+    ones ``non-stereotype``; an intersentence example with its context) and CrowS-Pairs (the
+    stereotypical sentence of each pair against the other; Social Bias Frames is hub-only).
+    ``stereotype_train`` of them, seeded and stratified, split 90 / 10 into train and validation."""
+    from helpers.datasets import stereoset as stereoset_data
+    from helpers.datasets.bias_sets import load_crows_pairs
+
+    ex = stereoset_data.load_examples()
+    intra, inter = ex["intrasentence"], ex["intersentence"]
+    parts = [pd.DataFrame({"text": intra["sentence"], "stereotype": intra["gold_label"] == "stereotype"}),
+             pd.DataFrame({"text": inter["context"] + " " + inter["sentence"],
+                           "stereotype": inter["gold_label"] == "stereotype"})]
+    crows = load_crows_pairs()
+    stereo = crows["stereo_antistereo"] == "stereo"
+    parts += [pd.DataFrame({"text": crows["sent_more"].where(stereo, crows["sent_less"]), "stereotype": True}),
+              pd.DataFrame({"text": crows["sent_less"].where(stereo, crows["sent_more"]), "stereotype": False})]
+    data = pd.concat(parts, ignore_index=True).drop_duplicates("text")
+    data["label"] = np.where(data["stereotype"], "stereotype", "non-stereotype")
+    share = min(1.0, params["stereotype_train"] / len(data))
+    data = data.groupby("label", group_keys=False).sample(frac=share, random_state=params["seed"])
+    valid = data.groupby("label", group_keys=False).sample(frac=0.1, random_state=params["seed"])
+    train = data.drop(index=valid.index)
+    return train[["text", "label"]].reset_index(drop=True), valid[["text", "label"]].reset_index(drop=True)
+
+
+def stereotype_classifier(params: dict) -> tuple[object, pd.DataFrame]:
+    """The stereotype classifier (``stereotype_encoder`` fine-tuned on :func:`stereotype_data`,
+    reused from the cache when data and settings are unchanged) and its validation scores beside
+    the paper's F1 of 0.80."""
+    from helpers import paths
+    from helpers.models import encoder_source
+    from helpers.training import classifier
+
+    train, valid = stereotype_data(params)
+    out = classifier.fine_tune(encoder_source(params["stereotype_encoder"]), train, valid,
+                               out_dir=paths.cache_dir() / "ch06" / "stereotype", epochs=2, lr=5e-5, batch_size=32,
+                               max_length=64, seed=params["seed"], class_weight="balanced")
+    probs = classifier.predict_proba(out, valid["text"], max_length=64)
+    predicted = np.where(probs[:, 1] >= 0.5, "stereotype", "non-stereotype")
+    scores = classifier.classification_metrics(valid["label"], predicted)
+    return out, scores.assign(n_train=len(train), n_validation=len(valid))
 
 
 # ----------------------------------------------------------------------------- every model, once
@@ -451,16 +518,16 @@ def correlation_section(params: dict, gate: Section, intrinsic: Section, extrins
                                                    f"usable model and domain"), CHAPTER, name))
     missing = sorted(set(EXTRINSIC) - present)
     if missing:
-        shown.append(_md(f"Not measured here: {', '.join(missing)} (the classifier-based metrics and B-Stereo, "
-                         "B-Regard); their rows of the paper's tables stay without our value."))
+        shown.append(_md(f"Not measured here: {', '.join(missing)} (HateX's posts and the regard classifier are "
+                         "hub-only); their rows of the paper's tables stay without our value."))
     return Section(shown, None, (variances, corr))
 
 
 def alignment_section(params: dict, gate: Section, intrinsic: Section, extrinsic: Section) -> Section:
     """Section 4.1's group alignment: StereoSet's race variance over all its race targets vs over the
     four groups it shares with BOLD (Japanese and Britain standing for Asian and White), correlated
-    with each extrinsic metric across usable models, beside the paper's change (B-Regard and
-    B-Stereo there; those two are not measured offline)."""
+    with each extrinsic metric across usable models, beside the paper's change (for B-Regard and
+    B-Stereo)."""
     usable = runner.usable_models(gate.data)
     scores = pd.concat([intrinsic.data, extrinsic.data[0]], ignore_index=True)
     race = scores[scores["model"].isin(usable) & (scores["domain"] == "race")]
@@ -481,7 +548,7 @@ def alignment_section(params: dict, gate: Section, intrinsic: Section, extrinsic
     shown = [_md("Section 4.1, group alignment: StereoSet's race variance over all its race targets, then over the four "
                  "groups BOLD shares (Japanese, Britain, Black, Hispanic for Asian, White, Black, Hispanic), each "
                  "correlated with the extrinsic metrics over the same four groups. The paper's change, for B-Regard "
-                 "and B-Stereo (not measured here), is shown below ours."),
+                 "and B-Stereo, is shown below ours."),
              common.save(corr, CHAPTER, "alignment_race"), paper]
     return Section(shown, None, corr)
 

@@ -13,7 +13,7 @@ entry and figure (../shared/DESIGN.md).
   the checksummed converted copies of GGUF models (:func:`verify_converted`).
 """
 
-from helpers.models.loading import (LazyModel, LoadedModel, config_max_length, gguf_metadata,
+from helpers.models.loading import (LazyModel, LoadedModel, config_max_length, encoder_source, gguf_metadata,
                                     hub_offline_reason, infer_objective, lazy, load, package_folder,
                                     tokenizer_fingerprint,
                                     verify_converted, weights_fingerprint)
@@ -24,4 +24,4 @@ from helpers.models.registry import (REGISTRY, ModelSpec, Objective, bert_mlm_pa
 __all__ = ["REGISTRY", "ModelSpec", "Objective", "LoadedModel", "LazyModel", "load", "lazy", "spec",
            "paper_models", "miniature_berts", "offline_models", "package_models", "encoder_models", "bert_mlm_params", "infer_objective",
            "weights_fingerprint", "tokenizer_fingerprint", "config_max_length", "gguf_metadata",
-           "verify_converted", "hub_offline_reason", "package_folder"]
+           "verify_converted", "hub_offline_reason", "package_folder", "encoder_source"]

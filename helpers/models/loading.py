@@ -24,7 +24,7 @@ from typing import Any, Callable
 
 from helpers import hashing, paths, tables
 from helpers.errors import HarmsError, InputError, ModelUnavailableError
-from helpers.models.registry import (BY_HUB_ID, OBJECTIVES, REGISTRY, ModelSpec, Objective, manifest_spec,
+from helpers.models.registry import (BY_HUB_ID, OBJECTIVES, REGISTRY, ModelSpec, Objective, encoder_models, manifest_spec,
                                      unknown_message, zoo_spec)
 
 PROBE_TEXT = "The cat sat."
@@ -534,6 +534,21 @@ def package_folder(name: str) -> Path:
     if s is None or s.source != "package" or s.gguf_file is not None:
         raise InputError(f"{name!r} is not a package model with a save_pretrained folder")
     return _package_weights(s)
+
+
+def encoder_source(name: str) -> str:
+    """What ``from_pretrained`` should read to fine-tune encoder ``name``: a package encoder's
+    folder, a local folder, or a hub id (checked reachable: one line when it is not)."""
+    if name in encoder_models():
+        return str(package_folder(name))
+    if Path(name).is_dir():
+        return name
+    if name in REGISTRY and REGISTRY[name].source == "package":
+        raise ModelUnavailableError(f"encoder {name!r}: its package is not installed (offline-models.txt)")
+    reason = hub_offline_reason()
+    if reason:
+        raise ModelUnavailableError(f"encoder {name!r} needs the Hugging Face hub: {reason}")
+    return name
 
 
 def _join_parts(s: ModelSpec, parts: list[Path], target: Path, expected: str) -> Path:
