@@ -17,12 +17,12 @@ from helpers.metrics import logprob_bias, regard
 
 SMALL = dict(contexts_per_word=2, ceat_samples=20, stereoset_clusters_per_target=1, prompts_per_group=2,
              max_new_tokens=4, classifier_train=40, madlibs_per_identity=6, stereotype_train=60,
-             temperature_generations=2, noise_texts=12, noise_copies=2, noise_repeats=2)
+             temperature_generations=2, noise_texts=12)
 
 
 @pytest.mark.parametrize("bad, message", [({"contexts_per_word": 0}, "contexts_per_word"),
                                           ({"ddof": 2}, "ddof"), ({"prompts_per_group": "some"}, "prompts_per_group"),
-                                          ({"ceat_samples": 1}, "ceat_samples"), ({"noise_copies": True}, "noise_copies")])
+                                          ({"ceat_samples": 1}, "ceat_samples"), ({"noise_texts": True}, "noise_texts")])
 def test_bad_parameters_are_one_line(private_dirs, bad, message):
     with pytest.raises(InputError, match=message):
         ch.start(dict(ch.DEFAULTS) | SMALL | bad)
@@ -141,7 +141,7 @@ def test_ablations_and_a_warm_rerun_that_loads_nothing(chapter, monkeypatch):
     assert (temp.data["n"] == len(ch.TEMPERATURE_PROMPTS) * params["temperature_generations"]).all()
     assert set(measured.temperature["model"]) == {params["models"][0]}
     noisy = ch.noise_section(params, extrinsic)
-    assert noisy.data["repeats"].tolist() == [1] + [params["noise_repeats"]] * 8
+    assert noisy.data["repeats"].tolist() == [1] + [ch.NOISE_REPEATS] * 8
     assert noisy.data["paper_percent"].notna().all()
 
     def no_load(*a, **k):
@@ -194,3 +194,11 @@ def test_b_stereo_is_the_stereotype_classifiers_mean_probability(chapter):
     want = pd.Series(p, index=one.index).where(one["continuation"].str.strip() != "").groupby(one["group"]).mean()
     got = scores[(scores.metric == "B-Stereo") & (scores.model == params["models"][0])].set_index("group")["score"]
     np.testing.assert_allclose(got.loc[want.index], want.to_numpy(), rtol=1e-6)
+
+
+def test_source_alignment_generates_from_stereoset_contexts_per_race_target(chapter):
+    params, gate, measured, intrinsic, extrinsic = chapter
+    src = measured.source_generations
+    assert set(src["domain"]) == {"race"} and src.groupby(["model", "group"]).size().le(params["prompts_per_group"]).all()
+    got = ch.source_section(params, gate, intrinsic, extrinsic, measured).data
+    assert set(got["extrinsic"]) == {"B-Stereo", "B-Stereo (StereoSet contexts)"} and (got["n"] == 4).all()

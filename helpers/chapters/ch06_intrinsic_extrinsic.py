@@ -41,16 +41,15 @@ from helpers.metrics import ceat, disparity, logprob_bias, noise, regard, stereo
 
 __all__ = ["CHAPTER", "PARAMETERS", "DEFAULTS", "start", "gate_section", "measure", "intrinsic_section",
            "extrinsic_section", "correlation_section", "alignment_section",
-           "polarity_section", "temperature_section", "noise_section"]
+           "source_section", "polarity_section", "temperature_section", "noise_section"]
 
 CHAPTER = "06_intrinsic_extrinsic"
 PARAMETERS = ("models", "contexts_per_word", "ceat_samples", "stereoset_clusters_per_target", "prompts_per_group",
               "max_new_tokens", "classifier_train", "madlibs_per_identity", "stereotype_encoder", "stereotype_train",
-              "temperature_generations", "noise_texts", "noise_copies", "noise_repeats", "ddof", "seed", "device",
-              "min_ratio")
+              "temperature_generations", "noise_texts", "ddof", "seed", "device", "min_ratio")
 DEFAULTS = dict(models="offline", contexts_per_word=10, ceat_samples=1000, stereoset_clusters_per_target=8,
                 prompts_per_group=10, max_new_tokens=20, classifier_train=800, madlibs_per_identity=50,
-                stereotype_encoder="minilm-l6", stereotype_train=4000, temperature_generations=20, noise_texts=500, noise_copies=10, noise_repeats=10, ddof=0, seed=0,
+                stereotype_encoder="minilm-l6", stereotype_train=4000, temperature_generations=20, noise_texts=500, ddof=0, seed=0,
                 device="cpu", min_ratio=2.0)
 DOMAINS = ("gender", "race", "religion")
 #: The words whose contexts stand for a group in CEAT (seed 001 Table 4's groups; matched as
@@ -92,6 +91,8 @@ TEMPERATURE_PROMPTS = ("The fundamental moral qualities in Islam", "As a religio
                        "The primary scriptures of Islam are")
 #: Section 4.1's race groups shared by StereoSet and BOLD (StereoSet's stand-ins for Asian and White).
 ALIGNED_RACE = {"Japanese": "Asian", "Britain": "White", "Black": "Black", "Hispanic": "Hispanic"}
+#: Appendix H: noisy copies per text and repeats of the whole experiment (the paper's).
+NOISE_COPIES, NOISE_REPEATS = 10, 10
 INTRINSIC = ("CEAT", "ILPS")
 EXTRINSIC = ("ToxD", "HateX", "B-Tox", "B-Sent", "B-Stereo", "B-Regard")
 
@@ -105,7 +106,7 @@ def start(namespace) -> tuple[dict, pd.DataFrame]:
     params, table = common.start(CHAPTER, namespace, PARAMETERS, DEFAULTS)
     for name in ("contexts_per_word", "ceat_samples", "stereoset_clusters_per_target", "prompts_per_group",
                  "max_new_tokens", "classifier_train", "madlibs_per_identity", "stereotype_train", "temperature_generations",
-                 "noise_texts", "noise_copies", "noise_repeats"):
+                 "noise_texts"):
         v = params[name]
         if v == "all" and name in ("stereoset_clusters_per_target", "prompts_per_group"):
             continue
@@ -262,6 +263,20 @@ def bold_prompts(params: dict) -> pd.DataFrame:
     out["group"] = [BOLD_GROUPS[d][g] for d, g in zip(out["domain"], out["bold_group"])]
     out["domain"] = out["domain"].map(BOLD_DOMAIN)
     return out.assign(template=out["prompt_id"].astype(str))
+
+
+def stereoset_prompts(params: dict) -> pd.DataFrame:
+    """Section 4.1's source alignment: StereoSet's intersentence contexts of the race targets as
+    BOLD-style prompts, ``prompts_per_group`` per target (seeded)."""
+    from helpers.datasets import stereoset as stereoset_data
+
+    inter = stereoset_data.load_examples()["intersentence"]
+    ctx = inter[inter["bias_type"] == "race"].drop_duplicates("cluster_id")
+    if params["prompts_per_group"] != "all":
+        ctx = ctx.sample(frac=1.0, random_state=params["seed"]).groupby("target").head(params["prompts_per_group"])
+    return pd.DataFrame({"prompt": ctx["context"].to_numpy(), "group": ctx["target"].to_numpy(), "domain": "race",
+                         "template": ctx["cluster_id"].to_numpy()}).sort_values(["group", "template"]).reset_index(
+        drop=True)
 
 
 def generations(handle, params: dict, prompts: pd.DataFrame, *, temperature: float = 1.0,
@@ -443,6 +458,7 @@ class Measured:
     temperature: pd.DataFrame
     contexts: pd.DataFrame
     classifier: pd.DataFrame
+    source_generations: pd.DataFrame
     unavailable: dict = field(default_factory=dict)
 
 
@@ -451,7 +467,7 @@ def measure(params: dict, gate: Section) -> Measured:
     intrinsic scores of every model; BOLD generations of every causal LM (sampled) and masked LM
     (Wang & Cho's Gibbs sampler, :mod:`helpers.lm.gibbs`, as seed 001 and BOLD); appendix G's
     generations of the first usable causal LM."""
-    found, prompts = contexts(params), bold_prompts(params)
+    found, prompts, source_prompts = contexts(params), bold_prompts(params), stereoset_prompts(params)
     train, test = classifier_data(params)
     usable = runner.usable_models(gate.data)
     temp_prompts = pd.DataFrame({"prompt": list(TEMPERATURE_PROMPTS), "group": "islam",
@@ -463,6 +479,7 @@ def measure(params: dict, gate: Section) -> Measured:
                "classifier": classifier_scores(handle, params, train, test)}
         if handle.objective in ("causal", "masked"):
             out["generations"] = generations(handle, params, prompts)
+            out["source_generations"] = generations(handle, params, source_prompts, metric="stereoset_generations")
             if handle.objective == "causal" and handle.name in usable and not first:
                 first.append(handle.name)
                 out["temperature"] = pd.concat([generations(
@@ -482,7 +499,8 @@ def measure(params: dict, gate: Section) -> Measured:
     classifier = stack("classifier")
     if not classifier.empty:
         classifier = classifier[["model", "metric", "domain", "group", "score", "n"]]
-    return Measured(intrinsic, stack("generations"), stack("temperature"), found, classifier, unavailable)
+    return Measured(intrinsic, stack("generations"), stack("temperature"), found, classifier,
+                    stack("source_generations"), unavailable)
 
 
 # ----------------------------------------------------------------------------- correlations (Tables 1-3)
@@ -550,6 +568,43 @@ def alignment_section(params: dict, gate: Section, intrinsic: Section, extrinsic
                  "correlated with the extrinsic metrics over the same four groups. The paper's change, for B-Regard "
                  "and B-Stereo, is shown below ours."),
              common.save(corr, CHAPTER, "alignment_race"), paper]
+    return Section(shown, None, corr)
+
+
+def source_section(params: dict, gate: Section, intrinsic: Section, extrinsic: Section,
+                   measured: "Measured") -> Section:
+    """Section 4.1's source alignment: B-Stereo on continuations of StereoSet's own intersentence
+    contexts (race targets) instead of BOLD's Wikipedia prompts, correlated with StereoSet's race
+    variance across usable models, beside B-Stereo on BOLD and the paper's change (-0.18 to 0.02)."""
+    from helpers.training.classifier import predict_proba
+
+    usable = runner.usable_models(gate.data)
+    gens = measured.source_generations
+    if gens.empty or intrinsic.data.empty:
+        return Section([_md("No generations from StereoSet contexts.")], None, None)
+    gens = gens[gens["model"].isin(usable)]
+    empty = gens["continuation"].str.strip() == ""
+    folder, _ = stereotype_classifier(params)
+    p = predict_proba(folder, gens["continuation"].where(~empty, "."), max_length=64)[:, 1]
+    gens = gens.assign(stereotype=pd.Series(p, index=gens.index).where(~empty))
+    from_contexts = disparity.group_scores(gens, "stereotype").assign(metric="B-Stereo (StereoSet contexts)")
+    intr = intrinsic.data[(intrinsic.data["metric"] == "StereoSet") & (intrinsic.data["domain"] == "race")
+                          & intrinsic.data["model"].isin(usable)]
+    bold = extrinsic.data[0]
+    bold = bold[(bold["metric"] == "B-Stereo") & (bold["domain"] == "race") & bold["model"].isin(usable)]
+    variances = disparity.group_variance(pd.concat([intr, from_contexts, bold]), by=("model", "metric", "domain"),
+                                         ddof=params["ddof"])
+    extr = [m for m in ("B-Stereo", "B-Stereo (StereoSet contexts)") if m in set(variances["metric"])]
+    corr = disparity.variance_correlations(variances, ["StereoSet"], extr)
+    corr = corr[corr["method"] == "pearson"].drop(columns="method")
+    paper = pub.table("001", "ablation")
+    paper = paper[paper["change"].str.startswith("B-Stereo on generations from StereoSet")][
+        ["extrinsic", "domain", "setting", "r", "p_value"]]
+    shown = [_md(f"Section 4.1, source alignment: {gens['prompt'].nunique()} StereoSet intersentence contexts of "
+                 f"{gens['group'].nunique()} race targets continued by each usable model, B-Stereo on those "
+                 "continuations per target, its variance correlated with StereoSet's; B-Stereo on BOLD's prompts "
+                 "beside it, the paper's change below."),
+             common.save(corr, CHAPTER, "source_alignment_race"), paper]
     return Section(shown, None, corr)
 
 
@@ -623,7 +678,7 @@ def temperature_section(params: dict, measured: "Measured") -> Section:
 
 def noise_section(params: dict, extrinsic: Section) -> Section:
     """Appendix H / Table 7: up to ``noise_texts`` BOLD continuations (seeded), word swap and
-    deletion at 5-20 %, ``noise_copies`` copies, ``noise_repeats`` repeats; VADER sentiment."""
+    deletion at 5-20 %, :data:`NOISE_COPIES` copies, :data:`NOISE_REPEATS` repeats; VADER sentiment."""
     gens = extrinsic.data[1]
     texts = [t for t in gens["continuation"] if t.split()] if len(gens) else []
     if not texts:
@@ -633,7 +688,7 @@ def noise_section(params: dict, extrinsic: Section) -> Section:
         texts = [texts[i] for i in sorted(rng.choice(len(texts), params["noise_texts"], replace=False))]
     vader = regard.vader_sentiment(0.5)
     table = noise.noise_table(texts, lambda b: vader.predict(b)["label"].to_numpy() == "negative",
-                              copies=params["noise_copies"], repeats=params["noise_repeats"], seed=params["seed"])
+                              copies=NOISE_COPIES, repeats=NOISE_REPEATS, seed=params["seed"])
     summary = noise.summarise(table)
     paper = pub.table("001", "table7")
     paper = paper[paper["classifier"] == "sentiment"][["noise", "level_percent", "negative_percent_mean",
@@ -645,7 +700,7 @@ def noise_section(params: dict, extrinsic: Section) -> Section:
                          on=["noise", "level_percent"], how="left")
     common.save(table, CHAPTER, "noise_repeats")
     shown = [_md(f"Table 7's sentiment column on {len(texts)} BOLD continuations of our models: "
-                 f"{params['noise_copies']} noisy copies each, {params['noise_repeats']} repeats, mean and sample sd of "
+                 f"{NOISE_COPIES} noisy copies each, {NOISE_REPEATS} repeats, mean and sample sd of "
                  "the share VADER calls negative (percent), the paper's beside (its regard column needs the hub's "
                  "regard classifier)."),
              common.save(side[["noise", "level_percent", "repeats", "negative_percent", "negative_percent_sd",

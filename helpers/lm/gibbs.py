@@ -8,7 +8,8 @@ model's distribution at that position given all the others: from the ``top_k`` m
 tokens after ``burnin`` steps, from the whole vocabulary before (temperature ``temperature``
 throughout), as bert-babble does. Special tokens are never drawn. All prompts of a batch step
 together (one forward pass per step); every prompt has its own ``numpy``-seeded choice of
-positions and its own torch generator, so a prompt's text does not depend on its batch.
+positions and its own torch generator, so a prompt's text does not depend on its batch. A prompt
+too long for the model with its new tokens keeps its last tokens (after ``[CLS]``).
 """
 
 from __future__ import annotations
@@ -47,6 +48,9 @@ def gibbs_generate(loaded, prompts: Sequence[str], *, max_new_tokens: int = 20, 
         raise InputError(f"max_iter ({max_iter!r}) and burnin ({burnin!r}) must be whole numbers >= 0")
     if not temperature > 0:
         raise InputError(f"temperature must be > 0, got {temperature!r}")
+    from helpers.lm.scoring import _max_length
+
+    limit = _max_length(loaded)
     dev = next(model.parameters()).device
     special = torch.as_tensor(sorted(set(tok.all_special_ids)), device=dev)
     out: list[str] = []
@@ -56,7 +60,13 @@ def gibbs_generate(loaded, prompts: Sequence[str], *, max_new_tokens: int = 20, 
         rows, spans = [], []
         for ids in heads:                            # [CLS] prompt [MASK] x n [SEP]: masks before the last special
             body = ids[:-1] if ids and ids[-1] in tok.all_special_ids else ids
-            rows.append(body + [tok.mask_token_id] * max_new_tokens + ids[len(body):])
+            tail = ids[len(body):]
+            if limit and len(body) + max_new_tokens + len(tail) > limit:     # keep the prompt's end (and [CLS])
+                keep = limit - max_new_tokens - len(tail)
+                if keep < 2:
+                    raise InputError(f"{loaded.name} takes {limit} tokens: no room for {max_new_tokens} new ones")
+                body = body[:1] + body[len(body) - keep + 1:]
+            rows.append(body + [tok.mask_token_id] * max_new_tokens + tail)
             spans.append(len(body))
         width = max(len(r) for r in rows)
         pad = tok.pad_token_id if tok.pad_token_id is not None else 0

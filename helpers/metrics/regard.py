@@ -22,6 +22,7 @@ import pandas as pd
 import torch
 
 from helpers.errors import InputError, ModelUnavailableError
+from helpers.lm import scoring
 from helpers.progress import progress as _progress
 
 # Sheng et al. 2019, Table 1: respect and occupation contexts
@@ -76,6 +77,11 @@ def generate(loaded, prompt_df: pd.DataFrame, *, samples_per_prompt: int = 1, ma
         tok.pad_token = tok.eos_token
     pad = tok.pad_token_id
     side, tok.padding_side = tok.padding_side, "left"
+    cut, tok.truncation_side = tok.truncation_side, "left"         # a prompt too long keeps its end
+    limit = scoring._max_length(loaded)
+    room = None if limit is None else limit - max_new_tokens
+    if room is not None and room < 1:
+        raise InputError(f"{loaded.name} takes {limit} tokens: no room for {max_new_tokens} new ones")
     torch.manual_seed(seed)
     dev = next(model.parameters()).device
     conts: list[str] = []
@@ -83,7 +89,7 @@ def generate(loaded, prompt_df: pd.DataFrame, *, samples_per_prompt: int = 1, ma
         for k in _progress(range(0, len(rows), batch_size), enabled=progress, desc=f"generate {loaded.name}",
                            unit="batch"):
             texts = rows["prompt"].iloc[k:k + batch_size].tolist()
-            enc = tok(texts, return_tensors="pt", padding=True)
+            enc = tok(texts, return_tensors="pt", padding=True, truncation=room is not None, max_length=room)
             options = dict(do_sample=True, temperature=temperature, top_k=top_k, top_p=top_p) if sample else \
                 dict(do_sample=False)                      # greedy (benchmarks compare outputs)
             out = model.generate(**{k2: v.to(dev) for k2, v in enc.items()}, max_new_tokens=max_new_tokens,
@@ -91,7 +97,7 @@ def generate(loaded, prompt_df: pd.DataFrame, *, samples_per_prompt: int = 1, ma
             new = out[:, enc["input_ids"].shape[1]:]
             conts += tok.batch_decode(new, skip_special_tokens=True)
     finally:
-        tok.padding_side = side
+        tok.padding_side, tok.truncation_side = side, cut
     return _finish(rows, conts, loaded.name, "", samples_per_prompt=samples_per_prompt, max_new_tokens=max_new_tokens,
                    temperature=temperature, top_k=top_k, top_p=top_p, seed=seed, sampler="ancestral")
 
