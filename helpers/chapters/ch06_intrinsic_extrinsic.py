@@ -47,9 +47,9 @@ CHAPTER = "06_intrinsic_extrinsic"
 PARAMETERS = ("models", "contexts_per_word", "ceat_samples", "stereoset_clusters_per_target", "prompts_per_group",
               "max_new_tokens", "classifier_train", "madlibs_per_identity", "stereotype_encoder", "stereotype_train",
               "temperature_generations", "noise_texts", "ddof", "seed", "device", "min_ratio")
-DEFAULTS = dict(models="offline", contexts_per_word=10, ceat_samples=1000, stereoset_clusters_per_target=8,
-                prompts_per_group=10, max_new_tokens=20, classifier_train=800, madlibs_per_identity=50,
-                stereotype_encoder="minilm-l6", stereotype_train=4000, temperature_generations=20, noise_texts=500, ddof=0, seed=0,
+DEFAULTS = dict(models="offline", contexts_per_word=6, ceat_samples=1000, stereoset_clusters_per_target=5,
+                prompts_per_group=6, max_new_tokens=20, classifier_train=600, madlibs_per_identity=40,
+                stereotype_encoder="minilm-l6", stereotype_train=2000, temperature_generations=20, noise_texts=500, ddof=0, seed=0,
                 device="cpu", min_ratio=2.0)
 DOMAINS = ("gender", "race", "religion")
 #: The words whose contexts stand for a group in CEAT (seed 001 Table 4's groups; matched as
@@ -267,13 +267,15 @@ def bold_prompts(params: dict) -> pd.DataFrame:
 
 def stereoset_prompts(params: dict) -> pd.DataFrame:
     """Section 4.1's source alignment: StereoSet's intersentence contexts of the race targets as
-    BOLD-style prompts, ``prompts_per_group`` per target (seeded)."""
+    BOLD-style prompts, a third of ``prompts_per_group`` per target (at least one; seeded): there
+    are 36 race targets against BOLD's 4 race groups."""
     from helpers.datasets import stereoset as stereoset_data
 
     inter = stereoset_data.load_examples()["intersentence"]
     ctx = inter[inter["bias_type"] == "race"].drop_duplicates("cluster_id")
     if params["prompts_per_group"] != "all":
-        ctx = ctx.sample(frac=1.0, random_state=params["seed"]).groupby("target").head(params["prompts_per_group"])
+        ctx = ctx.sample(frac=1.0, random_state=params["seed"]).groupby("target").head(
+            max(1, params["prompts_per_group"] // 3))
     return pd.DataFrame({"prompt": ctx["context"].to_numpy(), "group": ctx["target"].to_numpy(), "domain": "race",
                          "template": ctx["cluster_id"].to_numpy()}).sort_values(["group", "template"]).reset_index(
         drop=True)
