@@ -92,6 +92,28 @@ def test_ceat_group_with_one_context_per_word_is_the_single_category_effect_by_h
     assert got["tau2"] == 0 and got["mean_effect"] == pytest.approx(got["effect"])
 
 
+def test_ceat_group_equals_a_loop_over_draws_with_weats_association():
+    rng = np.random.default_rng(1)
+    vec = {w: rng.normal(size=(int(rng.integers(2, 6)), 5)) for w in ["g", "h", "a1", "a2", "a3", "b1", "b2"]}
+    X, A, B = ["g", "h"], ["a1", "a2", "a3"], ["b1", "b2"]
+    got = ceat.ceat_group(vec, X, A, B, n_samples=300, per_draw=4, seed=9)
+    draw = np.random.default_rng(9)                      # the function's protocol: per word, all draws at once
+    targets = ["g", "h", "g", "h"]
+    idx_t = [draw.integers(len(vec[w]), size=300) for w in targets]
+    idx_a = [draw.integers(len(vec[w]), size=300) for w in A]
+    idx_b = [draw.integers(len(vec[w]), size=300) for w in B]
+    es, vs = [], []
+    for i in range(300):
+        s = association.association(np.stack([vec[w][j[i]] for w, j in zip(targets, idx_t)]),
+                                    np.stack([vec[w][j[i]] for w, j in zip(A, idx_a)]),
+                                    np.stack([vec[w][j[i]] for w, j in zip(B, idx_b)]))
+        es.append(s.mean() / s.std(ddof=1))
+        vs.append(s.var(ddof=1))
+    pes, var, p, _, _ = _dl_by_hand(np.array(es), np.array(vs))
+    assert got["effect"] == pytest.approx(pes, rel=1e-9) and got["variance"] == pytest.approx(var, rel=1e-9)
+    assert got["mean_effect"] == pytest.approx(np.mean(es), rel=1e-9)
+
+
 def test_ceat_group_sign_follows_the_planted_association_and_bad_input():
     rng = np.random.default_rng(0)
     a, b = rng.normal(size=16), rng.normal(size=16)

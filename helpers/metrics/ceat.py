@@ -98,7 +98,8 @@ def ceat_group(vectors: dict, X, A, B, *, n_samples: int = 1000, per_draw: int |
     each draw takes ``per_draw`` contextual embeddings of the group's words ``X`` (word ``k % |X|``
     for the k-th, each a random context of it; default ``max(|X|, 8)``, since a group named by one
     word still needs several vectors for a standard deviation) and one of every attribute word;
-    ``es_i = mean(s) / sd(s)`` over the drawn group vectors, ``s = s(x, A, B)``; ``v_i`` = ``sd^2``
+    ``es_i = mean(s) / sd(s)`` over the drawn group vectors, ``s = s(x, A, B)`` (all draws at once:
+    ``s(x, A, B) = x . (mean of A's unit vectors - mean of B's)`` for a unit ``x``); ``v_i`` = ``sd^2``
     (``"upstream"``, the analogue of the CEAT code's variance) or ``1/n + es_i^2 / (2n)``
     (``"hedges"``, the sampling variance of a one-sample standardised mean); the draws are combined
     by :func:`random_effects` as in :func:`ceat`."""
@@ -109,15 +110,29 @@ def ceat_group(vectors: dict, X, A, B, *, n_samples: int = 1000, per_draw: int |
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 2:
         raise InputError(f"per_draw must be an integer >= 2, got {per_draw!r}")
     targets = [X[k % len(X)] for k in range(n)]
+    unit = {}
+    for w in dict.fromkeys(targets + sets["A"] + sets["B"]):
+        m = np.asarray(vectors[w], dtype=np.float64)
+        norms = np.linalg.norm(m, axis=1, keepdims=True)
+        if (norms == 0).any() or not np.isfinite(m).all():
+            raise InputError(f"CEAT: a contextual embedding of {w!r} is zero or not finite")
+        unit[w] = m / norms
     rng = np.random.default_rng(seed)
-    effects, variances = np.empty(n_samples), np.empty(n_samples)
-    for i in range(n_samples):
-        s = association(_draw(vectors, targets, rng), _draw(vectors, sets["A"], rng), _draw(vectors, sets["B"], rng))
-        sd = s.std(ddof=1)
-        if sd == 0:
-            raise InputError(f"CEAT: the group {X[:3]} drew {n} identical associations (too few distinct contexts)")
-        effects[i] = s.mean() / sd
-        variances[i] = sd**2 if variance == "upstream" else 1 / n + effects[i] ** 2 / (2 * n)
+    # every draw at once: s(x, A, B) = x . (mean of the a's unit vectors - mean of the b's), so each
+    # draw needs its group vectors and two mean attribute vectors; in chunks to bound memory
+    picks = {k: [(w, rng.integers(len(unit[w]), size=n_samples)) for w in ws]
+             for k, ws in (("X", targets), ("A", sets["A"]), ("B", sets["B"]))}
+    s = np.empty((n_samples, n))
+    for lo in range(0, n_samples, 256):
+        hi = min(n_samples, lo + 256)
+        mean = {k: sum(unit[w][i[lo:hi]] for w, i in picks[k]) / len(picks[k]) for k in ("A", "B")}
+        group = np.stack([unit[w][i[lo:hi]] for w, i in picks["X"]], axis=1)         # [draws, n, dim]
+        s[lo:hi] = np.einsum("snd,sd->sn", group, mean["A"] - mean["B"])
+    sd = s.std(axis=1, ddof=1)
+    if (sd == 0).any():
+        raise InputError(f"CEAT: the group {X[:3]} drew {n} identical associations (too few distinct contexts)")
+    effects = s.mean(axis=1) / sd
+    variances = sd**2 if variance == "upstream" else 1 / n + effects**2 / (2 * n)
     return {**random_effects(effects, variances), "mean_effect": float(effects.mean()), "n_samples": int(n_samples),
             "per_draw": int(n)}
 
