@@ -47,8 +47,8 @@ CHAPTER = "06_intrinsic_extrinsic"
 PARAMETERS = ("models", "contexts_per_word", "ceat_samples", "stereoset_clusters_per_target", "prompts_per_group",
               "max_new_tokens", "classifier_train", "madlibs_per_identity", "stereotype_encoder", "stereotype_train",
               "temperature_generations", "noise_texts", "ddof", "seed", "device", "min_ratio")
-DEFAULTS = dict(models="offline", contexts_per_word=6, ceat_samples=1000, stereoset_clusters_per_target=5,
-                prompts_per_group=6, max_new_tokens=20, classifier_train=600, madlibs_per_identity=40,
+DEFAULTS = dict(models="offline", contexts_per_word=4, ceat_samples=1000, stereoset_clusters_per_target=4,
+                prompts_per_group=6, max_new_tokens=20, classifier_train=400, madlibs_per_identity=30,
                 stereotype_encoder="minilm-l6", stereotype_train=2000, temperature_generations=20, noise_texts=500, ddof=0, seed=0,
                 device="cpu", min_ratio=2.0)
 DOMAINS = ("gender", "race", "religion")
