@@ -55,12 +55,14 @@ def _hidden(loaded, texts: list[str], layer: int, batch_tokens: int | None):
     pad_id = tok.pad_token_id if tok.pad_token_id is not None else 0
     dev = scoring._device(model)
     ids_all = enc["input_ids"]
+    base = getattr(model, "base_model", model)
     with torch.inference_mode():
         for batch in scoring._batches([len(i) for i in ids_all], batch_tokens or scoring._default_budget(model)):
             ids, mask = scoring._pad([ids_all[i] for i in batch], pad_id)
-            out = model(input_ids=ids.to(dev), attention_mask=None if mask is None else mask.to(dev),
-                        output_hidden_states=True)
-            h = out.hidden_states[layer].float().cpu().numpy()
+            # the base model only: a language model's head (hidden -> vocabulary) is not needed here
+            out = base(input_ids=ids.to(dev), attention_mask=None if mask is None else mask.to(dev),
+                       output_hidden_states=layer != -1)
+            h = (out.last_hidden_state if layer == -1 else out.hidden_states[layer]).float().cpu().numpy()
             for k, i in enumerate(batch):
                 yield i, h[k, :len(ids_all[i])], {key: enc[key][i] for key in ("offset_mapping", "special_tokens_mask")}
 
