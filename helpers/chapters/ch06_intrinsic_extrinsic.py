@@ -26,6 +26,7 @@ notebook shows.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -129,8 +130,10 @@ def gate_section(params: dict) -> Section:
 
 # ----------------------------------------------------------------------------- intrinsic metrics
 
+@functools.cache
 def _ceat_attributes() -> dict[str, tuple[list[str], list[str]]]:
-    """Attribute sets per CEAT variant: (A, B) with B the negative pole (lower effect = closer to B)."""
+    """Attribute sets per CEAT variant: (A, B) with B the negative pole (lower effect = closer to B);
+    read once per process (every model and section uses the same lists)."""
     seat = load_dataset("seat")
     weat1 = seat[seat["test"] == "weat1"]
     words = pub.table("001", "ceattox_words")
@@ -140,22 +143,24 @@ def _ceat_attributes() -> dict[str, tuple[list[str], list[str]]]:
                         words.loc[words["role"] == "toxic", "word"].tolist())}
 
 
+def _ceat_words() -> list[str]:
+    """Every word CEAT needs contexts for: the groups' words, then both variants' attribute words."""
+    words = [w for dom in CEAT_WORDS.values() for ws in dom.values() for w in ws]
+    return words + [w for a, b in _ceat_attributes().values() for w in a + b]
+
+
 def contexts(params: dict) -> pd.DataFrame:
     """``word, text``: up to ``contexts_per_word`` sentences holding each CEAT word (groups and
     attributes), drawn with the seed from RedditBias comments and BOLD's Wikipedia sentences."""
     corpus = load_dataset("redditbias")["text"].tolist()
     corpus += bold_data.load_bold(domains=list(BOLD_GROUPS))["wikipedia"].tolist()
-    words = [w for dom in CEAT_WORDS.values() for ws in dom.values() for w in ws]
-    words += [w for a, b in _ceat_attributes().values() for w in a + b]
-    return ceat.find_contexts(corpus, words, per_word=params["contexts_per_word"], seed=params["seed"], max_chars=300)
+    return ceat.find_contexts(corpus, _ceat_words(), per_word=params["contexts_per_word"], seed=params["seed"], max_chars=300)
 
 
 def context_counts(found: pd.DataFrame) -> pd.DataFrame:
     """Contexts found per CEAT word (a word with none is left out of its set, and said so)."""
-    words = {w for dom in CEAT_WORDS.values() for ws in dom.values() for w in ws}
-    words |= {w for a, b in _ceat_attributes().values() for w in a + b}
     n = found.groupby("word").size()
-    return pd.DataFrame({"word": sorted(words, key=str.lower)}).assign(
+    return pd.DataFrame({"word": sorted(set(_ceat_words()), key=str.lower)}).assign(
         contexts=lambda d: d["word"].map(n).fillna(0).astype(int))
 
 
