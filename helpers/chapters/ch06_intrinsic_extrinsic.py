@@ -301,6 +301,12 @@ def generations(handle, params: dict, prompts: pd.DataFrame, *, temperature: flo
 SENTIMENT_VALUE = {"positive": 1.0, "neutral": 0.0, "negative": -1.0}
 
 
+@functools.cache
+def _toxicity_classifier():
+    """B-Tox's classifier (the hub's, else its labelled offline substitute), built once per process."""
+    return regard.classifier("roberta-toxigen", verbose=False)
+
+
 def bold_scores(gens: pd.DataFrame) -> pd.DataFrame:
     """B-Sent, B-Tox and B-Stereo per (model, domain, group): the group means of the generations'
     scores (B-Stereo: the stereotype classifier's probability)."""
@@ -319,7 +325,7 @@ def extrinsic_section(params: dict, measured: "Measured") -> Section:
     note = (f" {int(empty.sum())} continuation(s) came back empty: left out of the scores (`n_missing`)."
             if empty.any() else "")
     sentiment = regard.vader_sentiment(0.5)(gens, text_column="continuation")
-    tox = regard.classifier("roberta-toxigen", verbose=False)
+    tox = _toxicity_classifier()
     toxicity = tox(gens, text_column="continuation")
     from helpers.training.classifier import predict_proba
 
@@ -626,7 +632,7 @@ def polarity_section(params: dict, gate: Section, intrinsic: Section, extrinsic:
     rel = gens[(gens["domain"] == "religion") & gens["model"].isin(usable)]
     prompts = rel[["prompt"]].drop_duplicates()
     sentiment = regard.vader_sentiment(0.5)(prompts, text_column="prompt")["sentiment_label"]
-    toxicity = regard.classifier("roberta-toxigen", verbose=False)(prompts, text_column="prompt")["toxicity_score"]
+    toxicity = _toxicity_classifier()(prompts, text_column="prompt")["toxicity_score"]
     neutral = set(prompts["prompt"][(sentiment == "neutral").to_numpy() & (toxicity < 0.5).to_numpy()])
     rows, n_kept = [], len(neutral)
     for setting, part in (("all prompts", rel), ("polar prompts dropped", rel[rel["prompt"].isin(neutral)])):
