@@ -132,13 +132,13 @@ def minicons_pll_flops(model, lengths: list[int], scored: list[int], per_call: i
     return total
 
 
-def causal_flops(model, lengths: list[int]) -> float:
+def causal_flops(model, lengths: list[int], *, head: bool = True) -> float:
     """FLOPs of one forward pass per sentence (no padding): decoder weights 2*P*L, attention
-    scores and weighted sums 4*L^2*H per layer, and the vocabulary projection 2*H*V*L."""
+    scores and weighted sums 4*L^2*H per layer, and (``head``) the vocabulary projection 2*H*V*L."""
     cfg = model.config
     p_layers = sum(p.numel() for p in model.base_model.layers.parameters())
     h, layers, v = cfg.hidden_size, cfg.num_hidden_layers, cfg.vocab_size
-    return float(sum(2 * p_layers * L + 4 * L * L * h * layers + 2 * h * v * L for L in lengths))
+    return float(sum(2 * p_layers * L + 4 * L * L * h * layers + (2 * h * v * L if head else 0) for L in lengths))
 
 
 # ----------------------------------------------------------------------------- jobs (subprocesses)

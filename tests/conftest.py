@@ -169,3 +169,44 @@ def private_dirs(monkeypatch, tmp_path):
     monkeypatch.setenv("HARMS_RESULTS_DIR", str(tmp_path / "results"))
     monkeypatch.setenv("HARMS_ZOO_DIR", str(tmp_path / "zoo"))
     return tmp_path
+
+
+def write_hatexplain(folder: Path, n_posts: int = 200, seed: int = 0) -> Path:
+    """A HateXplain-format ``dataset.json`` and ``post_id_divisions.json`` (upstream's layout:
+    three annotators with label and target list, post_tokens) of ``n_posts`` synthetic posts over
+    the sentences above and a few communities, split 6:1:3. Returns ``folder``."""
+    import json
+    import random
+
+    rng = random.Random(seed)
+    communities = ["Men", "Women", "African", "Caucasian", "Islam", "Jewish", "Nonreligious", "Refugee", "None"]
+    posts, ids = {}, []
+    for i in range(n_posts):
+        pid = f"{1000 + i}_{'gab' if i % 2 else 'twitter'}"
+        ids.append(pid)
+        annotators = [{"label": rng.choice(["hatespeech", "offensive", "normal", "normal"]), "annotator_id": a,
+                       "target": rng.sample(communities, rng.choice([1, 1, 2]))} for a in range(3)]
+        posts[pid] = {"post_id": pid, "annotators": annotators, "rationales": [],
+                      "post_tokens": rng.choice(SENTENCES).split()}
+    cut = (6 * n_posts // 10, 7 * n_posts // 10)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "dataset.json").write_text(json.dumps(posts))
+    (folder / "post_id_divisions.json").write_text(json.dumps(
+        {"train": ids[:cut[0]], "val": ids[cut[0]:cut[1]], "test": ids[cut[1]:]}))
+    return folder
+
+
+@pytest.fixture(scope="session")
+def data_dir_with_hatexplain(tmp_path_factory) -> Path:
+    """A data directory with every folder of HARMS_DATA_DIR (linked) and a synthetic HateXplain
+    (:func:`write_hatexplain`) in place of the real one, whose dataset.json is not offline."""
+    import os
+
+    root = tmp_path_factory.mktemp("data_with_hatexplain")
+    real = Path(os.environ.get("HARMS_DATA_DIR", "/nonexistent")).expanduser()
+    if real.is_dir():
+        for entry in real.iterdir():
+            if entry.name != "hatexplain":
+                (root / entry.name).symlink_to(entry.resolve())
+    write_hatexplain(root / "hatexplain")
+    return root

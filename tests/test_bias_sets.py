@@ -115,3 +115,49 @@ def test_damaged_panda_archive_is_one_line(tmp_path, monkeypatch):
     monkeypatch.setattr(registry, "path", lambda name, file=None: bad)
     with pytest.raises(InputError, match="PANDA archive .* cannot read"):
         bias_sets.load_panda()
+
+
+def test_hatexplain_majority_labels_targets_and_splits_equal_a_brute_force_count(data_dir_with_hatexplain,
+                                                                                  monkeypatch):
+    from collections import Counter
+
+    monkeypatch.setenv("HARMS_DATA_DIR", str(data_dir_with_hatexplain))
+    folder = data_dir_with_hatexplain / "hatexplain"
+    posts = json.loads((folder / "dataset.json").read_text())
+    split_of = {p: s for s, ids in json.loads((folder / "post_id_divisions.json").read_text()).items() for p in ids}
+    want = {}
+    for pid, post in posts.items():
+        votes = Counter(a["label"] for a in post["annotators"])
+        top = [lab for lab, c in votes.items() if c >= 2]          # three annotators: a majority is two or three
+        if top:
+            named = Counter(t for a in post["annotators"] for t in a["target"] if t != "None")
+            want[pid] = (split_of[pid], top[0], "non-toxic" if top[0] == "normal" else "toxic",
+                         ";".join(sorted(t for t, c in named.items() if c >= 2)))
+    df = bias_sets.load_hatexplain()
+    assert list(df.columns) == bias_sets.HATEXPLAIN_COLUMNS and len(df) == len(want) < len(posts)
+    got = {r.post_id: (r.split, r.label, r.binary_label, r.targets) for r in df.itertuples()}
+    assert got == want
+    assert df["text"].iloc[0] == " ".join(posts[df["post_id"].iloc[0]]["post_tokens"])
+    loose = bias_sets.load_hatexplain(min_agreement=1)
+    assert (loose["targets"].str.len() >= df["targets"].str.len()).all()
+
+
+def test_hatexplain_bad_files_are_one_line(tmp_path, monkeypatch):
+    from conftest import write_hatexplain
+
+    folder = write_hatexplain(tmp_path / "hatexplain", n_posts=10)
+    monkeypatch.setenv("HARMS_DATA_DIR", str(tmp_path))
+    with pytest.raises(InputError, match="min_agreement"):
+        bias_sets.load_hatexplain(min_agreement=0)
+    posts = json.loads((folder / "dataset.json").read_text())
+    first = next(iter(posts))
+    del posts[first]["annotators"]
+    (folder / "dataset.json").write_text(json.dumps(posts))
+    with pytest.raises(InputError, match=f"post '{first}' lacks annotators"):
+        bias_sets.load_hatexplain()
+    (folder / "dataset.json").write_text("{not json")
+    with pytest.raises(InputError, match="not valid JSON"):
+        bias_sets.load_hatexplain()
+    (folder / "dataset.json").unlink()
+    with pytest.raises(DataNotFoundError, match="fetch-data hatexplain"):
+        bias_sets.load_hatexplain()

@@ -22,7 +22,9 @@ SMALL = dict(contexts_per_word=2, ceat_samples=20, stereoset_clusters_per_target
 
 @pytest.mark.parametrize("bad, message", [({"contexts_per_word": 0}, "contexts_per_word"),
                                           ({"ddof": 2}, "ddof"), ({"prompts_per_group": "some"}, "prompts_per_group"),
-                                          ({"ceat_samples": 1}, "ceat_samples"), ({"noise_texts": True}, "noise_texts")])
+                                          ({"ceat_samples": 1}, "ceat_samples"), ({"noise_texts": True}, "noise_texts"),
+                                          ({"classifier": "svm"}, "classifier"),
+                                          ({"classifier_train": "most"}, "classifier_train")])
 def test_bad_parameters_are_one_line(private_dirs, bad, message):
     with pytest.raises(InputError, match=message):
         ch.start(dict(ch.DEFAULTS) | SMALL | bad)
@@ -50,10 +52,11 @@ def _perturbed_copy(path, out, seed: int):
 
 
 @pytest.fixture(scope="module")
-def chapter(tiny_gpt2, tiny_gpt2_bos, tiny_roberta, tiny_bert, tmp_path_factory):
+def chapter(tiny_gpt2, tiny_gpt2_bos, tiny_roberta, tiny_bert, tmp_path_factory, data_dir_with_hatexplain):
     mp = pytest.MonkeyPatch()
     tmp = tmp_path_factory.mktemp("ch06")
     tiny_gpt2_ctx16 = _perturbed_copy(tiny_gpt2, tmp / "tiny_gpt2_noisy", 1)
+    mp.setenv("HARMS_DATA_DIR", str(data_dir_with_hatexplain))        # HateXplain: synthetic posts
     for var, sub in (("HARMS_CACHE_DIR", "cache"), ("HARMS_RESULTS_DIR", "results"), ("HARMS_ZOO_DIR", "zoo")):
         mp.setenv(var, str(tmp / sub))
     names = [str(tiny_gpt2), str(tiny_gpt2_bos), str(tiny_gpt2_ctx16), str(tiny_roberta)]
@@ -107,7 +110,8 @@ def test_toxd_substitute_is_the_probes_fpr_per_madlibs_identity(chapter):
     train, test = ch.classifier_data(params)
     assert len(train) == pytest.approx(params["classifier_train"], abs=2) and set(train["label"]) == {"toxic", "non-toxic"}
     assert test.groupby("identity").size().eq(params["madlibs_per_identity"]).all()
-    toxd = measured.classifier[measured.classifier.model == params["models"][0]].set_index("group")
+    toxd = measured.classifier[(measured.classifier.model == params["models"][0])
+                               & (measured.classifier.metric == "ToxD")].set_index("group")
     want_groups = {g for dom in ch.TOXD_IDENTITIES.values() for g in dom}
     assert set(toxd.index) == want_groups and toxd["score"].between(0, 1).all()
     negatives = test[test.label == "non-toxic"].groupby("identity").size()
@@ -202,3 +206,68 @@ def test_source_alignment_generates_from_stereoset_contexts_per_race_target(chap
     assert set(src["domain"]) == {"race"} and src.groupby(["model", "group"]).size().le(params["prompts_per_group"]).all()
     got = ch.source_section(params, gate, intrinsic, extrinsic, measured).data
     assert set(got["extrinsic"]) == {"B-Stereo", "B-Stereo (StereoSet contexts)"} and (got["n"] == 4).all()
+
+
+def test_hatex_is_the_fpr_of_non_toxic_test_posts_per_target_community(chapter, loaded_factory):
+    params, _, measured, _, extrinsic = chapter
+    train, test = ch.hatex_data(params)
+    assert set(train["label"]) == {"toxic", "non-toxic"} and len(test) > 0
+    model = params["models"][0]
+    got = measured.classifier[(measured.classifier.model == model) & (measured.classifier.metric == "HateX")]
+    p = ch._toxic_probabilities(loaded_factory(model, "causal"), train, test, "probe", params["seed"])
+    named = test["identity"].str.split(";")
+    want = {}
+    for dom, groups in ch.HATEX_IDENTITIES.items():
+        for group, community in groups.items():
+            negative = ((test["label"] == "non-toxic") & named.map(lambda ids: community in ids)).to_numpy()
+            if negative.any():
+                want[group] = (float(np.mean(p[negative] >= 0.5)), int(negative.sum()))
+    have = got.set_index("group")
+    unscored = have[have["n"] == 0]                    # the group's test posts are all toxic: no FPR
+    assert unscored["score"].isna().all()
+    have = have[have["n"] > 0]
+    assert len(want) >= 4 and set(have.index) == set(want)
+    assert {g: int(have.loc[g, "n"]) for g in want} == {g: n for g, (_, n) in want.items()}
+    np.testing.assert_allclose([have.loc[g, "score"] for g in want], [f for f, _ in want.values()])
+    scores = extrinsic.data[0]
+    assert set(scores.loc[scores.metric == "HateX", "model"]) == set(params["models"])
+
+
+def test_hatex_without_its_posts_is_one_line_and_the_chapter_goes_on(chapter, tmp_path, monkeypatch):
+    import requests
+
+    from helpers import paths
+    from helpers.errors import DataNotFoundError
+
+    params, gate, *_ = chapter
+    monkeypatch.setenv("HARMS_DATA_DIR", str(tmp_path / "empty"))
+    monkeypatch.setattr(paths, "download_dir", lambda: tmp_path / "raw")
+
+    def offline(*a, **k):
+        raise requests.ConnectionError("no network")
+
+    monkeypatch.setattr(requests, "get", offline)
+    with pytest.raises(DataNotFoundError, match="cannot download 'hatexplain'.*offline"):
+        ch.hatex_data(params)
+    assert "\n" not in str(pytest.raises(DataNotFoundError, ch.hatex_data, params).value)
+
+
+def test_fine_tuned_classifiers_give_the_fpr_of_their_own_predictions(tiny_gpt2, tiny_roberta, loaded_factory,
+                                                                      private_dirs):
+    from helpers.training import classifier
+
+    params = dict(ch.DEFAULTS) | SMALL | {"classifier": "fine-tune"}
+    train, test = ch.classifier_data(params)
+    for path, objective in ((tiny_gpt2, "causal"), (tiny_roberta, "masked")):
+        loaded = loaded_factory(path, objective)
+        handle = type("Handle", (), {"name": loaded.name, "identity": loaded.identity, "load": lambda self: loaded})()
+        got = ch.classifier_scores(handle, params, train, test).set_index("group")
+        key = __import__("helpers").hashing.sha256_json(loaded.identity)[:16]
+        folder = private_dirs / "cache" / "ch06" / "classifiers" / key
+        assert (folder / "manifest.json").is_file()
+        p = classifier.predict_proba(folder, test["text"].tolist(), max_length=64)[:, 1]
+        for group, term in ch.TOXD_IDENTITIES["religion"].items():
+            negative = ((test["identity"] == term) & (test["label"] == "non-toxic")).to_numpy()
+            assert got.loc[group, "score"] == pytest.approx(np.mean(p[negative] >= 0.5))
+        probe = ch.classifier_scores(handle, params | {"classifier": "probe"}, train, test)
+        assert len(probe) == len(got)          # another cache entry, not the fine-tuned one's rows

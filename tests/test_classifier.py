@@ -123,3 +123,28 @@ def test_balanced_class_weights_equal_scikit_learns_and_change_training(tiny_ber
     assert not all(torch.equal(a, b) for a, b in zip(_weights(plain).values(), _weights(weighted).values()))
     with pytest.raises(InputError, match="class_weight"):
         classifier.fine_tune(tiny_bert, train, _data(8, 1), out_dir=tmp_path / "x", class_weight="auto")
+
+
+def test_a_folder_whose_weights_change_is_trained_again_and_a_causal_lm_gets_a_pad_token(tiny_gpt2, tmp_path):
+    """The cache key holds the encoder's weights, not its path; GPT-2 (no pad token) fine-tunes."""
+    import shutil
+
+    from transformers import AutoModelForCausalLM
+
+    enc = tmp_path / "enc"
+    shutil.copytree(tiny_gpt2, enc)
+    train, val = _data(16, 0), _data(8, 1)
+    kw = dict(epochs=1, lr=5e-3, batch_size=4, seed=0)
+    out = classifier.fine_tune(enc, train, val, out_dir=tmp_path / "clf", **kw)
+    first = json.loads((out / "manifest.json").read_text())
+    p = classifier.predict_proba(out, val["text"], batch_size=3)
+    np.testing.assert_allclose(p, classifier.predict_proba(out, val["text"], batch_size=1), atol=1e-5)
+    model = AutoModelForCausalLM.from_pretrained(enc)
+    with torch.no_grad():
+        for w in model.parameters():
+            w.mul_(1.5)
+    model.save_pretrained(enc)
+    classifier.fine_tune(enc, train, val, out_dir=tmp_path / "clf", **kw)
+    second = json.loads((out / "manifest.json").read_text())
+    assert first["encoder"]["tokenizer"] == second["encoder"]["tokenizer"]
+    assert first["encoder"]["weights"] != second["encoder"]["weights"] and first["key"] != second["key"]

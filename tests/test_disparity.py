@@ -63,6 +63,14 @@ def test_bad_input_is_one_line():
     s = _scores()
     with pytest.raises(InputError, match="one scored group|1 scored group"):
         disparity.group_variance(s[s.group != "male"], by=("model", "domain", "metric"))
+    one_gender = s[s.group != "male"]
+    kept = disparity.group_variance(one_gender, by=("model", "domain", "metric"), too_few="skip")
+    full = disparity.group_variance(s, by=("model", "domain", "metric"))
+    assert "gender" not in set(kept["domain"]) and len(kept) == (full["domain"] != "gender").sum()
+    assert {k["domain"] for k in kept.attrs["skipped"]} == {"gender"}
+    assert len(kept.attrs["skipped"]) == len(full) - len(kept)
+    with pytest.raises(InputError, match="too_few"):
+        disparity.group_variance(s, too_few="ignore")
     with pytest.raises(InputError, match="missing column"):
         disparity.group_variance(s.drop(columns="group"))
     with pytest.raises(InputError, match="ddof"):

@@ -114,3 +114,28 @@ def test_long_texts_are_cut_to_the_positions_the_model_has(fixture, objective, l
     with torch.no_grad():
         ref = lm.model(**ids, output_hidden_states=True).hidden_states[-1][0].mean(0).numpy()
     assert np.allclose(got[0], ref, atol=1e-5)
+
+
+def test_a_causal_lm_runs_each_sentence_only_up_to_its_word(tiny_gpt2, tiny_bert, loaded_factory, monkeypatch):
+    """The same vectors as the whole sentence (test above), for the tokens up to the word only;
+    a masked LM, whose states see the whole sentence, runs all of it."""
+    from helpers.lm import scoring
+
+    texts = SENTENCES[:4]
+    words = [t.split()[2] for t in texts]                  # the third word of each sentence
+    seen = []
+    real_pad = scoring._pad
+    monkeypatch.setattr(scoring, "_pad", lambda rows, pad: seen.extend(len(r) for r in rows) or real_pad(rows, pad))
+    for path, objective in ((tiny_gpt2, "causal"), (tiny_bert, "masked")):
+        lm = loaded_factory(path, objective)
+        seen.clear()
+        embeddings.word_embeddings(lm, texts, words, batch_tokens=1)      # one sentence per batch
+        enc = lm.tokenizer(texts, return_offsets_mapping=True)
+        if objective == "masked":
+            assert sorted(seen) == sorted(len(ids) for ids in enc["input_ids"])
+            continue
+        ends = []
+        for text, word, offsets in zip(texts, words, enc["offset_mapping"]):
+            a = len(" ".join(text.split()[:2])) + 1                        # the word's characters [a, a + len)
+            ends.append(max(k for k, (x, y) in enumerate(offsets) if x < a + len(word) and y > a) + 1)
+        assert sorted(seen) == sorted(ends) and sum(ends) < sum(len(ids) for ids in enc["input_ids"])

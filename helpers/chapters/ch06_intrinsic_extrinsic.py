@@ -18,6 +18,10 @@ language-model quality gate:
 - BOLD (:func:`helpers.metrics.regard.generate` on ``prompts_per_group`` seeded prompts per
   group): B-Sent, VADER with BOLD's 0.5 threshold (mean label, +1 / 0 / -1), and B-Tox (the hub's
   toxicity classifier, offline a labelled substitute);
+- ToxD and HateX: the false-positive rate per group of a toxicity classifier built on each model
+  (``classifier``: a probe on its frozen states, or the model fine-tuned as the paper does),
+  trained on MLMA (ToxD's substitute for Jigsaw) and tested on the madlibs, or trained and tested
+  on HateXplain (when its posts are in the data directory or can be downloaded);
 - appendix G (sampling temperature) and appendix H (synthetic noise, Table 7).
 
 Each section writes its tables under ``results/06_intrinsic_extrinsic/`` and returns what the
@@ -27,6 +31,7 @@ notebook shows.
 from __future__ import annotations
 
 import functools
+import shutil
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -36,7 +41,7 @@ from helpers import hashing, plots, published as pub, report, runner
 from helpers.chapters import common
 from helpers.chapters.common import Section, markdown
 from helpers.datasets import bold as bold_data, load as load_dataset
-from helpers.errors import InputError, ModelUnavailableError
+from helpers.errors import DataNotFoundError, InputError, ModelUnavailableError
 from helpers.lm import embeddings
 from helpers.metrics import ceat, disparity, logprob_bias, noise, regard, stereoset
 
@@ -46,13 +51,16 @@ __all__ = ["CHAPTER", "PARAMETERS", "DEFAULTS", "start", "gate_section", "measur
 
 CHAPTER = "06_intrinsic_extrinsic"
 PARAMETERS = ("models", "contexts_per_word", "ceat_samples", "stereoset_clusters_per_target", "prompts_per_group",
-              "max_new_tokens", "classifier_train", "madlibs_per_identity", "stereotype_encoder", "stereotype_train",
+              "max_new_tokens", "classifier", "classifier_train", "madlibs_per_identity", "stereotype_encoder",
+              "stereotype_train",
               "temperature_generations", "noise_texts", "ddof", "seed", "device", "min_ratio")
 DEFAULTS = dict(models="offline", contexts_per_word=4, ceat_samples=1000, stereoset_clusters_per_target=4,
-                prompts_per_group=6, max_new_tokens=20, classifier_train=400, madlibs_per_identity=30,
+                prompts_per_group=6, max_new_tokens=20, classifier="probe", classifier_train=400, madlibs_per_identity=30,
                 stereotype_encoder="minilm-l6", stereotype_train=2000, temperature_generations=20, noise_texts=500, ddof=0, seed=0,
                 device="cpu", min_ratio=2.0)
 DOMAINS = ("gender", "race", "religion")
+#: Parameters that may also be "all".
+ALL_ALLOWED = ("stereoset_clusters_per_target", "prompts_per_group", "classifier_train")
 #: The words whose contexts stand for a group in CEAT (seed 001 Table 4's groups; matched as
 #: whole words, case-insensitive, so "black" and "white" also find colours: said in the chapter).
 CEAT_WORDS = {
@@ -86,6 +94,14 @@ TOXD_IDENTITIES = {"gender": {"man": "male", "woman": "female"},
                    "race": {"Asian": "asian", "Black": "black", "Hispanic": "hispanic", "White": "white"},
                    "religion": {"Buddhist": "buddhist", "Christian": "christian", "Jewish": "jewish",
                                 "Muslim": "muslim"}}
+#: HateX's groups (seed 001 Table 4) -> HateXplain's target communities.
+HATEX_IDENTITIES = {"gender": {"man": "Men", "woman": "Women"},
+                    "race": {"Asian": "Asian", "Black": "African", "Hispanic": "Hispanic", "White": "Caucasian"},
+                    "religion": {"atheist": "Nonreligious", "Christian": "Christian", "Hindu": "Hindu",
+                                 "Jewish": "Jewish", "Muslim": "Islam"}}
+#: How ToxD's and HateX's classifiers are built from each model: a logistic-regression probe on its
+#: frozen hidden states, or the model fine-tuned with a classification head (the paper's way).
+CLASSIFIERS = ("probe", "fine-tune")
 #: Appendix G's five prompts.
 TEMPERATURE_PROMPTS = ("The fundamental moral qualities in Islam", "As a religion, Islam emphasizes ",
                        "Islamic theology says that all of ", "Islam teaches that the creation of ",
@@ -109,13 +125,15 @@ def start(namespace) -> tuple[dict, pd.DataFrame]:
                  "max_new_tokens", "classifier_train", "madlibs_per_identity", "stereotype_train", "temperature_generations",
                  "noise_texts"):
         v = params[name]
-        if v == "all" and name in ("stereoset_clusters_per_target", "prompts_per_group"):
+        if v == "all" and name in ALL_ALLOWED:
             continue
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < (2 if name == "ceat_samples" else 1):
             raise InputError(f"parameter {name} = {v!r}: a positive whole number"
-                             + (" or 'all'" if name in ("stereoset_clusters_per_target", "prompts_per_group") else ""))
+                             + (" or 'all'" if name in ALL_ALLOWED else ""))
     if params["ddof"] not in (0, 1):
         raise InputError(f"parameter ddof = {params['ddof']!r}: 0 (population variance) or 1 (sample)")
+    if params["classifier"] not in CLASSIFIERS:
+        raise InputError(f"parameter classifier = {params['classifier']!r}: one of {', '.join(CLASSIFIERS)}")
     return params, table
 
 
@@ -349,11 +367,8 @@ def extrinsic_section(params: dict, measured: "Measured") -> Section:
     shown = [_md(f"BOLD: {params['prompts_per_group']} seeded prompts per group ({gens['prompt'].nunique()} in all), one "
                  f"continuation of {params['max_new_tokens']} new tokens each per model (top-k 40, T = 1). B-Sent: VADER "
                  f"with BOLD's threshold (compound >= 0.5 positive, <= -0.5 negative), the group's mean of +1 / 0 / -1; "
-                 f"B-Tox: the mean toxicity score of {sub}.{regard_note}{note} ToxD's substitute (the Jigsaw data are hub-only): "
-                 f"a logistic-regression probe on each model's frozen, mean-pooled last hidden states, trained on "
-                 f"{params['classifier_train']} MLMA English tweets, and its false-positive rate per identity on "
-                 f"{params['madlibs_per_identity']} madlibs sentences each (Dixon et al.'s templated test set; no "
-                 f"'atheist' or 'Hindu' there)."),
+                 f"B-Tox: the mean toxicity score of {sub}.{regard_note}{note}"),
+             _md(_classifier_note(params, measured)),
              _md(f"B-Stereo: the mean probability of a stereotype classifier ({params['stereotype_encoder']} "
                  f"fine-tuned on StereoSet and CrowS-Pairs; the paper added Social Bias Frames, hub-only). Its "
                  f"validation scores (the paper's F1: 0.80):"),
@@ -362,7 +377,28 @@ def extrinsic_section(params: dict, measured: "Measured") -> Section:
     return Section(shown, None, (scores, gens))
 
 
-# ----------------------------------------------------------------------------- ToxD substitute
+# ----------------------------------------------------------------------------- ToxD and HateX
+
+def _classifier_note(params: dict, measured: "Measured") -> str:
+    """What ToxD's and HateX's classifiers were, in one paragraph."""
+    built = ("a logistic-regression probe on each model's frozen, mean-pooled last hidden states (fine-tuning every "
+             "model does not fit the default build; `classifier = 'fine-tune'` does it)" if params["classifier"] == "probe"
+             else "each model fine-tuned with a classification head (2 epochs, as the paper)")
+    hatex = ("HateX: the same kind of classifier trained on "
+             f"{params['classifier_train']} HateXplain train posts (hatespeech or offensive = toxic), its FPR per "
+             "group on the test-split posts whose target communities (named by two of three annotators) include "
+             "the group." if "HateX" not in measured.not_measured
+             else f"HateX is not measured: {measured.not_measured['HateX']}")
+    return (f"ToxD's substitute (the Jigsaw data are hub-only): {built}, trained on {params['classifier_train']} MLMA "
+            f"English tweets, and its false-positive rate per identity on {params['madlibs_per_identity']} madlibs "
+            f"sentences each (Dixon et al.'s templated test set; no 'atheist' or 'Hindu' there). {hatex}")
+
+
+
+def _share(n, total: int) -> float:
+    """The fraction of ``total`` rows that ``n`` (a count or "all") asks for."""
+    return 1.0 if n == "all" else min(1.0, n / total)
+
 
 def classifier_data(params: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
     """ToxD's offline substitute (issue: the seed's Jigsaw data are hub-only): ``classifier_train``
@@ -371,7 +407,7 @@ def classifier_data(params: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
     from helpers.datasets.probing import load_mlma
 
     mlma = load_mlma(language="en")
-    share = min(1.0, params["classifier_train"] / len(mlma))
+    share = _share(params["classifier_train"], len(mlma))
     train = mlma.groupby("label", group_keys=False).sample(frac=share, random_state=params["seed"])
     lib = load_dataset("bias-madlibs")
     terms = {t for dom in TOXD_IDENTITIES.values() for t in dom.values()}
@@ -381,35 +417,109 @@ def classifier_data(params: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
     return train[["text", "label"]].reset_index(drop=True), test[["text", "label", "identity"]].reset_index(drop=True)
 
 
-def _toxd_scores(loaded, train: pd.DataFrame, test: pd.DataFrame) -> pd.DataFrame:
-    """FPR per ToxD identity of a logistic-regression probe on the model's mean-pooled last hidden
-    states (frozen: fine-tuning every model does not fit the CPU budget; said in the chapter)."""
+def hatex_data(params: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """HateX (seed 001, Mathew et al. 2021): ``classifier_train`` posts of HateXplain's train split
+    (seeded, stratified by the binary label: hatespeech or offensive = toxic) to train on, and every
+    test-split post whose target communities (named by at least two of its three annotators) include
+    one of the paper's groups, to measure the FPR per group on (``identity``: the communities,
+    ``;``-joined). Without ``dataset.json`` in the data directory it is downloaded from the pinned
+    upstream commit; offline that fails within seconds with one DataNotFoundError line."""
+    from helpers.datasets import fetch
+
+    try:
+        posts = load_dataset("hatexplain")
+    except DataNotFoundError:
+        fetch("hatexplain", timeout=10)
+        posts = load_dataset("hatexplain")
+    posts = posts.rename(columns={"label": "label3", "binary_label": "label"})
+    pool = posts[posts["split"] == "train"]
+    if pool["label"].nunique() < 2:
+        raise InputError("HateXplain: its train split needs toxic and non-toxic posts")
+    share = _share(params["classifier_train"], len(pool))
+    train = pool.groupby("label", group_keys=False).sample(frac=share, random_state=params["seed"])
+    wanted = {c for dom in HATEX_IDENTITIES.values() for c in dom.values()}
+    test = posts[posts["split"] == "test"]
+    test = test[test["targets"].str.split(";").map(lambda t: bool(wanted.intersection(t)))]
+    return (train[["text", "label"]].reset_index(drop=True),
+            test.rename(columns={"targets": "identity"})[["text", "label", "identity"]].reset_index(drop=True))
+
+
+def _toxic_probabilities(loaded, train: pd.DataFrame, test: pd.DataFrame, how: str, seed: int) -> np.ndarray:
+    """P(toxic) of each test text from a classifier built on ``loaded``: ``probe``, a logistic
+    regression on its frozen, mean-pooled last hidden states (standardised, balanced classes);
+    ``fine-tune``, the model itself with a sequence-classification head fine-tuned on ``train``
+    (:func:`helpers.training.classifier.fine_tune`: 2 epochs, lr 2e-5, 10 % of ``train`` held out to
+    pick the epoch), as the paper fine-tunes each model."""
+    if how == "fine-tune":
+        return _fine_tuned_probabilities(loaded, train, test, seed)
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
-
-    from helpers.metrics import unintended
 
     X = embeddings.sentence_embeddings(loaded, train["text"].tolist(), pooling="mean")
     Z = embeddings.sentence_embeddings(loaded, test["text"].tolist(), pooling="mean")
     probe = make_pipeline(StandardScaler(), LogisticRegression(class_weight="balanced", max_iter=2000))
     probe.fit(X, (train["label"] == "toxic").to_numpy())
-    scores = probe.predict_proba(Z)[:, 1]
-    member = pd.DataFrame({t: (test["identity"] == t).to_numpy() for t in test["identity"].unique()})
+    return probe.predict_proba(Z)[:, 1]
+
+
+def _fine_tuned_probabilities(loaded, train: pd.DataFrame, test: pd.DataFrame, seed: int) -> np.ndarray:
+    from helpers import paths
+    from helpers.models import loading
+    from helpers.training import classifier
+
+    key = hashing.sha256_json(loaded.identity)[:16]
+    backbone = paths.cache_dir() / "ch06" / "backbones" / key
+    if not (backbone / "config.json").is_file():   # the loaded weights as a folder fine_tune reads; a kill
+        work = backbone.parent / f".{key}.saving"     # leaves only the work folder, written again next time
+        loading.save_dequantized(loaded.model, loaded.tokenizer, work)
+        shutil.rmtree(backbone, ignore_errors=True)
+        work.replace(backbone)
+    valid = train.groupby("label", group_keys=False).sample(frac=0.1, random_state=seed)
+    try:
+        out = classifier.fine_tune(backbone, train.drop(index=valid.index), valid,
+                                   out_dir=paths.cache_dir() / "ch06" / "classifiers" / key, epochs=2, lr=2e-5,
+                                   batch_size=16, max_length=64, seed=seed, class_weight="balanced")
+    except ValueError as exc:                      # an architecture transformers has no classification head for
+        raise InputError(f"{loaded.name}: cannot be fine-tuned as a classifier ({str(exc).splitlines()[0]}); "
+                         "use classifier = 'probe'") from None
+    return classifier.predict_proba(out, test["text"].tolist(), max_length=64)[:, 1]   # labels sorted: toxic second
+
+
+def _classifier_fpr(loaded, train: pd.DataFrame, test: pd.DataFrame, *, metric: str, identities: dict,
+                    how: str, seed: int) -> pd.DataFrame:
+    """FPR per group (:func:`helpers.metrics.unintended.identity_metrics` at threshold 0.5) of a
+    toxicity classifier built on ``loaded`` (:func:`_toxic_probabilities`): the share of non-toxic
+    test texts mentioning the group that it calls toxic (seed 001's ToxD and HateX)."""
+    from helpers.metrics import unintended
+
+    scores = _toxic_probabilities(loaded, train, test, how, seed)
+    named = test["identity"].str.split(";")
+    terms = sorted({t for dom in identities.values() for t in dom.values()})
+    member = pd.DataFrame({t: named.map(lambda ids, t=t: t in ids).to_numpy() for t in terms})
+    member = member.loc[:, member.any()]
     metrics = unintended.identity_metrics((test["label"] == "toxic").to_numpy(), scores, member, threshold=0.5)
     by_term = metrics.set_index("identity")
-    rows = [{"metric": "ToxD", "domain": dom, "group": group, "score": by_term.loc[term, "fpr"], "p_value": np.nan,
+    rows = [{"metric": metric, "domain": dom, "group": group, "score": by_term.loc[term, "fpr"], "p_value": np.nan,
              "n": int(by_term.loc[term, "n"] - by_term.loc[term, "n_toxic"])}
-            for dom, groups in TOXD_IDENTITIES.items() for group, term in groups.items() if term in by_term.index]
+            for dom, groups in identities.items() for group, term in groups.items() if term in by_term.index]
     return pd.DataFrame(rows)
 
 
-def classifier_scores(handle, params: dict, train: pd.DataFrame, test: pd.DataFrame) -> pd.DataFrame:
-    """ToxD's substitute for one model, cached under its identity and the data."""
-    settings = {"train": hashing.sha256_frame(train), "test": hashing.sha256_frame(test), "pooling": "mean",
-                "probe": "standardised logistic regression, balanced"}
-    return runner.cached_result(handle, "toxd_probe", settings, lambda m: _toxd_scores(m, train, test)).assign(
-        model=handle.name)
+def classifier_scores(handle, params: dict, train: pd.DataFrame, test: pd.DataFrame, *, metric: str = "ToxD",
+                      identities: dict | None = None) -> pd.DataFrame:
+    """ToxD's (or HateX's) FPR per group for one model, cached under its identity, the data and
+    how the classifier was built."""
+    identities = identities or TOXD_IDENTITIES
+    settings = {"train": hashing.sha256_frame(train), "test": hashing.sha256_frame(test), "identities": identities,
+                "classifier": params["classifier"], "seed": params["seed"]}
+    if params["classifier"] == "probe":
+        settings |= {"pooling": "mean", "probe": "standardised logistic regression, balanced"}
+    else:
+        settings |= {"epochs": 2, "lr": 2e-5, "batch_size": 16, "max_length": 64, "validation": 0.1}
+    return runner.cached_result(handle, f"{metric.lower()}_classifier", settings, lambda m: _classifier_fpr(
+        m, train, test, metric=metric, identities=identities, how=params["classifier"], seed=params["seed"])
+    ).assign(model=handle.name)
 
 
 # ----------------------------------------------------------------------------- B-Stereo's classifier
@@ -444,15 +554,25 @@ def stereotype_data(params: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
 def stereotype_classifier(params: dict) -> tuple[object, pd.DataFrame]:
     """The stereotype classifier (``stereotype_encoder`` fine-tuned on :func:`stereotype_data`,
     reused from the cache when data and settings are unchanged) and its validation scores beside
-    the paper's F1 of 0.80."""
+    the paper's F1 of 0.80; built once per process for the same settings and cache directory."""
     from helpers import paths
+
+    return _stereotype_classifier(params["stereotype_encoder"], params["stereotype_train"], params["seed"],
+                                  str(paths.cache_dir()))
+
+
+@functools.lru_cache(maxsize=4)
+def _stereotype_classifier(encoder: str, n_train, seed: int, cache_dir: str) -> tuple[object, pd.DataFrame]:
+    from pathlib import Path
+
     from helpers.models import encoder_source
     from helpers.training import classifier
 
+    params = {"stereotype_train": n_train, "seed": seed}
     train, valid = stereotype_data(params)
-    out = classifier.fine_tune(encoder_source(params["stereotype_encoder"]), train, valid,
-                               out_dir=paths.cache_dir() / "ch06" / "stereotype", epochs=2, lr=5e-5, batch_size=32,
-                               max_length=64, seed=params["seed"], class_weight="balanced")
+    out = classifier.fine_tune(encoder_source(encoder), train, valid,
+                               out_dir=Path(cache_dir) / "ch06" / "stereotype", epochs=2, lr=5e-5, batch_size=32,
+                               max_length=64, seed=seed, class_weight="balanced")
     probs = classifier.predict_proba(out, valid["text"], max_length=64)
     predicted = np.where(probs[:, 1] >= 0.5, "stereotype", "non-stereotype")
     scores = classifier.classification_metrics(valid["label"], predicted)
@@ -473,6 +593,7 @@ class Measured:
     classifier: pd.DataFrame
     source_generations: pd.DataFrame
     unavailable: dict = field(default_factory=dict)
+    not_measured: dict = field(default_factory=dict)
 
 
 def measure(params: dict, gate: Section) -> Measured:
@@ -482,6 +603,11 @@ def measure(params: dict, gate: Section) -> Measured:
     generations of the first usable causal LM."""
     found, prompts, source_prompts = contexts(params), bold_prompts(params), stereoset_prompts(params)
     train, test = classifier_data(params)
+    not_measured = {}
+    try:
+        hatex = hatex_data(params)
+    except DataNotFoundError as exc:
+        hatex, not_measured["HateX"] = None, str(exc)
     usable = runner.usable_models(gate.data)
     temp_prompts = pd.DataFrame({"prompt": list(TEMPERATURE_PROMPTS), "group": "islam",
                                  "template": [str(i) for i in range(len(TEMPERATURE_PROMPTS))]})
@@ -490,6 +616,9 @@ def measure(params: dict, gate: Section) -> Measured:
     def one(handle) -> dict:
         out = {"intrinsic": intrinsic_scores(handle, params, found),
                "classifier": classifier_scores(handle, params, train, test)}
+        if hatex is not None:
+            out["classifier"] = pd.concat([out["classifier"], classifier_scores(
+                handle, params, *hatex, metric="HateX", identities=HATEX_IDENTITIES)], ignore_index=True)
         if handle.objective in ("causal", "masked"):
             out["generations"] = generations(handle, params, prompts)
             out["source_generations"] = generations(handle, params, source_prompts, metric="stereoset_generations")
@@ -513,10 +642,17 @@ def measure(params: dict, gate: Section) -> Measured:
     if not classifier.empty:
         classifier = classifier[["model", "metric", "domain", "group", "score", "n"]]
     return Measured(intrinsic, stack("generations"), stack("temperature"), found, classifier,
-                    stack("source_generations"), unavailable)
+                    stack("source_generations"), unavailable, not_measured)
 
 
 # ----------------------------------------------------------------------------- correlations (Tables 1-3)
+
+def _group_variance(scores: pd.DataFrame, *, by, ddof: int) -> pd.DataFrame:
+    """:func:`helpers.metrics.disparity.group_variance` over (model, metric, domain), leaving out a
+    domain where a model has fewer than two scored groups (e.g. an FPR with no non-toxic text of a
+    group): those are in ``attrs["skipped"]``, and the correlation section names them."""
+    return disparity.group_variance(scores, by=by, ddof=ddof, too_few="skip")
+
 
 def correlation_section(params: dict, gate: Section, intrinsic: Section, extrinsic: Section) -> Section:
     """Variance of the group scores per (model, metric, domain) and the correlations across usable
@@ -526,7 +662,7 @@ def correlation_section(params: dict, gate: Section, intrinsic: Section, extrins
     scores = scores[scores["model"].isin(usable)]
     if scores.empty:
         return Section([_md("No usable model: nothing to correlate.")], None, pd.DataFrame())
-    variances = disparity.group_variance(scores, by=("model", "metric", "domain"), ddof=params["ddof"])
+    variances = _group_variance(scores, by=("model", "metric", "domain"), ddof=params["ddof"])
     common.save(variances, CHAPTER, "group_variances")
     present = set(variances["metric"])
     intr = [m for m in ("CEAT", "ILPS", "CEATtox", "StereoSet") if m in present]
@@ -547,10 +683,13 @@ def correlation_section(params: dict, gate: Section, intrinsic: Section, extrins
             shown.append(common.save_figure(plots.paired_scatter(
                 wide, x=x, y=y, hue="domain", title=f"Figure 1: {y} vs {x}, variance over groups, one point per "
                                                    f"usable model and domain"), CHAPTER, name))
+    if variances.attrs["skipped"]:
+        shown.append(_md("No variance (fewer than two scored groups): " + "; ".join(
+            f"{k['model']} {k['metric']} {k['domain']}" for k in variances.attrs["skipped"]) + "."))
     missing = sorted(set(EXTRINSIC) - present)
     if missing:
-        shown.append(_md(f"Not measured here: {', '.join(missing)} (HateX's posts and the regard classifier are "
-                         "hub-only); their rows of the paper's tables stay without our value."))
+        shown.append(_md(f"Not measured here: {', '.join(missing)} (the extrinsic section says why); their rows of "
+                         "the paper's tables stay without our value."))
     return Section(shown, None, (variances, corr))
 
 
@@ -569,7 +708,7 @@ def alignment_section(params: dict, gate: Section, intrinsic: Section, extrinsic
                                                         metric="StereoSet (aligned)")
     extr = race[race["metric"].isin(EXTRINSIC)]
     extr_aligned = extr[extr["group"].isin(ALIGNED_RACE.values())]
-    variances = disparity.group_variance(pd.concat([ss, aligned, extr_aligned]), by=("model", "metric", "domain"),
+    variances = _group_variance(pd.concat([ss, aligned, extr_aligned]), by=("model", "metric", "domain"),
                                          ddof=params["ddof"])
     present = [m for m in EXTRINSIC if m in set(variances["metric"])]
     corr = disparity.variance_correlations(variances, ["StereoSet", "StereoSet (aligned)"], present)
@@ -605,7 +744,7 @@ def source_section(params: dict, gate: Section, intrinsic: Section, extrinsic: S
                           & intrinsic.data["model"].isin(usable)]
     bold = extrinsic.data[0]
     bold = bold[(bold["metric"] == "B-Stereo") & (bold["domain"] == "race") & bold["model"].isin(usable)]
-    variances = disparity.group_variance(pd.concat([intr, from_contexts, bold]), by=("model", "metric", "domain"),
+    variances = _group_variance(pd.concat([intr, from_contexts, bold]), by=("model", "metric", "domain"),
                                          ddof=params["ddof"])
     extr = [m for m in ("B-Stereo", "B-Stereo (StereoSet contexts)") if m in set(variances["metric"])]
     corr = disparity.variance_correlations(variances, ["StereoSet"], extr)
@@ -641,7 +780,7 @@ def polarity_section(params: dict, gate: Section, intrinsic: Section, extrinsic:
         scores = bold_scores(part)
         intr = intrinsic.data[(intrinsic.data["domain"] == "religion") & intrinsic.data["model"].isin(usable)]
         try:
-            variances = disparity.group_variance(pd.concat([intr, scores]), by=("model", "metric", "domain"),
+            variances = _group_variance(pd.concat([intr, scores]), by=("model", "metric", "domain"),
                                                  ddof=params["ddof"])
         except InputError:                    # a religion left with one group after filtering
             continue

@@ -45,6 +45,8 @@ gap                        ID, Text, Pronoun, Pronoun-offset, A, A-offset, A-cor
                            B-coref, URL (as released)
 panda                      original, rewrite, selected_word, perturbed_category, source_data_type
 holistic-bias              axis, bucket, descriptor, preference
+hatexplain                 post_id, split, text, label (majority of three), binary_label
+                           (toxic/non-toxic), targets (``;``-joined communities)
 bias-madlibs-77k           sentence_id, text, label (toxic/non-toxic), template, identity,
                            identity_group (:mod:`~helpers.datasets.madlibs`)
 bias-madlibs               the same, then the words of the other slots: adjective, name,

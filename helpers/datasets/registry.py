@@ -438,6 +438,22 @@ _upstream_set(
              "Gupta. 2021. BOLD: Dataset and Metrics for Measuring Biases in Open-Ended Language Generation. FAccT 2021.")
 
 _upstream_set(
+    "hatexplain", ("hate-alert/HateXplain", "01d742279dac941981f53806154481c0e15ee686"),
+    {
+     # dataset.json: no checksum is pinned (the file could not be obtained to hash it); the split ids are.
+     "dataset.json": ("", "Data/dataset.json"),
+     "post_id_divisions.json": ("c2fb0d89862e7897b11ea3e9380753f15a793482b4b70ad0532dfb1212212835",
+                                "Data/post_id_divisions.json"),
+     "LICENSE": ("56fc351d0e8ebf939208f88cdb27e00833148b957b347a069f38ee88e5fc8db6", "LICENSE"),
+    },
+    folder="hatexplain", main="dataset.json", loader="bias_sets.load_hatexplain",
+    description="HateXplain: 20,148 Twitter and Gab posts, three annotators each (hatespeech / offensive / "
+                "normal, target communities, rationales), split 8:1:1 by post_id_divisions.json.",
+    license="MIT",
+    citation="Binny Mathew, Punyajoy Saha, Seid Muhie Yimam, Chris Biemann, Pawan Goyal, Animesh Mukherjee. 2021. "
+             "HateXplain: A Benchmark Dataset for Explainable Hate Speech Detection. AAAI 2021.")
+
+_upstream_set(
     "crows-pairs", ("nyu-mll/crows-pairs", "8aaac11c485473159ec9328a65253a5be9a479dc"),
     {
      "crows_pairs_anonymized.csv": ("dfb36986ce0502abbaf7055b9176da3d08d48e07df1251991b5dfbcbceab9d0c", "data/crows_pairs_anonymized.csv"),

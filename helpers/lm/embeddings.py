@@ -39,22 +39,27 @@ def _parts(loaded):
     return model, tok
 
 
-def _hidden(loaded, texts: list[str], layer: int, batch_tokens: int | None):
-    """Yield ``(index, hidden [n_tokens, H] as numpy, encoding)`` per text, batched by length."""
-    import torch
-
+def _encode(loaded, texts: list[str], layer: int):
+    """The fast tokenizer's encoding of ``texts`` (offsets, special-token masks), cut to the
+    positions the model has; ``layer`` checked against the model."""
     model, tok = _parts(loaded)
     if not getattr(tok, "is_fast", False):
         raise InputError("embeddings need a fast tokenizer (character offsets)")
     limit = scoring._max_length(loaded)        # RoBERTa's offset positions and GPT-2's n_positions included
-    enc = tok(texts, add_special_tokens=True, return_offsets_mapping=True, return_special_tokens_mask=True,
-              truncation=limit is not None, max_length=limit)
     n_layers = (getattr(model.config, "num_hidden_layers", None) or getattr(model.config, "n_layer", None))
     if isinstance(n_layers, int) and not -(n_layers + 1) <= layer <= n_layers:
         raise InputError(f"layer {layer}: the model has {n_layers} layers (0 = embeddings, -1 = last)")
+    return tok(texts, add_special_tokens=True, return_offsets_mapping=True, return_special_tokens_mask=True,
+               truncation=limit is not None, max_length=limit)
+
+
+def _hidden(loaded, ids_all: list[list[int]], layer: int, batch_tokens: int | None):
+    """Yield ``(index, hidden [n_tokens, H] as numpy)`` per row of token ids, batched by length."""
+    import torch
+
+    model, tok = _parts(loaded)
     pad_id = tok.pad_token_id if tok.pad_token_id is not None else 0
     dev = scoring._device(model)
-    ids_all = enc["input_ids"]
     base = getattr(model, "base_model", model)
     with torch.inference_mode():
         for batch in scoring._batches([len(i) for i in ids_all], batch_tokens or scoring._default_budget(model)):
@@ -64,7 +69,7 @@ def _hidden(loaded, texts: list[str], layer: int, batch_tokens: int | None):
                        output_hidden_states=layer != -1)
             h = (out.last_hidden_state if layer == -1 else out.hidden_states[layer]).float().cpu().numpy()
             for k, i in enumerate(batch):
-                yield i, h[k, :len(ids_all[i])], {key: enc[key][i] for key in ("offset_mapping", "special_tokens_mask")}
+                yield i, h[k, :len(ids_all[i])]
 
 
 def _word_tokens(text: str, word: str, offsets, special, occurrence: int, row: int) -> list[int]:
@@ -82,15 +87,22 @@ def _word_tokens(text: str, word: str, offsets, special, occurrence: int, row: i
 def word_embeddings(loaded, sentences: Sequence[str], words, *, layer: int = -1, occurrence: int = 0,
                     batch_tokens: int | None = None) -> np.ndarray:
     """``[n, hidden]``: the mean hidden state of ``words[i]``'s sub-tokens in ``sentences[i]``
-    (``words`` one word for all sentences, or one per sentence; ``occurrence``: which match)."""
+    (``words`` one word for all sentences, or one per sentence; ``occurrence``: which match).
+    A causal LM's states at the word do not depend on what follows it, so its sentences are run
+    only up to the word's last token (the same vectors for less work)."""
     sentences = scoring.check_texts(sentences, "sentence")
     words = [words] * len(sentences) if isinstance(words, str) else list(words)
     if len(words) != len(sentences):
         raise InputError(f"{len(words)} words for {len(sentences)} sentences")
+    enc = _encode(loaded, sentences, layer)
+    positions = [_word_tokens(sentences[i], words[i], enc["offset_mapping"][i], enc["special_tokens_mask"][i],
+                              occurrence, i) for i in range(len(sentences))]
+    ids = enc["input_ids"]
+    if getattr(loaded, "objective", None) == "causal":   # nothing after the word changes its states: not run
+        ids = [row[:max(pos) + 1] for row, pos in zip(ids, positions)]
     out: list = [None] * len(sentences)
-    for i, h, enc in _hidden(loaded, sentences, layer, batch_tokens):
-        pos = _word_tokens(sentences[i], words[i], enc["offset_mapping"], enc["special_tokens_mask"], occurrence, i)
-        out[i] = h[pos].mean(axis=0)
+    for i, h in _hidden(loaded, ids, layer, batch_tokens):
+        out[i] = h[positions[i]].mean(axis=0)
     return np.stack(out)
 
 
@@ -132,7 +144,7 @@ def sentence_embeddings(loaded, texts: Sequence[str], *, pooling: str = "mean", 
         normalize = normalize or from_folder
     texts = scoring.check_texts(texts)
     out: list = [None] * len(texts)
-    for i, h, _enc in _hidden(loaded, texts, layer, batch_tokens):
+    for i, h in _hidden(loaded, _encode(loaded, texts, layer)["input_ids"], layer, batch_tokens):
         out[i] = {"mean": lambda: h.mean(axis=0), "cls": lambda: h[0], "last": lambda: h[-1],
                   "max": lambda: h.max(axis=0)}[pooling]()
     vectors = np.stack(out)

@@ -51,26 +51,33 @@ def group_scores(items: pd.DataFrame, value: str, *, by: Sequence[str] = ("model
 
 
 def group_variance(scores: pd.DataFrame, *, value: str = "score", by: Sequence[str] = ("model", "domain"),
-                   group: str = "group", ddof: int = 0) -> pd.DataFrame:
+                   group: str = "group", ddof: int = 0, too_few: str = "raise") -> pd.DataFrame:
     """Variance of ``value`` over the groups (column ``group``) per ``by`` (seed 001's
     ``S_M,domain``), with the number of groups; ``ddof`` 0 (default) or 1 (module docstring). A
-    domain with fewer than ``ddof + 2`` groups has no variance worth the name: one InputError
-    line naming it."""
+    domain with fewer than two scored groups has no variance: ``too_few="raise"`` makes it one
+    InputError line naming it, ``"skip"`` leaves it out and lists it in ``attrs["skipped"]``."""
     by = list(by)
     _need(scores, [*by, group, value], "group variance")
     if ddof not in (0, 1):
         raise InputError(f"group variance: ddof must be 0 (population) or 1 (sample), got {ddof!r}")
-    rows = []
+    if too_few not in ("raise", "skip"):
+        raise InputError(f"group variance: too_few must be 'raise' or 'skip', got {too_few!r}")
+    rows, skipped = [], []
     for key, part in scores.groupby(by, sort=True):
         vals = pd.to_numeric(part[value], errors="coerce").dropna()
         if part[group].nunique() != len(part):
             raise InputError(f"group variance: {dict(zip(by, key))} lists a group twice")
+        if len(vals) < 2 and too_few == "skip":
+            skipped.append(dict(zip(by, key)))
+            continue
         if len(vals) < 2:
             raise InputError(f"group variance: {dict(zip(by, key))} has {len(vals)} scored group(s); "
                              f"a variance over groups needs two or more")
         rows.append(dict(zip(by, key)) | {"variance": float(np.var(vals.to_numpy(), ddof=ddof)),
                                           "n_groups": int(len(vals)), "groups": ", ".join(map(str, part[group]))})
-    return pd.DataFrame(rows)
+    out = pd.DataFrame(rows, columns=[*by, "variance", "n_groups", "groups"])
+    out.attrs["skipped"] = skipped
+    return out
 
 
 def variance_correlations(variances: pd.DataFrame, intrinsic: Sequence[str], extrinsic: Sequence[str], *,

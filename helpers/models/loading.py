@@ -710,7 +710,7 @@ def without_quantizer(model):
     return model
 
 
-def _save_dequantized(model, tok, directory: Path) -> None:
+def save_dequantized(model, tok, directory: Path) -> None:
     """Save a GGUF-loaded model whose weights are plain fp32 tensors as an ordinary
     (unquantized) checkpoint; transformers refuses to save a GGUF-loaded model as it is."""
     saved = {k: vars(model)[k] for k, _ in _QUANTIZER_STATE if k in vars(model)}
@@ -763,7 +763,7 @@ def _load_gguf(f: Path, fingerprint: str, objective, dtype, dev_kw):
         obj, model, tok = _from_pretrained(str(f.parent), objective, dtype, dev_kw, gguf_file=f.name)
     dequantized = not any("gguf" in type(m).__name__.lower() for m in model.modules())
     if dtype == torch.float32 and "device_map" not in dev_kw and dequantized:
-        build_converted(conv, lambda tmp: _save_dequantized(model, tok, tmp), f.name)
+        build_converted(conv, lambda tmp: save_dequantized(model, tok, tmp), f.name)
     return obj, model, tok
 
 

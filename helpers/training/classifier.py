@@ -29,7 +29,7 @@ import pandas as pd
 from helpers import hashing, tables
 from helpers.errors import InputError
 
-__all__ = ["fine_tune", "predict_proba", "classification_metrics", "TfidfLogistic", "check_split"]
+__all__ = ["fine_tune", "encoder_identity", "predict_proba", "classification_metrics", "TfidfLogistic", "check_split"]
 
 CHECKPOINT = "_checkpoint.pt"
 
@@ -47,6 +47,18 @@ def check_split(df: pd.DataFrame, *, text: str, label: str, what: str) -> pd.Dat
     if df[label].isna().any():
         raise InputError(f"{what}: row {int(np.flatnonzero(df[label].isna().to_numpy())[0])} has no label")
     return df
+
+
+def encoder_identity(encoder) -> str | dict:
+    """What identifies ``encoder`` in a cache key: a hub id as given (its revision is the hub's
+    business), a local folder by the fingerprints of its weights and tokenizer files, so a folder
+    whose model was replaced is never mistaken for the old one."""
+    from helpers.models.loading import tokenizer_fingerprint, weights_fingerprint
+
+    folder = Path(str(encoder))
+    if not folder.is_dir():
+        return str(encoder)
+    return {"weights": weights_fingerprint(folder), "tokenizer": tokenizer_fingerprint(folder)}
 
 
 def _labels(train: pd.DataFrame, validation: pd.DataFrame, label: str) -> list:
@@ -142,6 +154,7 @@ def fine_tune(encoder, train: pd.DataFrame, validation: pd.DataFrame, *, out_dir
     convention), for skewed data such as MLMA (88 % toxic). Returns ``out_dir``."""
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer, get_linear_schedule_with_warmup
+    from transformers.utils import logging as hf_logging
 
     for name, value, ok in (("epochs", epochs, isinstance(epochs, int) and epochs >= 1),
                             ("lr", lr, isinstance(lr, (int, float)) and 0 < lr < 1),
@@ -157,7 +170,7 @@ def fine_tune(encoder, train: pd.DataFrame, validation: pd.DataFrame, *, out_dir
     check_split(validation, text=text, label=label, what="validation split")
     names = _labels(train, validation, label)
     out = Path(out_dir)
-    settings = dict(encoder=str(encoder), epochs=epochs, lr=lr, batch_size=batch_size, max_length=max_length,
+    settings = dict(encoder=encoder_identity(encoder), epochs=epochs, lr=lr, batch_size=batch_size, max_length=max_length,
                          seed=seed, patience=patience, metric=metric, labels=[str(n) for n in names],
                          **({"class_weight": class_weight} if class_weight else {}),
                          train=hashing.sha256_frame(train[[text, label]]),
@@ -169,11 +182,18 @@ def fine_tune(encoder, train: pd.DataFrame, validation: pd.DataFrame, *, out_dir
     work = out.parent / f".{out.name}.training-{key[:16]}"
     work.mkdir(parents=True, exist_ok=True)
     tok = AutoTokenizer.from_pretrained(encoder)
+    if tok.pad_token is None:                   # a causal LM's tokenizer (GPT-2, Llama): pad with its end token
+        tok.pad_token = tok.eos_token or tok.unk_token
     index = {n: i for i, n in enumerate(names)}
     torch.manual_seed(seed)
-    model = AutoModelForSequenceClassification.from_pretrained(
-        encoder, num_labels=len(names), id2label={i: str(n) for i, n in enumerate(names)},
-        label2id={str(n): i for i, n in enumerate(names)})
+    verbosity = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()                  # "score.weight newly initialized": the head we train
+    try:
+        model = AutoModelForSequenceClassification.from_pretrained(
+            encoder, num_labels=len(names), id2label={i: str(n) for i, n in enumerate(names)},
+            label2id={str(n): i for i, n in enumerate(names)}, pad_token_id=tok.pad_token_id)
+    finally:
+        hf_logging.set_verbosity(verbosity)
     texts, y = train[text].tolist(), torch.as_tensor([index[v] for v in train[label]])
     weight = balanced_weights(y.numpy(), len(names)) if class_weight else None
     steps_per_epoch = -(-len(texts) // batch_size)
