@@ -39,20 +39,21 @@ def resolve_models(spec) -> list[str]:
 
     ``"offline"``: every model usable without the hub (package models, then the zoo);
     ``"packages"``: the pretrained models installed from packages only (no zoo);
+    ``"encoders"``: the sentence encoders installed from packages (MiniLM-L6, MPNet-base);
     ``"paper"``: seed 000's 24 hub models; ``"miniature"``: Google's 24 miniature BERTs;
+    keywords joined by ``+`` (``"offline+encoders"``): their models in that order;
     any other string: that one model (a registry name, hub id, directory or ``.gguf`` path —
     never split into characters); a list or tuple: those models, in order, duplicates removed.
     """
     if isinstance(spec, str):
         key = spec.strip()
-        if key == "offline":
-            return models.offline_models()
-        if key == "packages":
-            return models.package_models()
-        if key == "paper":
-            return models.paper_models()
-        if key == "miniature":
-            return models.miniature_berts()
+        groups = {"offline": models.offline_models, "packages": models.package_models,
+                  "encoders": models.encoder_models, "paper": models.paper_models,
+                  "miniature": models.miniature_berts}
+        if key in groups:
+            return groups[key]()
+        if "+" in key and all(k.strip() in groups for k in key.split("+")):
+            return list(dict.fromkeys(m for k in key.split("+") for m in groups[k.strip()]()))
         if not key:
             raise InputError("models: empty model name")
         return [key]
@@ -274,7 +275,8 @@ def quality_table(names, *, device: str = "cpu", **settings) -> pd.DataFrame:
     """One row per model: :data:`QUALITY_COLUMNS` (``settings`` go to :func:`language_model_quality`).
 
     A model that cannot be obtained here, or whose objective the gate does not measure
-    (permutation LMs), keeps its row with ``usable`` NaN and the one-line ``reason``.
+    (permutation LMs, encoders: their ``objective`` is given), keeps its row with ``usable`` NaN
+    and the one-line ``reason``.
     """
     def measure(handle):
         try:
@@ -282,15 +284,15 @@ def quality_table(names, *, device: str = "cpu", **settings) -> pd.DataFrame:
         except InputError as exc:
             if handle.objective in ("causal", "masked"):
                 raise                       # bad settings: one clear line, not a table of failures
-            return str(exc)
+            return {"objective": handle.objective, "reason": str(exc)}
 
     names = resolve_models(names)
     results, unavailable = for_each_model(names, measure, device=device)
     rows = []
     for m in names:
-        r = results.get(m, unavailable.get(m))
-        rows.append({"model": m, "usable": float("nan"), "corpus": settings.get("corpus", "gensim"), "reason": r}
-                    if isinstance(r, str) else {"model": m, **r, "reason": None})
+        r = results.get(m, {"reason": unavailable.get(m)})
+        rows.append({"model": m, "usable": float("nan"), "corpus": settings.get("corpus", "gensim"), **r}
+                    if "reason" in r else {"model": m, **r, "reason": None})
     return pd.DataFrame(rows, columns=QUALITY_COLUMNS).astype({"heldout_tokens": "Int64"})
 
 

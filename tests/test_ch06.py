@@ -30,10 +30,21 @@ def test_bad_parameters_are_one_line(private_dirs, bad, message):
         ch.start(dict(ch.DEFAULTS) | SMALL | bad)
 
 
-def _usable_gate(names) -> Section:
-    table = pd.DataFrame({"model": names, "usable": True, "heldout_perplexity": 10.0, "unigram_perplexity": 100.0,
-                          "ratio": 10.0, "min_ratio": 2.0})
+def _usable_gate(names, encoders=()) -> Section:
+    enc = [m in encoders for m in names]
+    table = pd.DataFrame({"model": names, "objective": ["encoder" if e else "causal" for e in enc],
+                          "usable": [np.nan if e else True for e in enc], "heldout_perplexity": 10.0,
+                          "unigram_perplexity": 100.0, "ratio": 10.0, "min_ratio": 2.0})
     return Section([], None, table)
+
+
+def _encoder_copy(path, out):
+    """The encoder of a tiny BERT saved without its LM head (objective 'encoder', like MiniLM-L6)."""
+    from transformers import AutoTokenizer, BertModel
+
+    BertModel.from_pretrained(path).save_pretrained(out)
+    AutoTokenizer.from_pretrained(path).save_pretrained(out)
+    return out
 
 
 def _perturbed_copy(path, out, seed: int):
@@ -59,9 +70,10 @@ def chapter(tiny_gpt2, tiny_gpt2_bos, tiny_roberta, tiny_bert, tmp_path_factory,
     mp.setenv("HARMS_DATA_DIR", str(data_dir_with_hatexplain))        # HateXplain: synthetic posts
     for var, sub in (("HARMS_CACHE_DIR", "cache"), ("HARMS_RESULTS_DIR", "results"), ("HARMS_ZOO_DIR", "zoo")):
         mp.setenv(var, str(tmp / sub))
-    names = [str(tiny_gpt2), str(tiny_gpt2_bos), str(tiny_gpt2_ctx16), str(tiny_roberta)]
+    encoder = str(_encoder_copy(tiny_bert, tmp / "tiny_encoder"))
+    names = [str(tiny_gpt2), str(tiny_gpt2_bos), str(tiny_gpt2_ctx16), str(tiny_roberta), encoder]
     params, _ = ch.start(dict(ch.DEFAULTS) | SMALL | {"models": names, "stereotype_encoder": str(tiny_bert)})
-    gate = _usable_gate(names)
+    gate = _usable_gate(names, encoders=[encoder])
     measured = ch.measure(params, gate)
     intrinsic = ch.intrinsic_section(params, measured)
     extrinsic = ch.extrinsic_section(params, measured)
@@ -73,6 +85,10 @@ def test_every_model_gets_every_intrinsic_metric_for_the_papers_groups(chapter):
     params, gate, measured, intrinsic, _ = chapter
     got = measured.intrinsic
     assert set(got["model"]) == set(params["models"]) and set(got["metric"]) == {"CEAT", "CEATtox", "ILPS", "StereoSet"}
+    encoder = params["models"][4]                             # no LM head: its vectors' metrics only
+    assert set(got.loc[got.model == encoder, "metric"]) == {"CEAT", "CEATtox"}
+    assert set(measured.classifier.loc[measured.classifier.model == encoder, "metric"]) == {"ToxD", "HateX"}
+    assert ch.correlated_models(gate.data) == params["models"]
     ilps = got[(got.metric == "ILPS") & (got.model == params["models"][0])]
     assert ilps.groupby("domain").size().to_dict() == {d: len(p) for d, p in ch.ILPS_PHRASES.items()}
     ss = got[(got.metric == "StereoSet") & (got.model == params["models"][0])]
@@ -133,6 +149,8 @@ def test_variances_and_correlations_follow_numpy_and_scipy(chapter):
     wide = variances[variances.domain == "race"].pivot(index="model", columns="metric", values="variance").dropna(
         subset=["B-Tox"])
     assert row["n"] == 4 == len(wide)
+    toxd = table[(table.intrinsic == "CEAT") & (table.extrinsic == "ToxD") & (table.method == "pearson")]
+    assert (toxd["n"] == 5).all()                                # the encoder too
     assert np.isfinite(row["r"]) and row["r"] == pytest.approx(stats.pearsonr(wide["ILPS"], wide["B-Tox"]).statistic)
     shown = pd.concat([x for x in corr.shown if isinstance(x, pd.DataFrame)])
     assert "paper_r" in shown.columns and shown["paper_r"].notna().any()

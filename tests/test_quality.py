@@ -237,6 +237,7 @@ def test_quality_table_lists_every_model_and_usable_models(fake_corpus, tiny_gpt
     assert pd.isna(rows.loc[str(tiny_gpt2), "reason"]) and rows.loc[str(tiny_gpt2), "objective"] == "causal"
     assert "unknown model" in rows.loc["no-such-model-xyz", "reason"]
     assert "not objective 'permutation'" in rows.loc[str(tiny_xlnet), "reason"]
+    assert rows.loc[str(tiny_xlnet), "objective"] == "permutation" and pd.isna(rows.loc["no-such-model-xyz", "objective"])
     assert rows.loc[["no-such-model-xyz", str(tiny_xlnet)], "usable"].isna().all()
     assert runner.usable_models(table) == [str(tiny_gpt2)]
     strict = runner.quality_table([str(tiny_gpt2)], corpus="gensim-lee", blocks=3, block_size=16)   # random weights

@@ -38,6 +38,9 @@ def test_resolve_models_keeps_one_name_whole_and_dedupes_lists():
     assert runner.resolve_models(" /some/dir ") == ["/some/dir"]
     assert runner.resolve_models(["a", "b", "a"]) == ["a", "b"]
     assert runner.resolve_models("paper") == models.paper_models()
+    assert runner.resolve_models("encoders") == models.encoder_models()
+    assert runner.resolve_models(" offline + encoders") == models.offline_models() + models.encoder_models()
+    assert runner.resolve_models("my+model") == ["my+model"]           # "+" joins keywords only
     for bad in ("", [], [""], 3, None):
         with pytest.raises(InputError):
             runner.resolve_models(bad)

@@ -54,11 +54,13 @@ PARAMETERS = ("models", "contexts_per_word", "ceat_samples", "stereoset_clusters
               "max_new_tokens", "classifier", "classifier_train", "madlibs_per_identity", "stereotype_encoder",
               "stereotype_train",
               "temperature_generations", "noise_texts", "ddof", "seed", "device", "min_ratio")
-DEFAULTS = dict(models="offline", contexts_per_word=4, ceat_samples=1000, stereoset_clusters_per_target=4,
+DEFAULTS = dict(models="offline+encoders", contexts_per_word=4, ceat_samples=1000, stereoset_clusters_per_target=4,
                 prompts_per_group=6, max_new_tokens=20, classifier="probe", classifier_train=400, madlibs_per_identity=30,
                 stereotype_encoder="minilm-l6", stereotype_train=2000, temperature_generations=20, noise_texts=500, ddof=0, seed=0,
                 device="cpu", min_ratio=2.0)
 DOMAINS = ("gender", "race", "religion")
+#: The metrics an encoder without a language-model head has (its contextual and sentence vectors).
+ENCODER_METRICS = ("CEAT", "CEATtox", "ToxD", "HateX")
 #: Parameters that may also be "all".
 ALL_ALLOWED = ("stereoset_clusters_per_target", "prompts_per_group", "classifier_train")
 #: The words whose contexts stand for a group in CEAT (seed 001 Table 4's groups; matched as
@@ -140,10 +142,22 @@ def start(namespace) -> tuple[dict, pd.DataFrame]:
 # ----------------------------------------------------------------------------- models and the gate
 
 def gate_section(params: dict) -> Section:
-    """The language-model quality gate of every model (the correlations use usable ones only)."""
+    """The language-model quality gate of every model (the correlations use usable ones only,
+    and encoders for the metrics defined on them)."""
     table = runner.quality_table(params["models"], device=params["device"], min_ratio=params["min_ratio"])
     shown = [common.save(table, CHAPTER, "quality_gate"), _md(report.gate_sentence(table, min_ratio=params["min_ratio"]))]
+    encoders = table.loc[table["objective"] == "encoder", "model"].tolist()
+    if encoders:
+        shown.append(_md(f"Encoders ({', '.join(encoders)}) have no language-model head, hence no perplexity: they "
+                         f"enter the correlations of the metrics defined on representations alone ("
+                         f"{', '.join(ENCODER_METRICS)})."))
     return Section(shown, None, table)
+
+
+def correlated_models(gate: pd.DataFrame) -> list[str]:
+    """The models whose scores enter the correlations: those that pass the quality gate, then the
+    encoders (no LM head: only :data:`ENCODER_METRICS` exist for them)."""
+    return runner.usable_models(gate) + gate.loc[gate["objective"] == "encoder", "model"].tolist()
 
 
 # ----------------------------------------------------------------------------- intrinsic metrics
@@ -250,10 +264,12 @@ def intrinsic_scores(handle, params: dict, found: pd.DataFrame) -> pd.DataFrame:
     ceat_settings = {"contexts": hashing.sha256_frame(found), "samples": params["ceat_samples"],
                      "seed": params["seed"], "layer": -1}
     ss_settings = {"clusters_per_target": params["stereoset_clusters_per_target"], "domains": list(DOMAINS)}
-    parts = [runner.cached_result(handle, "ceat_groups", ceat_settings, lambda m: _ceat_scores(m, found, params)),
-             runner.cached_result(handle, "ilps_groups", {"template": logprob_bias.ILPS_TEMPLATE,
-                                                          "phrases": ILPS_PHRASES}, _ilps_scores),
-             runner.cached_result(handle, "stereoset_targets", ss_settings, lambda m: _stereoset_scores(m, params))]
+    parts = [runner.cached_result(handle, "ceat_groups", ceat_settings, lambda m: _ceat_scores(m, found, params))]
+    if handle.objective != "encoder":               # ILPS and StereoSet need a language model's probabilities
+        parts += [runner.cached_result(handle, "ilps_groups", {"template": logprob_bias.ILPS_TEMPLATE,
+                                                               "phrases": ILPS_PHRASES}, _ilps_scores),
+                  runner.cached_result(handle, "stereoset_targets", ss_settings,
+                                       lambda m: _stereoset_scores(m, params))]
     return pd.concat(parts, ignore_index=True).assign(model=handle.name)
 
 
@@ -657,7 +673,7 @@ def _group_variance(scores: pd.DataFrame, *, by, ddof: int) -> pd.DataFrame:
 def correlation_section(params: dict, gate: Section, intrinsic: Section, extrinsic: Section) -> Section:
     """Variance of the group scores per (model, metric, domain) and the correlations across usable
     models, beside the paper's Tables 1 and 3; Figure 1's scatter plots."""
-    usable = runner.usable_models(gate.data)
+    usable = correlated_models(gate.data)
     scores = pd.concat([intrinsic.data, extrinsic.data[0]], ignore_index=True)
     scores = scores[scores["model"].isin(usable)]
     if scores.empty:
@@ -671,10 +687,12 @@ def correlation_section(params: dict, gate: Section, intrinsic: Section, extrins
     paper = pd.concat([pub.table("001", t).assign(table=t) for t in ("table1", "table2", "table3")],
                       ignore_index=True).rename(columns={"r": "paper_r"})
     pearson = corr[corr["method"] == "pearson"].merge(paper, on=["intrinsic", "extrinsic", "domain"], how="left")
+    n_lo, n_hi = (int(corr["n"].min()), int(corr["n"].max())) if len(corr) else (0, 0)
     shown = [_md(f"Variance of the group scores per model, metric and domain (ddof = {params['ddof']}), then "
-                 f"Pearson's r across the {len(usable)} usable models with its 95 % interval, beside the paper's r over "
-                 f"19 models (`paper_r`). With n = {len(usable)} an interval spans most of [-1, 1]: only a very strong "
-                 "correlation could be told from none."),
+                 f"Pearson's r across the models that have both metrics (n = {n_lo}" + (f" to {n_hi}" if n_hi > n_lo else "")
+                 + f" of the {len(usable)} usable models and encoders) with its 95 % interval, beside the paper's r "
+                 f"over 19 models (`paper_r`). With so few models an interval spans most of [-1, 1]: only a very "
+                 "strong correlation could be told from none."),
              common.save(pearson, CHAPTER, "correlations_vs_paper"),
              common.save(corr[corr["method"] == "spearman"], CHAPTER, "correlations_spearman")]
     wide = variances.pivot_table(index=["domain", "model"], columns="metric", values="variance").reset_index()
