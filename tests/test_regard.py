@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from helpers.errors import ModelUnavailableError
+from helpers.errors import InputError, ModelUnavailableError
 from helpers.metrics import regard
 
 LABELED = pd.DataFrame({
@@ -106,6 +106,17 @@ def test_generate_reproducible_and_reported(tiny_gpt2, loaded_factory):
     assert sorted(a.groupby(["group", "template"])["sample"].apply(list).iloc[0]) == [0, 1]
     c = regard.generate(lm, p, samples_per_prompt=2, max_new_tokens=5, seed=4, progress=False)
     assert c["continuation"].tolist() != a["continuation"].tolist()   # the seed matters
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda p: p.drop(columns="group"), "lack the column.s. group"),
+    (lambda p: p.drop(columns=["template", "prompt"]), "prompt, template"),
+    (lambda p: p.assign(prompt=[""] + p["prompt"].tolist()[1:]), "prompt row 0: empty prompt"),
+])
+def test_prompts_without_a_field_or_with_an_empty_prompt_are_one_line(tiny_gpt2, loaded_factory, change, message):
+    lm = loaded_factory(tiny_gpt2, "causal")
+    with pytest.raises(InputError, match=message):
+        regard.generate(lm, change(regard.prompts(["women", "men"], regard.TEMPLATES[:2])), progress=False)
 
 
 def test_a_masked_lm_generates_with_the_gibbs_sampler(tiny_bert, loaded_factory):

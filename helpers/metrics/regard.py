@@ -62,6 +62,13 @@ def generate(loaded, prompt_df: pd.DataFrame, *, samples_per_prompt: int = 1, ma
     model, tok = loaded.model, loaded.tokenizer
     if loaded.objective not in ("causal", "masked"):
         raise InputError(f"regard.generate: {loaded.name} is neither a causal nor a masked LM")
+    missing = [c for c in ("prompt", "group", "template") if c not in getattr(prompt_df, "columns", ())]
+    if missing:
+        raise InputError(f"regard.generate: the prompts lack the column(s) {', '.join(missing)} "
+                         f"(have: {', '.join(map(str, getattr(prompt_df, 'columns', [])))})")
+    from helpers.lm.scoring import check_texts
+
+    check_texts(prompt_df["prompt"].tolist(), "prompt")
     rows = prompt_df.loc[prompt_df.index.repeat(samples_per_prompt)].reset_index(drop=True)
     rows["sample"] = rows.groupby(["group", "template"]).cumcount()
     if loaded.objective == "masked":                  # Wang & Cho's sampler, as BOLD and seed 001
