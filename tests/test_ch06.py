@@ -280,9 +280,9 @@ def test_fine_tuned_classifiers_give_the_fpr_of_their_own_predictions(tiny_gpt2,
         loaded = loaded_factory(path, objective)
         handle = type("Handle", (), {"name": loaded.name, "identity": loaded.identity, "load": lambda self: loaded})()
         got = ch.classifier_scores(handle, params, train, test).set_index("group")
-        key = __import__("helpers").hashing.sha256_json(loaded.identity)[:16]
-        folder = private_dirs / "cache" / "ch06" / "classifiers" / key
-        assert (folder / "manifest.json").is_file()
+        folder = ch.classifier_folder(loaded, train)
+        assert folder.parent == private_dirs / "cache" / "ch06" / "classifiers" and (folder / "manifest.json").is_file()
+        assert ch.classifier_folder(loaded, train.head(10)) != folder        # HateX's data: another folder
         p = classifier.predict_proba(folder, test["text"].tolist(), max_length=64)[:, 1]
         for group, term in ch.TOXD_IDENTITIES["religion"].items():
             negative = ((test["identity"] == term) & (test["label"] == "non-toxic")).to_numpy()

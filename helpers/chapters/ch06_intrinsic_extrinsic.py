@@ -479,6 +479,15 @@ def _toxic_probabilities(loaded, train: pd.DataFrame, test: pd.DataFrame, how: s
     return probe.predict_proba(Z)[:, 1]
 
 
+def classifier_folder(loaded, train: pd.DataFrame):
+    """Where the classifier fine-tuned from ``loaded`` on ``train`` is kept (one per model and
+    training set: ToxD's and HateX's never overwrite each other)."""
+    from helpers import paths
+
+    return paths.cache_dir() / "ch06" / "classifiers" / hashing.sha256_json(
+        [loaded.identity, hashing.sha256_frame(train)])[:16]
+
+
 def _fine_tuned_probabilities(loaded, train: pd.DataFrame, test: pd.DataFrame, seed: int) -> np.ndarray:
     from helpers import paths
     from helpers.models import loading
@@ -494,7 +503,7 @@ def _fine_tuned_probabilities(loaded, train: pd.DataFrame, test: pd.DataFrame, s
     valid = train.groupby("label", group_keys=False).sample(frac=0.1, random_state=seed)
     try:
         out = classifier.fine_tune(backbone, train.drop(index=valid.index), valid,
-                                   out_dir=paths.cache_dir() / "ch06" / "classifiers" / key, epochs=2, lr=2e-5,
+                                   out_dir=classifier_folder(loaded, train), epochs=2, lr=2e-5,
                                    batch_size=16, max_length=64, seed=seed, class_weight="balanced")
     except ValueError as exc:                      # an architecture transformers has no classification head for
         raise InputError(f"{loaded.name}: cannot be fine-tuned as a classifier ({str(exc).splitlines()[0]}); "
