@@ -11,6 +11,7 @@ of carriage-return updates. ``HARMS_PROGRESS=off`` (or ``TQDM_DISABLE=1``) silen
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import sys
 import time
@@ -107,12 +108,21 @@ def progress_bars_of_libraries(enabled: bool = True):
     import huggingface_hub.utils as hub
     from transformers.utils import logging as tlog
 
+    try:                                      # the GGUF converter draws a plain tqdm bar of its own
+        from transformers import modeling_gguf_pytorch_utils as gguf_utils
+    except ImportError:
+        gguf_utils = None
     was_on, hub_was_on = tlog.is_progress_bar_enabled(), not hub.are_progress_bars_disabled()
+    gguf_tqdm = getattr(gguf_utils, "tqdm", None)
     if not (enabled and mode() == "bar"):
         tlog.disable_progress_bar()           # also huggingface_hub's
         hub.disable_progress_bars()
+        if gguf_tqdm is not None:
+            gguf_utils.tqdm = functools.partial(gguf_tqdm, disable=True)
     try:
         yield
     finally:
         (tlog.enable_progress_bar if was_on else tlog.disable_progress_bar)()
         (hub.enable_progress_bars if hub_was_on else hub.disable_progress_bars)()
+        if gguf_tqdm is not None:
+            gguf_utils.tqdm = gguf_tqdm

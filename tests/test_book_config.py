@@ -352,3 +352,16 @@ def test_package_docstring_names_modules_that_exist():
     for name in names:
         base = REPO_ROOT / "helpers" / name.rstrip("/")
         assert base.is_dir() or base.with_suffix(".py").is_file(), f"helpers/__init__.py names {name}"
+
+
+def test_the_gguf_converters_own_bar_is_off_where_bars_are_and_restored_after():
+    """transformers' GGUF converter draws a plain tqdm bar ("Converting and de-quantizing"),
+    which its logging switch does not reach: it printed into chapter pages."""
+    from transformers import modeling_gguf_pytorch_utils as gguf_utils
+
+    before = gguf_utils.tqdm
+    with progress_bars_of_libraries(enabled=False):
+        bar = gguf_utils.tqdm(range(2), desc="Converting and de-quantizing GGUF tensors...")
+        assert bar.disable
+        bar.close()
+    assert gguf_utils.tqdm is before

@@ -759,7 +759,9 @@ def _load_gguf(f: Path, fingerprint: str, objective, dtype, dev_kw):
     conv = converted_path(f, fingerprint)
     if usable_converted(conv, f.name):
         return _from_pretrained(str(conv), objective, dtype, dev_kw, local_files_only=True)
-    with _each_gguf_parsed_once():
+    from helpers.progress import progress_bars_of_libraries
+
+    with _each_gguf_parsed_once(), progress_bars_of_libraries():
         obj, model, tok = _from_pretrained(str(f.parent), objective, dtype, dev_kw, gguf_file=f.name)
     dequantized = not any("gguf" in type(m).__name__.lower() for m in model.modules())
     if dtype == torch.float32 and "device_map" not in dev_kw and dequantized:
