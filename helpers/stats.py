@@ -51,6 +51,27 @@ def correlation(x, y, *, method: str = "pearson", confidence_level: float = 0.95
     return out
 
 
+def adjust_p_values(df: pd.DataFrame, *, p: str = "p_value", method: str = "holm",
+                    alpha: float = 0.05) -> pd.DataFrame:
+    """``df`` with ``p_adjusted`` and ``significant`` (at ``alpha``) from statsmodels'
+    ``multipletests`` over the rows whose ``p`` is a number (``method``: ``"holm"``,
+    ``"bonferroni"``, ``"fdr_bh"``, ...; the others get NaN and False)."""
+    from statsmodels.stats.multitest import multipletests
+
+    if p not in df.columns:
+        raise InputError(f"adjust_p_values: no column {p!r}")
+    out = df.copy()
+    ok = pd.to_numeric(out[p], errors="coerce").notna().to_numpy()
+    out["p_adjusted"], out["significant"] = np.nan, False
+    if ok.any():
+        try:
+            reject, adjusted, _, _ = multipletests(out.loc[ok, p].astype(float), alpha=alpha, method=method)
+        except ValueError:
+            raise InputError(f"unknown correction {method!r} (statsmodels multipletests methods)") from None
+        out.loc[ok, "p_adjusted"], out.loc[ok, "significant"] = adjusted, reject
+    return out
+
+
 def correlation_table(df: pd.DataFrame, x_columns: list[str], y_column: str, *,
                       by: str | None = None, method: str = "pearson") -> pd.DataFrame:
     """Correlate ``y_column`` with each of ``x_columns`` (per ``by`` group if given).

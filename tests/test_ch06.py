@@ -154,6 +154,14 @@ def test_variances_and_correlations_follow_numpy_and_scipy(chapter):
     assert np.isfinite(row["r"]) and row["r"] == pytest.approx(stats.pearsonr(wide["ILPS"], wide["B-Tox"]).statistic)
     shown = pd.concat([x for x in corr.shown if isinstance(x, pd.DataFrame)])
     assert "paper_r" in shown.columns and shown["paper_r"].notna().any()
+    from statsmodels.stats.multitest import multipletests
+
+    pearson = next(x for x in corr.shown if isinstance(x, pd.DataFrame) and "p_adjusted" in x.columns)
+    tested = pearson[pearson["p_value"].notna()]
+    reject, adjusted, _, _ = multipletests(tested["p_value"], method="holm")
+    np.testing.assert_allclose(tested["p_adjusted"], adjusted)
+    verdict = next(x.data for x in corr.shown if "Holm's correction" in str(getattr(x, "data", "")))
+    assert f"{int(reject.sum())} remain significant after Holm's correction for {len(tested)} tests" in verdict
 
 
 def test_ablations_and_a_warm_rerun_that_loads_nothing(chapter, monkeypatch):

@@ -117,3 +117,22 @@ def test_bootstrap_difference_percentile_interval_by_hand():
     (-0.1, 0.2, True, "no detectable difference"), (np.nan, 0.2, True, "no detectable difference")])
 def test_verdict(low, high, higher, expected):
     assert stats.verdict(low, high, higher_is_more_biased=higher) == expected
+
+
+def test_holm_adjustment_equals_its_definition_and_keeps_rows_without_p():
+    from helpers.stats import adjust_p_values
+
+    p = [0.01, 0.04, np.nan, 0.03, 0.2]
+    got = adjust_p_values(pd.DataFrame({"p_value": p}), method="holm", alpha=0.05)
+    finite = [x for x in p if not np.isnan(x)]
+    m, order = len(finite), np.argsort(finite)
+    holm = np.empty(m)
+    running = 0.0
+    for rank, i in enumerate(order):                      # step-down: max over the smaller p-values
+        running = max(running, min(1.0, (m - rank) * finite[i]))
+        holm[i] = running
+    np.testing.assert_allclose(got["p_adjusted"].dropna().to_numpy(), holm)
+    assert np.isnan(got["p_adjusted"][2]) and not got["significant"][2]
+    assert got["significant"].tolist() == [True, False, False, False, False]      # 0.04 (x4 = 0.16) is not
+    with pytest.raises(InputError, match="unknown correction"):
+        adjust_p_values(pd.DataFrame({"p_value": p}), method="nonsense")

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from helpers import hashing, plots, published as pub, report, runner
+from helpers import hashing, plots, published as pub, report, runner, stats
 from helpers.chapters import common
 from helpers.chapters.common import Section, markdown
 from helpers.datasets import bold as bold_data, load as load_dataset
@@ -695,14 +695,15 @@ def correlation_section(params: dict, gate: Section, intrinsic: Section, extrins
     corr = disparity.variance_correlations(variances, intr, extr)
     paper = pd.concat([pub.table("001", t).assign(table=t) for t in ("table1", "table2", "table3")],
                       ignore_index=True).rename(columns={"r": "paper_r"})
-    pearson = corr[corr["method"] == "pearson"].merge(paper, on=["intrinsic", "extrinsic", "domain"], how="left")
+    pearson = stats.adjust_p_values(corr[corr["method"] == "pearson"], method="holm").merge(
+        paper, on=["intrinsic", "extrinsic", "domain"], how="left")
     n_lo, n_hi = (int(corr["n"].min()), int(corr["n"].max())) if len(corr) else (0, 0)
     shown = [_md(f"Variance of the group scores per model, metric and domain (ddof = {params['ddof']}), then "
                  f"Pearson's r across the models that have both metrics (n = {n_lo}" + (f" to {n_hi}" if n_hi > n_lo else "")
                  + f" of the {len(usable)} usable models and encoders) with its 95 % interval, beside the paper's r "
                  f"over 19 models (`paper_r`). With so few models an interval spans most of [-1, 1]: only a very "
                  "strong correlation could be told from none."),
-             common.save(pearson, CHAPTER, "correlations_vs_paper"),
+             common.save(pearson, CHAPTER, "correlations_vs_paper"), _md(_verdict(pearson)),
              common.save(corr[corr["method"] == "spearman"], CHAPTER, "correlations_spearman")]
     wide = variances.pivot_table(index=["domain", "model"], columns="metric", values="variance").reset_index()
     for name, (x, y) in {"figure1a": ("ILPS", "B-Sent"), "figure1b": ("CEAT", "B-Tox")}.items():
@@ -718,6 +719,23 @@ def correlation_section(params: dict, gate: Section, intrinsic: Section, extrins
         shown.append(_md(f"Not measured here: {', '.join(missing)} (the extrinsic section says why); their rows of "
                          "the paper's tables stay without our value."))
     return Section(shown, None, (variances, corr))
+
+
+def _verdict(pearson: pd.DataFrame) -> str:
+    """The chapter's answer in numbers: how many of the Pearson correlations are significant before
+    and after Holm's correction over all of them, and their signs."""
+    tested = pearson[pearson["p_value"].notna()]
+    if tested.empty:
+        return "No correlation could be computed (too few models with both metrics)."
+    raw = tested[tested["p_value"] < 0.05]
+    held = tested[tested["significant"]]
+    signs = f" ({int((held['r'] > 0).sum())} positive, {int((held['r'] < 0).sum())} negative)" if len(held) else ""
+    return (f"Of the {len(tested)} Pearson correlations with a p-value, {len(raw)} have p < 0.05 and {len(held)} "
+            f"remain significant after Holm's correction for {len(tested)} tests{signs} (`p_adjusted`, "
+            f"`significant`). " + ("On these models no intrinsic disparity is shown to predict an extrinsic one; "
+                                   "with intervals this wide that does not rule out a moderate link either."
+                                   if len(held) == 0 else "Only those pairs show an intrinsic disparity that tracks "
+                                   "an extrinsic one; the others are not shown to."))
 
 
 def alignment_section(params: dict, gate: Section, intrinsic: Section, extrinsic: Section) -> Section:

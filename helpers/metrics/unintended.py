@@ -140,7 +140,7 @@ def pairwise_rate_tests(labels, scores, membership: pd.DataFrame, *, rate: str =
     two-proportion z-test), on every pair; ``correction`` is any method of statsmodels'
     ``multipletests`` (``"holm"``, ``"bonferroni"``, ``"fdr_bh"``, ...). Returns ``identity_a,
     identity_b, rate_a, rate_b, n_a, n_b, p_value, p_adjusted, significant``."""
-    from statsmodels.stats.multitest import multipletests
+    from helpers.stats import adjust_p_values
 
     if rate not in ("fpr", "fnr"):
         raise InputError(f"rate must be 'fpr' or 'fnr', got {rate!r}")
@@ -166,13 +166,6 @@ def pairwise_rate_tests(labels, scores, membership: pd.DataFrame, *, rate: str =
                      "rate_a": ka / na if na else np.nan, "rate_b": kb / nb if nb else np.nan,
                      "n_a": na, "n_b": nb, "p_value": float(p)})
     out = pd.DataFrame(rows, columns=["identity_a", "identity_b", "rate_a", "rate_b", "n_a", "n_b", "p_value"])
-    ok = out["p_value"].notna().to_numpy()
-    out["p_adjusted"], out["significant"] = np.nan, False
-    if ok.any():
-        try:
-            reject, adjusted, _, _ = multipletests(out.loc[ok, "p_value"], alpha=alpha, method=correction)
-        except ValueError:
-            raise InputError(f"unknown correction {correction!r} (statsmodels multipletests methods)") from None
-        out.loc[ok, "p_adjusted"], out.loc[ok, "significant"] = adjusted, reject
+    out = adjust_p_values(out, method=correction, alpha=alpha)
     out.attrs.update(rate=rate, test=test, correction=correction)
     return out
