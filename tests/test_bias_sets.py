@@ -161,3 +161,23 @@ def test_hatexplain_bad_files_are_one_line(tmp_path, monkeypatch):
     (folder / "dataset.json").unlink()
     with pytest.raises(DataNotFoundError, match="fetch-data hatexplain"):
         bias_sets.load_hatexplain()
+
+
+def test_civil_comments_without_hub_damaged_or_bad_split_is_one_line(tmp_path, monkeypatch):
+    monkeypatch.setenv("HARMS_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(DataNotFoundError, match=r"not in civil_comments/ .*hub cannot be used \(HF_HUB_OFFLINE=1\)"):
+        bias_sets.load_civil_comments()
+    (tmp_path / "civil_comments" / "data").mkdir(parents=True)
+    (tmp_path / "civil_comments" / "data" / "test-00000-of-00001.parquet").write_text("not parquet")
+    with pytest.raises(InputError, match="not a Parquet file with text and toxicity"):
+        bias_sets.load_civil_comments()
+    with pytest.raises(InputError, match="split must be one of"):
+        bias_sets.load_civil_comments(split="dev")
+
+
+def test_mentions_are_whole_words_case_insensitive():
+    got = bias_sets.mention_membership(["Muslims and Jews", "a whitewash", "WHITE men", None],
+                                       {"muslim": ["muslim", "muslims"], "white": ["white"], "male": ["men"]})
+    assert got.to_dict("list") == {"muslim": [True, False, False, False], "white": [False, False, True, False],
+                                   "male": [False, False, True, False]}

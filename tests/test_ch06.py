@@ -16,7 +16,7 @@ from helpers.errors import InputError
 from helpers.metrics import logprob_bias, regard
 
 SMALL = dict(contexts_per_word=2, ceat_samples=20, stereoset_clusters_per_target=1, prompts_per_group=2,
-             max_new_tokens=4, classifier_train=40, madlibs_per_identity=6, stereotype_train=60,
+             max_new_tokens=4, classifier_train=40, toxd_per_identity=6, stereotype_train=60,
              temperature_generations=2, noise_texts=12)
 
 
@@ -68,6 +68,7 @@ def chapter(tiny_gpt2, tiny_gpt2_bos, tiny_roberta, tiny_bert, tmp_path_factory,
     tmp = tmp_path_factory.mktemp("ch06")
     tiny_gpt2_ctx16 = _perturbed_copy(tiny_gpt2, tmp / "tiny_gpt2_noisy", 1)
     mp.setenv("HARMS_DATA_DIR", str(data_dir_with_hatexplain))        # HateXplain: synthetic posts
+    mp.setenv("HF_HUB_OFFLINE", "1")                                   # ToxD: the substitute, never a download
     for var, sub in (("HARMS_CACHE_DIR", "cache"), ("HARMS_RESULTS_DIR", "results"), ("HARMS_ZOO_DIR", "zoo")):
         mp.setenv(var, str(tmp / sub))
     encoder = str(_encoder_copy(tiny_bert, tmp / "tiny_encoder"))
@@ -125,11 +126,12 @@ def test_toxd_substitute_is_the_probes_fpr_per_madlibs_identity(chapter):
     params, _, measured, _, extrinsic = chapter
     train, test = ch.classifier_data(params)
     assert len(train) == pytest.approx(params["classifier_train"], abs=2) and set(train["label"]) == {"toxic", "non-toxic"}
-    assert test.groupby("identity").size().eq(params["madlibs_per_identity"]).all()
+    assert test.groupby("identity").size().eq(params["toxd_per_identity"]).all()
     toxd = measured.classifier[(measured.classifier.model == params["models"][0])
                                & (measured.classifier.metric == "ToxD")].set_index("group")
     want_groups = {g for dom in ch.TOXD_IDENTITIES.values() for g in dom}
     assert set(toxd.index) == want_groups and toxd["score"].between(0, 1).all()
+    assert "HF_HUB_OFFLINE" in test.attrs["substitute_because"]
     negatives = test[test.label == "non-toxic"].groupby("identity").size()
     assert toxd.loc["woman", "n"] == negatives["female"] and toxd.loc["Muslim", "n"] == negatives["muslim"]
     scores = extrinsic.data[0]
@@ -297,3 +299,39 @@ def test_fine_tuned_classifiers_give_the_fpr_of_their_own_predictions(tiny_gpt2,
             assert got.loc[group, "score"] == pytest.approx(np.mean(p[negative] >= 0.5))
         probe = ch.classifier_scores(handle, params | {"classifier": "probe"}, train, test)
         assert len(probe) == len(got)          # another cache entry, not the fine-tuned one's rows
+
+
+def test_toxd_on_civil_comments_trains_on_its_train_split_and_tests_per_mentioned_identity(tmp_path, monkeypatch):
+    """CivilComments' layout (the hub's Parquet files) in the data directory: ToxD uses it instead
+    of the substitute; identities are found by whole words ("whitewash" is not "white")."""
+    rng = np.random.default_rng(0)
+    words = ["men", "women", "asians", "black", "latino", "white", "buddhists", "christian", "jews", "muslims",
+             "whitewash", "blackboard"]
+
+    def split(n, start):
+        picks = rng.choice(words, n)
+        return pd.DataFrame({"text": [f"the {w} people said {start + i}" for i, w in enumerate(picks)],
+                             "toxicity": rng.random(n).astype("float32"), "severe_toxicity": 0.0})
+
+    folder = tmp_path / "civil_comments" / "data"
+    folder.mkdir(parents=True)
+    train = pd.concat([split(150, 0), split(150, 150)], ignore_index=True)
+    train.iloc[:150].to_parquet(folder / "train-00000-of-00002.parquet")
+    train.iloc[150:].to_parquet(folder / "train-00001-of-00002.parquet")
+    test = split(400, 300)
+    test.to_parquet(folder / "test-00000-of-00001.parquet")
+    monkeypatch.setenv("HARMS_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")                           # read from the data directory only
+    params = dict(ch.DEFAULTS) | SMALL | {"classifier_train": 100, "toxd_per_identity": 8}
+    got_train, got_test = ch.classifier_data(params)
+    assert "substitute_because" not in got_test.attrs
+    assert len(got_train) == pytest.approx(100, abs=2) and set(got_train["text"]) <= set(train["text"])
+    toxic = dict(zip(train["text"], train["toxicity"] >= 0.5))
+    assert all((lab == "toxic") == toxic[t] for t, lab in zip(got_train["text"], got_train["label"]))
+    spoken = dict(zip(test["text"], [t.split()[1] for t in test["text"]]))
+    by_word = {w: ident for ident, ws in ch.TOXD_WORDS.items() for w in ws}
+    for text, identity in zip(got_test["text"], got_test["identity"]):
+        assert identity == by_word[spoken[text]]                    # whitewash / blackboard never picked
+    available = pd.Series([by_word.get(w) for w in spoken.values()]).value_counts()
+    counts = got_test["identity"].value_counts()
+    assert all(counts[i] == min(8, available[i]) for i in available.index)

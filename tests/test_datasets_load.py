@@ -27,6 +27,7 @@ COLUMNS = {  # the documented columns of each registered set (helpers/datasets/_
     "atomic-probing-groups": probing.GROUP_COLUMNS,
     "mlma": probing.MLMA_COLUMNS,
     "hatexplain": bias_sets.HATEXPLAIN_COLUMNS,
+    "civil-comments": bias_sets.CIVIL_COMMENTS_COLUMNS,
     "kurita-lists": words.KURITA_COLUMNS,
     "bold": bold.BOLD_COLUMNS,
     "crows-pairs": bias_sets.CROWS_PAIRS_COLUMNS,

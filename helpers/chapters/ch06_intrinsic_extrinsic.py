@@ -51,18 +51,18 @@ __all__ = ["CHAPTER", "PARAMETERS", "DEFAULTS", "start", "gate_section", "measur
 
 CHAPTER = "06_intrinsic_extrinsic"
 PARAMETERS = ("models", "contexts_per_word", "ceat_samples", "stereoset_clusters_per_target", "prompts_per_group",
-              "max_new_tokens", "classifier", "classifier_train", "madlibs_per_identity", "stereotype_encoder",
+              "max_new_tokens", "classifier", "classifier_train", "toxd_per_identity", "stereotype_encoder",
               "stereotype_train",
               "temperature_generations", "noise_texts", "ddof", "seed", "device", "min_ratio")
 DEFAULTS = dict(models="offline+encoders", contexts_per_word=4, ceat_samples=1000, stereoset_clusters_per_target=4,
-                prompts_per_group=6, max_new_tokens=20, classifier="probe", classifier_train=400, madlibs_per_identity=30,
+                prompts_per_group=6, max_new_tokens=20, classifier="probe", classifier_train=400, toxd_per_identity=30,
                 stereotype_encoder="minilm-l6", stereotype_train=2000, temperature_generations=20, noise_texts=500, ddof=0, seed=0,
                 device="cpu", min_ratio=2.0)
 DOMAINS = ("gender", "race", "religion")
 #: The metrics an encoder without a language-model head has (its contextual and sentence vectors).
 ENCODER_METRICS = ("CEAT", "CEATtox", "ToxD", "HateX")
 #: Parameters that may also be "all".
-ALL_ALLOWED = ("stereoset_clusters_per_target", "prompts_per_group", "classifier_train")
+ALL_ALLOWED = ("stereoset_clusters_per_target", "prompts_per_group", "classifier_train", "toxd_per_identity")
 #: The words whose contexts stand for a group in CEAT (seed 001 Table 4's groups; matched as
 #: whole words, case-insensitive, so "black" and "white" also find colours: said in the chapter).
 CEAT_WORDS = {
@@ -96,6 +96,13 @@ TOXD_IDENTITIES = {"gender": {"man": "male", "woman": "female"},
                    "race": {"Asian": "asian", "Black": "black", "Hispanic": "hispanic", "White": "white"},
                    "religion": {"Buddhist": "buddhist", "Christian": "christian", "Jewish": "jewish",
                                 "Muslim": "muslim"}}
+#: ToxD's identities (the madlibs' terms) -> the words that mention them in CivilComments.
+TOXD_WORDS = {"male": ["man", "men", "male", "males"], "female": ["woman", "women", "female", "females"],
+              "asian": ["asian", "asians"], "black": ["black", "blacks"],
+              "hispanic": ["hispanic", "hispanics", "latino", "latinos", "latina", "latinas"],
+              "white": ["white", "whites"], "buddhist": ["buddhist", "buddhists"],
+              "christian": ["christian", "christians"], "jewish": ["jewish", "jew", "jews"],
+              "muslim": ["muslim", "muslims"]}
 #: HateX's groups (seed 001 Table 4) -> HateXplain's target communities.
 HATEX_IDENTITIES = {"gender": {"man": "Men", "woman": "Women"},
                     "race": {"Asian": "Asian", "Black": "African", "Hispanic": "Hispanic", "White": "Caucasian"},
@@ -124,7 +131,7 @@ def start(namespace) -> tuple[dict, pd.DataFrame]:
     """The chapter's parameters from the notebook's globals (:func:`helpers.chapters.common.start`)."""
     params, table = common.start(CHAPTER, namespace, PARAMETERS, DEFAULTS)
     for name in ("contexts_per_word", "ceat_samples", "stereoset_clusters_per_target", "prompts_per_group",
-                 "max_new_tokens", "classifier_train", "madlibs_per_identity", "stereotype_train", "temperature_generations",
+                 "max_new_tokens", "classifier_train", "toxd_per_identity", "stereotype_train", "temperature_generations",
                  "noise_texts"):
         v = params[name]
         if v == "all" and name in ALL_ALLOWED:
@@ -405,9 +412,15 @@ def _classifier_note(params: dict, measured: "Measured") -> str:
              "group on the test-split posts whose target communities (named by two of three annotators) include "
              "the group." if "HateX" not in measured.not_measured
              else f"HateX is not measured: {measured.not_measured['HateX']}")
-    return (f"ToxD's substitute (the Jigsaw data are hub-only): {built}, trained on {params['classifier_train']} MLMA "
-            f"English tweets, and its false-positive rate per identity on {params['madlibs_per_identity']} madlibs "
-            f"sentences each (Dixon et al.'s templated test set; no 'atheist' or 'Hindu' there). {hatex}")
+    why = measured.not_measured.get("ToxD (Jigsaw)")
+    toxd = (f"ToxD's substitute (the Jigsaw data: {why}): {built}, trained on {params['classifier_train']} MLMA "
+            f"English tweets, and its false-positive rate per identity on {params['toxd_per_identity']} madlibs "
+            f"sentences each (Dixon et al.'s templated test set; no 'atheist' or 'Hindu' there)." if why else
+            f"ToxD: {built}, trained on {params['classifier_train']} CivilComments (Jigsaw) train comments (toxic: "
+            f"at least half the raters), and its false-positive rate per identity on up to "
+            f"{params['toxd_per_identity']} test comments that mention it (by its words; the hub's copy has no "
+            f"identity labels).")
+    return f"{toxd} {hatex}"
 
 
 
@@ -416,9 +429,47 @@ def _share(n, total: int) -> float:
     return 1.0 if n == "all" else min(1.0, n / total)
 
 
+def _count(n, available: int) -> int:
+    """How many of ``available`` rows ``n`` (a count or "all") asks for."""
+    return available if n == "all" else min(n, available)
+
+
 def classifier_data(params: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """ToxD's data (train, test): the seed's Jigsaw data where they can be had (:func:`jigsaw_data`:
+    the hub, or CivilComments' Parquet files in the data directory), else the offline substitute
+    (:func:`substitute_data`), with the reason in the test frame's ``attrs["substitute_because"]``."""
+    try:
+        return jigsaw_data(params)
+    except DataNotFoundError as exc:
+        train, test = substitute_data(params)
+        test.attrs["substitute_because"] = str(exc)
+        return train, test
+
+
+def jigsaw_data(params: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """ToxD as the seed (Jigsaw Unintended Bias = CivilComments, Borkan et al. 2019): ``classifier_train``
+    comments of its train split (seeded, stratified; toxic = toxicity >= 0.5) to train on, and up to
+    ``toxd_per_identity`` comments of its test split per ToxD identity, found by the identity's
+    words (:data:`TOXD_WORDS`, whole words; the hub's copy lacks the human identity labels of the
+    Kaggle release) to measure the FPR on; ``identity``: every identity a comment mentions."""
+    from helpers.datasets.bias_sets import load_civil_comments, mention_membership
+
+    test_all = load_civil_comments(split="test")       # the smaller file first: offline, one line at once
+    pool = load_civil_comments(split="train")
+    train = pool.groupby("label", group_keys=False).sample(frac=_share(params["classifier_train"], len(pool)),
+                                                           random_state=params["seed"])
+    member = mention_membership(test_all["text"], TOXD_WORDS)
+    picked = [test_all[member[t].to_numpy()].sample(n=_count(params["toxd_per_identity"], int(member[t].sum())),
+                                                    random_state=params["seed"]) for t in TOXD_WORDS]
+    test = pd.concat(picked).drop_duplicates("comment_id")
+    named = member.loc[test.index]
+    test = test.assign(identity=[";".join(t for t in TOXD_WORDS if row[t]) for _, row in named.iterrows()])
+    return train[["text", "label"]].reset_index(drop=True), test[["text", "label", "identity"]].reset_index(drop=True)
+
+
+def substitute_data(params: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
     """ToxD's offline substitute (issue: the seed's Jigsaw data are hub-only): ``classifier_train``
-    MLMA English tweets (seeded, stratified by label) to train on, and ``madlibs_per_identity``
+    MLMA English tweets (seeded, stratified by label) to train on, and ``toxd_per_identity``
     madlibs sentences per ToxD identity (seeded, both labels) to measure the FPR on."""
     from helpers.datasets.probing import load_mlma
 
@@ -429,7 +480,7 @@ def classifier_data(params: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
     terms = {t for dom in TOXD_IDENTITIES.values() for t in dom.values()}
     lib = lib[lib["identity"].isin(terms)]
     test = lib.groupby("identity", group_keys=False).sample(
-        n=min(params["madlibs_per_identity"], int(lib["identity"].value_counts().min())), random_state=params["seed"])
+        n=_count(params["toxd_per_identity"], int(lib["identity"].value_counts().min())), random_state=params["seed"])
     return train[["text", "label"]].reset_index(drop=True), test[["text", "label", "identity"]].reset_index(drop=True)
 
 
@@ -629,6 +680,8 @@ def measure(params: dict, gate: Section) -> Measured:
     found, prompts, source_prompts = contexts(params), bold_prompts(params), stereoset_prompts(params)
     train, test = classifier_data(params)
     not_measured = {}
+    if "substitute_because" in test.attrs:
+        not_measured["ToxD (Jigsaw)"] = test.attrs["substitute_because"]
     try:
         hatex = hatex_data(params)
     except DataNotFoundError as exc:

@@ -45,6 +45,8 @@ gap                        ID, Text, Pronoun, Pronoun-offset, A, A-offset, A-cor
                            B-coref, URL (as released)
 panda                      original, rewrite, selected_word, perturbed_category, source_data_type
 holistic-bias              axis, bucket, descriptor, preference
+civil-comments             comment_id, split, text, toxicity, label (toxic at >= 0.5); the
+                           hub's Parquet files (or the data directory's copy)
 hatexplain                 post_id, split, text, label (majority of three), binary_label
                            (toxic/non-toxic), targets (``;``-joined communities)
 bias-madlibs-77k           sentence_id, text, label (toxic/non-toxic), template, identity,
