@@ -461,7 +461,7 @@ def hub_file(repo: str, filename: str, revision: str, *, folder: str) -> Path:
     for d in paths.data_dirs():
         if (d / folder / filename).is_file():
             return d / folder / filename
-    from helpers.models.loading import hub_offline_reason
+    from helpers.hub import hub_offline_reason
 
     reason = hub_offline_reason()
     if reason:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from helpers import hashing, paths, tables
+from helpers.hub import hub_offline_reason  # noqa: F401  (re-exported: models.hub_offline_reason)
 from helpers.errors import HarmsError, InputError, ModelUnavailableError
 from helpers.models.registry import (BY_HUB_ID, OBJECTIVES, REGISTRY, ModelSpec, Objective, encoder_models, manifest_spec,
                                      unknown_message, zoo_spec)
@@ -415,25 +416,6 @@ def _requested_dtype(dtype: Any):
 def _one_line(e: BaseException) -> str:
     lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
     return f"{type(e).__name__}: {lines[0] if lines else ''}"
-
-
-def hub_offline_reason() -> str | None:
-    """Why the Hugging Face hub cannot be used (HF_HUB_OFFLINE / TRANSFORMERS_OFFLINE set, or
-    a 3-second probe of the endpoint fails), else None."""
-    for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
-        if os.environ.get(var, "").strip().upper() in ("1", "ON", "YES", "TRUE"):
-            return f"{var}={os.environ[var]}"
-    import urllib.error
-    import urllib.request
-
-    endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co").rstrip("/")
-    try:
-        urllib.request.urlopen(urllib.request.Request(endpoint, method="HEAD"), timeout=3).close()
-    except urllib.error.HTTPError:
-        return None                          # an HTTP answer means the hub is reachable
-    except (OSError, ValueError):
-        return "the Hugging Face hub is unreachable"
-    return None
 
 
 def _from_pretrained(loc: str, objective: str | None, dtype, dev_kw: dict, **kw):
