@@ -163,7 +163,9 @@ def test_variances_and_correlations_follow_numpy_and_scipy(chapter):
     reject, adjusted, _, _ = multipletests(tested["p_value"], method="holm")
     np.testing.assert_allclose(tested["p_adjusted"], adjusted)
     verdict = next(x.data for x in corr.shown if "Holm's correction" in str(getattr(x, "data", "")))
-    assert f"{int(reject.sum())} remain significant after Holm's correction for {len(tested)} tests" in verdict
+    assert f"{int(reject.sum())} survive Holm's correction for {len(tested)} tests" in verdict
+    for r in tested[reject].itertuples():
+        assert f"{r.intrinsic} with {r.extrinsic} ({r.domain}): r = {r.r:.2f}" in verdict
 
 
 def test_ablations_and_a_warm_rerun_that_loads_nothing(chapter, monkeypatch):

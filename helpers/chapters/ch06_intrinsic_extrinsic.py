@@ -776,19 +776,20 @@ def correlation_section(params: dict, gate: Section, intrinsic: Section, extrins
 
 def _verdict(pearson: pd.DataFrame) -> str:
     """The chapter's answer in numbers: how many of the Pearson correlations are significant before
-    and after Holm's correction over all of them, and their signs."""
+    and after Holm's correction over all of them, and which survive."""
     tested = pearson[pearson["p_value"].notna()]
     if tested.empty:
         return "No correlation could be computed (too few models with both metrics)."
     raw = tested[tested["p_value"] < 0.05]
     held = tested[tested["significant"]]
-    signs = f" ({int((held['r'] > 0).sum())} positive, {int((held['r'] < 0).sum())} negative)" if len(held) else ""
-    return (f"Of the {len(tested)} Pearson correlations with a p-value, {len(raw)} have p < 0.05 and {len(held)} "
-            f"remain significant after Holm's correction for {len(tested)} tests{signs} (`p_adjusted`, "
-            f"`significant`). " + ("On these models no intrinsic disparity is shown to predict an extrinsic one; "
-                                   "with intervals this wide that does not rule out a moderate link either."
-                                   if len(held) == 0 else "Only those pairs show an intrinsic disparity that tracks "
-                                   "an extrinsic one; the others are not shown to."))
+    text = (f"Of the {len(tested)} Pearson correlations with a p-value, {len(raw)} have p < 0.05 and {len(held)} "
+            f"survive Holm's correction for {len(tested)} tests (`p_adjusted`, `significant`)")
+    if held.empty:
+        return (text + ". On these models no intrinsic disparity is shown to predict an extrinsic one; with "
+                "intervals this wide that does not rule out a moderate link either.")
+    pairs = "; ".join(f"{r.intrinsic} with {r.extrinsic} ({r.domain}): r = {r.r:.2f} [{r.ci_low:.2f}, {r.ci_high:.2f}], "
+                      f"n = {r.n}" for r in held.itertuples())
+    return text + f": {pairs}. The others are not shown to track each other."
 
 
 def alignment_section(params: dict, gate: Section, intrinsic: Section, extrinsic: Section) -> Section:
