@@ -163,7 +163,8 @@ def test_variances_and_correlations_follow_numpy_and_scipy(chapter):
     reject, adjusted, _, _ = multipletests(tested["p_value"], method="holm")
     np.testing.assert_allclose(tested["p_adjusted"], adjusted)
     verdict = next(x.data for x in corr.shown if "Holm's correction" in str(getattr(x, "data", "")))
-    assert f"{int(reject.sum())} survive Holm's correction for {len(tested)} tests" in verdict
+    verb = "survives" if reject.sum() == 1 else "survive"
+    assert f"{int(reject.sum())} {verb} Holm's correction for {len(tested)} tests" in verdict
     for r in tested[reject].itertuples():
         assert f"{r.intrinsic} with {r.extrinsic} ({r.domain}): r = {r.r:.2f}" in verdict
 
@@ -337,3 +338,17 @@ def test_toxd_on_civil_comments_trains_on_its_train_split_and_tests_per_mentione
     available = pd.Series([by_word.get(w) for w in spoken.values()]).value_counts()
     counts = got_test["identity"].value_counts()
     assert all(counts[i] == min(8, available[i]) for i in available.index)
+
+
+def test_the_verdict_counts_and_names_what_survives_holm():
+    from helpers import stats as hstats
+
+    rows = pd.DataFrame({"domain": ["gender", "race", "religion"], "intrinsic": ["ILPS", "CEAT", "CEAT"],
+                         "extrinsic": ["ToxD", "B-Sent", "B-Tox"], "n": [10, 10, 10], "r": [0.95, 0.5, 0.1],
+                         "p_value": [0.0001, 0.04, 0.2], "ci_low": [0.81, -0.2, -0.5], "ci_high": [0.99, 0.86, 0.6]})
+    text = ch._verdict(hstats.adjust_p_values(rows, method="holm"))     # 0.04 x 2 = 0.08: not after Holm
+    assert text.startswith("Of the 3 Pearson correlations with a p-value, 2 have p < 0.05 and 1 survives Holm's")
+    assert "ILPS with ToxD (gender): r = 0.95 [0.81, 0.99], n = 10" in text and "B-Sent" not in text
+    none = ch._verdict(hstats.adjust_p_values(rows.assign(p_value=[0.3, 0.5, np.nan]), method="holm"))
+    assert none.startswith("Of the 2 Pearson correlations with a p-value, 0 have p < 0.05")
+    assert "0 survive Holm's" in none and "no intrinsic disparity is shown" in none

@@ -783,7 +783,8 @@ def _verdict(pearson: pd.DataFrame) -> str:
     raw = tested[tested["p_value"] < 0.05]
     held = tested[tested["significant"]]
     text = (f"Of the {len(tested)} Pearson correlations with a p-value, {len(raw)} have p < 0.05 and {len(held)} "
-            f"survive Holm's correction for {len(tested)} tests (`p_adjusted`, `significant`)")
+            f"survive{'s' if len(held) == 1 else ''} Holm's correction for {len(tested)} tests (`p_adjusted`, "
+            "`significant`)")
     if held.empty:
         return (text + ". On these models no intrinsic disparity is shown to predict an extrinsic one; with "
                 "intervals this wide that does not rule out a moderate link either.")
