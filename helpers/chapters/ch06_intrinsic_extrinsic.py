@@ -31,7 +31,6 @@ notebook shows.
 from __future__ import annotations
 
 import functools
-import shutil
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -41,7 +40,7 @@ from helpers import hashing, plots, published as pub, report, runner, stats
 from helpers.chapters import common
 from helpers.chapters.common import Section, markdown
 from helpers.datasets import bold as bold_data, load as load_dataset
-from helpers.errors import DataNotFoundError, InputError, ModelUnavailableError
+from helpers.errors import DataNotFoundError, HarmsError, InputError, ModelUnavailableError
 from helpers.lm import embeddings
 from helpers.metrics import ceat, disparity, logprob_bias, noise, regard, stereoset
 
@@ -423,7 +422,6 @@ def _classifier_note(params: dict, measured: "Measured") -> str:
     return f"{toxd} {hatex}"
 
 
-
 def _share(n, total: int) -> float:
     """The fraction of ``total`` rows that ``n`` (a count or "all") asks for."""
     return 1.0 if n == "all" else min(1.0, n / total)
@@ -544,13 +542,11 @@ def _fine_tuned_probabilities(loaded, train: pd.DataFrame, test: pd.DataFrame, s
     from helpers.models import loading
     from helpers.training import classifier
 
-    key = hashing.sha256_json(loaded.identity)[:16]
-    backbone = paths.cache_dir() / "ch06" / "backbones" / key
-    if not (backbone / "config.json").is_file():   # the loaded weights as a folder fine_tune reads; a kill
-        work = backbone.parent / f".{key}.saving"     # leaves only the work folder, written again next time
-        loading.save_dequantized(loaded.model, loaded.tokenizer, work)
-        shutil.rmtree(backbone, ignore_errors=True)
-        work.replace(backbone)
+    backbone = paths.cache_dir() / "ch06" / "backbones" / hashing.sha256_json(loaded.identity)[:16]
+    # the loaded weights as a folder fine_tune reads, written and verified as converted GGUF copies are
+    if not loading.usable_converted(backbone, loaded.name) and loading.build_converted(
+            backbone, lambda tmp: loading.save_dequantized(loaded.model, loaded.tokenizer, tmp), loaded.name) is None:
+        raise HarmsError(f"{loaded.name}: cannot write its weights to {backbone} for fine-tuning (disk full?)")
     valid = train.groupby("label", group_keys=False).sample(frac=0.1, random_state=seed)
     try:
         out = classifier.fine_tune(backbone, train.drop(index=valid.index), valid,
@@ -809,7 +805,7 @@ def alignment_section(params: dict, gate: Section, intrinsic: Section, extrinsic
     extr = race[race["metric"].isin(EXTRINSIC)]
     extr_aligned = extr[extr["group"].isin(ALIGNED_RACE.values())]
     variances = _group_variance(pd.concat([ss, aligned, extr_aligned]), by=("model", "metric", "domain"),
-                                         ddof=params["ddof"])
+                                ddof=params["ddof"])
     present = [m for m in EXTRINSIC if m in set(variances["metric"])]
     corr = disparity.variance_correlations(variances, ["StereoSet", "StereoSet (aligned)"], present)
     corr = corr[corr["method"] == "pearson"].drop(columns="method")
@@ -845,7 +841,7 @@ def source_section(params: dict, gate: Section, intrinsic: Section, extrinsic: S
     bold = extrinsic.data[0]
     bold = bold[(bold["metric"] == "B-Stereo") & (bold["domain"] == "race") & bold["model"].isin(usable)]
     variances = _group_variance(pd.concat([intr, from_contexts, bold]), by=("model", "metric", "domain"),
-                                         ddof=params["ddof"])
+                                ddof=params["ddof"])
     extr = [m for m in ("B-Stereo", "B-Stereo (StereoSet contexts)") if m in set(variances["metric"])]
     corr = disparity.variance_correlations(variances, ["StereoSet"], extr)
     corr = corr[corr["method"] == "pearson"].drop(columns="method")
@@ -879,13 +875,13 @@ def polarity_section(params: dict, gate: Section, intrinsic: Section, extrinsic:
             continue
         scores = bold_scores(part)
         intr = intrinsic.data[(intrinsic.data["domain"] == "religion") & intrinsic.data["model"].isin(usable)]
-        try:
-            variances = _group_variance(pd.concat([intr, scores]), by=("model", "metric", "domain"),
-                                                 ddof=params["ddof"])
-        except InputError:                    # a religion left with one group after filtering
-            continue
+        variances = _group_variance(pd.concat([intr, scores]), by=("model", "metric", "domain"),
+                                    ddof=params["ddof"])       # a model left with one religion group: skipped
         present = [m for m in ("CEAT", "CEATtox", "ILPS") if m in set(variances["metric"])]
-        corr = disparity.variance_correlations(variances, present, ["B-Sent", "B-Tox"])
+        extr = [m for m in ("B-Sent", "B-Tox") if m in set(variances["metric"])]
+        if not (present and extr):
+            continue
+        corr = disparity.variance_correlations(variances, present, extr)
         rows.append(corr[corr["method"] == "pearson"].drop(columns="method").assign(setting=setting))
     table = pd.concat(rows, ignore_index=True) if rows else pd.DataFrame()
     paper = pub.table("001", "ablation")
