@@ -117,10 +117,9 @@ def load_civil_comments(name: str = "civil-comments", *, split: str = "test", th
         raise InputError(f"CivilComments: split must be one of {', '.join(registry.CIVIL_COMMENTS_FILES)}, got {split!r}")
     if not 0 < threshold <= 1:
         raise InputError(f"CivilComments: threshold must lie in (0, 1], got {threshold!r}")
-    repo, revision = registry.CIVIL_COMMENTS_HUB
     parts = []
     for f in registry.CIVIL_COMMENTS_FILES[split]:
-        path = registry.hub_file(repo, f, revision, folder=registry.spec(name).folder)
+        path = registry.hub_file(name, f)
         try:
             part = pd.read_parquet(path, columns=["text", "toxicity"])
         except (OSError, ValueError, KeyError) as exc:

@@ -437,16 +437,15 @@ _upstream_set(
     citation="Jwala Dhamala, Tony Sun, Varun Kumar, Satyapriya Krishna, Yada Pruksachatkun, Kai-Wei Chang, Rahul "
              "Gupta. 2021. BOLD: Dataset and Metrics for Measuring Biases in Open-Ended Language Generation. FAccT 2021.")
 
-#: CivilComments (the Jigsaw Unintended Bias data) on the Hugging Face hub, pinned to the commit
-#: that converted it to Parquet: read from ``civil_comments/data/`` in the data directory, else
-#: downloaded from the hub (:func:`hub_file`).
-CIVIL_COMMENTS_HUB = ("google/civil_comments", "fd8a8ed30121358918ca5557f52fd3073321f9ec")
+#: CivilComments' Parquet files per split, as the hub's dataset holds them (``extra["hub"]``, pinned
+#: to ``commit``, the commit that converted it to Parquet); :func:`hub_file` finds or fetches them.
 CIVIL_COMMENTS_FILES = {"train": ("data/train-00000-of-00002.parquet", "data/train-00001-of-00002.parquet"),
                         "validation": ("data/validation-00000-of-00001.parquet",),
                         "test": ("data/test-00000-of-00001.parquet",)}
 register(DatasetSpec(
     name="civil-comments", folder="civil_comments", files=(), main=None, loader="bias_sets.load_civil_comments",
-    repo="huggingface.co/datasets/" + CIVIL_COMMENTS_HUB[0], commit=CIVIL_COMMENTS_HUB[1],
+    repo="huggingface.co/datasets/google/civil_comments", commit="fd8a8ed30121358918ca5557f52fd3073321f9ec",
+    extra={"hub": "google/civil_comments"},
     description="CivilComments (Jigsaw Unintended Bias in Toxicity Classification): 1.8M / 97k / 97k comments "
                 "with the share of raters calling each toxic; Parquet files of the hub's dataset.",
     license="CC0-1.0",
@@ -454,25 +453,27 @@ register(DatasetSpec(
              "for Measuring Unintended Bias with Real Data for Text Classification. WWW 2019 Companion."))
 
 
-def hub_file(repo: str, filename: str, revision: str, *, folder: str) -> Path:
-    """``filename`` of a hub dataset: ``<data dir>/<folder>/<filename>`` when present, else
-    downloaded (huggingface_hub, pinned ``revision``, its own cache). Without the hub: one
-    DataNotFoundError line within seconds."""
-    for d in paths.data_dirs():
-        if (d / folder / filename).is_file():
-            return d / folder / filename
+def hub_file(name: str, filename: str) -> Path:
+    """``filename`` of a data set kept on the Hugging Face hub (its spec's ``extra["hub"]``, pinned
+    to its ``commit``): found as :func:`path` finds files, else downloaded (huggingface_hub, its own
+    cache). Without the hub: one DataNotFoundError line within seconds."""
+    try:
+        return path(name, filename)
+    except DataNotFoundError:
+        pass
+    s = spec(name)
     from helpers.hub import hub_offline_reason
 
     reason = hub_offline_reason()
     if reason:
-        raise DataNotFoundError(f"{repo}: {filename} is not in {folder}/ of the data directory and the hub cannot "
-                                f"be used ({reason})")
+        raise DataNotFoundError(f"{s.extra['hub']}: {filename} is not in {s.folder}/ of the data directory and the "
+                                f"hub cannot be used ({reason})")
     from huggingface_hub import hf_hub_download
 
     try:
-        return Path(hf_hub_download(repo, filename, repo_type="dataset", revision=revision))
+        return Path(hf_hub_download(s.extra["hub"], filename, repo_type="dataset", revision=s.commit))
     except Exception as exc:                       # network, authorisation, a missing file: one line
-        raise DataNotFoundError(f"{repo}: cannot download {filename} ({type(exc).__name__})") from None
+        raise DataNotFoundError(f"{s.extra['hub']}: cannot download {filename} ({type(exc).__name__})") from None
 
 
 _upstream_set(
