@@ -4,9 +4,9 @@ Every checksum and cache key of the package comes from here, so two places can n
 disagree on how a thing is hashed:
 
 - :func:`sha256_bytes`, :func:`sha256_text` (UTF-8): plain hex digests;
-- :func:`sha256_file`: streamed, memoised in ``cache_dir()/fingerprints.json`` by resolved
-  path, size and modification time (a file rewritten in place gets a new mtime, so a
-  damaged or replaced file is hashed again);
+- :func:`sha256_file`: streamed, memoised in ``cache_dir()/fingerprints.json`` under what no
+  copy of another file can keep (see :func:`file_key`), so a damaged or replaced file is
+  hashed again even when a copy preserved its size and modification time;
 - :func:`canonical_json` and :func:`sha256_json`: a stable digest of a dict of settings
   (sorted keys, no whitespace), used for cache keys.
 """
@@ -20,7 +20,7 @@ from pathlib import Path
 from helpers import paths
 from helpers.tables import atomic_write
 
-__all__ = ["sha256_bytes", "sha256_text", "sha256_file", "canonical_json", "sha256_json", "sha256_frame"]
+__all__ = ["sha256_bytes", "sha256_text", "sha256_file", "file_key", "canonical_json", "sha256_json", "sha256_frame"]
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -52,17 +52,36 @@ def _store() -> Path:
     return paths.cache_dir() / "fingerprints.json"
 
 
+_SAMPLE = 1 << 16
+
+
+def file_key(path: str | Path) -> str:
+    """What :func:`sha256_file` remembers a digest under: the resolved path, size, modification
+    time, change time (``st_ctime_ns``: set by the kernel at every write or metadata change,
+    which no copy can carry over), device and inode, and the SHA-256 of the first, middle and
+    last 64 KiB. A checkpoint of the same shape copied over the old one with its mtime kept
+    (``cp -p``, ``rsync -t``, ``tar x``) changes the change time or the inode, and its bytes."""
+    f = Path(path)
+    st = f.stat()
+    h = hashlib.sha256()
+    with f.open("rb") as fh:
+        for at in sorted({0, max(0, st.st_size // 2 - _SAMPLE // 2), max(0, st.st_size - _SAMPLE)}):
+            fh.seek(at)
+            h.update(fh.read(_SAMPLE))
+    return (f"{f.resolve()}|{st.st_size}|{st.st_mtime_ns}|{st.st_ctime_ns}|{st.st_dev}|{st.st_ino}|"
+            f"{h.hexdigest()[:16]}")
+
+
 def sha256_file(path: str | Path, *, memoise: bool = True) -> str:
     """SHA-256 of a file's bytes, streamed in 1 MiB blocks.
 
-    With ``memoise`` (default) the digest is remembered by resolved path, size and mtime in
-    ``cache_dir()/fingerprints.json``, so a multi-GB weight file is read once, not at every
-    load; any rewrite of the file changes its mtime and forces a new hash. A cache directory
-    that cannot be written only costs a re-hash next time.
+    With ``memoise`` (default) the digest is remembered in ``cache_dir()/fingerprints.json``
+    under :func:`file_key`, so a multi-GB weight file is read once, not at every load, and a
+    file replaced or rewritten in any way is hashed again. A cache directory that cannot be
+    written only costs a re-hash next time.
     """
     f = Path(path)
-    st = f.stat()
-    key = f"{f.resolve()}|{st.st_size}|{st.st_mtime_ns}"
+    key = file_key(f)
     known: dict = {}
     if memoise:
         try:
