@@ -4,7 +4,7 @@
     .venv/bin/python benchmarks/bench_seed001.py --classifier      # (c) only
 
 (a) BOLD generation on SmolLM2-135M: the first N seeded BOLD prompts of the chapter, 20 new
-    tokens each, greedy so the outputs can be compared: ours (``regard.generate``, left-padded
+    tokens each, greedy so the outputs can be compared: ours (``helpers.lm.generation.generate``, left-padded
     batches of 16) vs a per-prompt ``model.generate`` loop;
 (b) CEAT's contextual embeddings on SmolLM2: N context sentences of the chapter (word, sentence):
     ours (``embeddings.word_embeddings``, batched by length under the token budget, each sentence
@@ -18,7 +18,6 @@ own). Results are appended to benchmarks/RESULTS.md (section "Chapter 06").
 
 from __future__ import annotations
 
-import json
 import sys
 import tempfile
 import time
@@ -51,7 +50,7 @@ def job(a) -> dict:
     import torch
 
     from helpers.lm import cloze, embeddings
-    from helpers.metrics import regard
+    from helpers.lm.generation import generate
 
     if a.job.startswith("toxd-"):
         return toxd_job(a)
@@ -60,7 +59,7 @@ def job(a) -> dict:
     tok, model = lm.tokenizer, lm.model
     t0 = time.perf_counter()
     if a.job == "ours-generate":
-        out = regard.generate(lm, data, max_new_tokens=NEW_TOKENS, sample=False, progress=False)["continuation"].tolist()
+        out = generate(lm, data, max_new_tokens=NEW_TOKENS, sample=False, progress=False)["continuation"].tolist()
     elif a.job == "loop-generate":
         out = []
         with torch.inference_mode():

@@ -49,15 +49,16 @@ def recipes(a) -> None:
     from transformers import AutoModelForCausalLM
 
     from helpers import models
-    from helpers.datasets.corpus import load_corpus, pack_blocks
+    from helpers.datasets.corpus import load_corpus
+    from helpers.lm.conventions import pack_blocks
     from helpers.metrics import quality
     from helpers.training import prune, students
 
     h = models.load("smollm2-135m")
     teacher, tok = h.model, h.tokenizer
     train_lines, held_lines = load_corpus("gensim")
-    blocks = pack_blocks(train_lines, tok, block_size=128, arch="causal")
-    held = pack_blocks(held_lines, tok, block_size=128, arch="causal")[:16]
+    blocks = pack_blocks(train_lines, tok, block_size=128, objective="causal")
+    held = pack_blocks(held_lines, tok, block_size=128, objective="causal")[:16]
     unigram = quality.unigram_perplexity(quality.unigram_log_probs(blocks.flatten(), len(tok)), held[:, 1:].flatten())
     teacher_ppl = quality.heldout_perplexity(teacher, held, objective="causal")
     g = torch.Generator().manual_seed(0)
@@ -138,7 +139,7 @@ def main() -> None:
     train_lines, _ = zoo.load_corpus("gensim-lee")
     tok = zoo.train_subword_tokenizer(train_lines, vocab_size=8000)
     tok.eos_token = "[SEP]"
-    blocks = distill.pack_blocks(train_lines, tok, block_size=a.block_size, arch="gpt2")
+    blocks = distill.pack_blocks(train_lines, tok, block_size=a.block_size, objective="gpt2")
     shape = distill.student_shape(a.layers, a.hidden)
     cfg = distill.TrainConfig(steps=a.steps, batch_size=a.batch_size, lr=1e-3, warmup=0.1,
                               weight_decay=0.01, grad_clip=1.0, seed=0)

@@ -206,3 +206,28 @@ def test_a_template_longer_than_the_model_takes_is_one_line(tiny_gpt2_ctx16, loa
     long = "women are just as capable as men in every profession and " * 3 + "[MASK]"
     with pytest.raises(InputError, match="takes at most 16 tokens; template 0"):
         cloze.cloze_logprobs(lm, [long], ["capable"], cache=False, progress=False)
+
+
+@pytest.mark.parametrize("fixture,objective", [("tiny_gpt2", "causal"), ("tiny_roberta", "masked")])
+def test_lowercase_scores_the_lower_cased_text(fixture, objective, request, loaded_factory, tmp_path, monkeypatch):
+    """``lowercase`` scores what a lower-casing tokenizer reads: template and candidate lower-cased
+    (the blank kept), the given spellings in the output; cached apart from the cased scores."""
+    monkeypatch.setenv("HARMS_CACHE_DIR", str(tmp_path))
+    lm = loaded_factory(request.getfixturevalue(fixture), objective)
+    cased = ["Women are just as [MASK] as Men .", "The [MASK] of some People is not a reason to hate them ."]
+    lower = ["women are just as [MASK] as men .", "the [MASK] of some people is not a reason to hate them ."]
+    words = ["Capable", "unhappiness", "KINDNESS"]
+    low = cloze.cloze_logprobs(lm, cased, words, lowercase=True, progress=False)
+    ref = cloze.cloze_logprobs(lm, lower, [w.lower() for w in words], cache=False, progress=False)
+    assert list(low["template"]) == [t for t in cased for _ in words] and list(low["candidate"]) == words * 2
+    np.testing.assert_allclose(low["log_prob"], ref["log_prob"], atol=1e-6)
+    assert (low["n_tokens"] == ref["n_tokens"]).all()
+    cased_run = cloze.cloze_logprobs(lm, cased, words, progress=False)              # the cache must not answer
+    uncached = cloze.cloze_logprobs(lm, cased, words, cache=False, progress=False)
+    np.testing.assert_allclose(cased_run["log_prob"], uncached["log_prob"], atol=1e-6)
+    assert np.abs(cased_run["log_prob"] - low["log_prob"]).min() > 1e-3
+    if objective == "masked":                                                        # the masked word too
+        prior = cloze.cloze_logprobs(lm, ["[MASK] are just as Capable as Men ."], ["Women"], mask_words=["Capable"],
+                                     lowercase=True, cache=False, progress=False)
+        assert prior["log_prob"][0] == pytest.approx(
+            _brute_masked(lm, "[MASK] are just as capable as men .", "women", mask_word="capable"), abs=1e-5)

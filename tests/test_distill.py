@@ -29,7 +29,7 @@ def tok():
 
 
 def _blocks(tok, arch, block_size=16):
-    return distill.pack_blocks(TEXTS, tok, block_size=block_size, arch=arch)
+    return distill.pack_blocks(TEXTS, tok, block_size=block_size, objective=arch)
 
 
 def _cfg(**kw):

@@ -119,13 +119,13 @@ def test_long_texts_are_cut_to_the_positions_the_model_has(fixture, objective, l
 def test_a_causal_lm_runs_each_sentence_only_up_to_its_word(tiny_gpt2, tiny_bert, loaded_factory, monkeypatch):
     """The same vectors as the whole sentence (test above), for the tokens up to the word only;
     a masked LM, whose states see the whole sentence, runs all of it."""
-    from helpers.lm import scoring
+    from helpers.lm import batching
 
     texts = SENTENCES[:4]
     words = [t.split()[2] for t in texts]                  # the third word of each sentence
     seen = []
-    real_pad = scoring._pad
-    monkeypatch.setattr(scoring, "_pad", lambda rows, pad: seen.extend(len(r) for r in rows) or real_pad(rows, pad))
+    real_pad = batching.pad
+    monkeypatch.setattr(batching, "pad", lambda rows, pad: seen.extend(len(r) for r in rows) or real_pad(rows, pad))
     for path, objective in ((tiny_gpt2, "causal"), (tiny_bert, "masked")):
         lm = loaded_factory(path, objective)
         seen.clear()

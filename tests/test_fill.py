@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 
+from conftest import BERT_SPECIALS, SENTENCES
 from helpers.errors import InputError
 from helpers.lm import fill
 
@@ -270,3 +271,93 @@ def test_word_starts_follow_the_vocabulary_s_own_convention():
     assert fill.word_starts(wp).tolist() == [False, True, False, True, False, True]
     bpe = _Vocab(["<|endoftext|>", "\u0120the", "ing", "\u0120walk"], special=[0])
     assert fill.word_starts(bpe).tolist() == [False, True, False, True]
+    words = _Vocab(["[CLS]", "the", "walk", ".", "[SEP]"], special=[0, 4])       # whole words, no convention
+    assert fill.word_starts(words).tolist() == [False, True, True, True, False]
+
+
+# ----------------------------------------------------------------- vocabularies of whole words
+
+WORDS = sorted({w for s in SENTENCES for w in s.split()})
+
+
+@pytest.fixture(scope="module")
+def word_level_bert(tmp_path_factory):
+    """BertForMaskedLM whose WordPiece vocabulary holds whole words only: no ``##`` piece."""
+    from transformers import BertConfig, BertForMaskedLM, BertTokenizer
+
+    path = tmp_path_factory.mktemp("word_level_bert")
+    (path / "vocab.txt").write_text("\n".join(BERT_SPECIALS + WORDS) + "\n")
+    tok = BertTokenizer(vocab=str(path / "vocab.txt"))
+    torch.manual_seed(0)
+    cfg = BertConfig(vocab_size=len(tok), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                     intermediate_size=64, max_position_embeddings=64, initializer_range=0.3)
+    BertForMaskedLM(cfg).eval().save_pretrained(path)
+    tok.save_pretrained(path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def word_level_gpt2(tmp_path_factory):
+    """GPT2LMHeadModel over a ``tokenizers`` WordLevel vocabulary (whitespace-split words); one
+    word carries the SentencePiece marker, which must not turn it into a marker vocabulary."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
+
+    path = tmp_path_factory.mktemp("word_level_gpt2")
+    vocab = {w: i for i, w in enumerate(["<|endoftext|>", "[UNK]", "\u2581odd", *WORDS])}
+    backend = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
+    backend.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tok = PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="[UNK]", eos_token="<|endoftext|>")
+    torch.manual_seed(0)
+    cfg = GPT2Config(vocab_size=len(tok), n_embd=32, n_layer=2, n_head=2, n_positions=64,
+                     bos_token_id=tok.eos_token_id, eos_token_id=tok.eos_token_id)
+    GPT2LMHeadModel(cfg).eval().save_pretrained(path)
+    tok.save_pretrained(path)
+    return path
+
+
+def _blank_distribution(lm, template):
+    """The model's distribution at the blank: the mask (masked LMs), the next token after the
+    text before the blank (causal LMs)."""
+    tok = lm.tokenizer
+    if lm.objective == "masked":
+        ids = tok(template.replace("[MASK]", tok.mask_token))["input_ids"]
+        return _softmax_at(lm.model, ids, ids.index(tok.mask_token_id))
+    ids = tok(template.split("[MASK]")[0].rstrip())["input_ids"]
+    return _softmax_at(lm.model, ids, len(ids) - 1)
+
+
+@pytest.mark.parametrize("fixture,objective", [("word_level_bert", "masked"), ("word_level_gpt2", "causal")])
+def test_a_vocabulary_of_whole_words_fills_every_blank(fixture, objective, request, loaded_factory):
+    """Every non-special token is a word: whole-word top-k is the model's own ranking of them at
+    the blank, k rows per template; asked for more than the vocabulary holds, every word once
+    (with positive probability: no multi-piece "word" of several masks)."""
+    lm = loaded_factory(request.getfixturevalue(fixture), objective)
+    tok = lm.tokenizer
+    special = set(tok.all_special_ids)
+    words = [i for i in range(len(tok)) if i not in special]
+    for k in (5, len(tok) + 3):
+        got = fill.top_k(lm, TEMPLATES, k=k, cache=False, progress=False)
+        for n, t in enumerate(TEMPLATES):
+            p = _blank_distribution(lm, t)
+            best = [i for i in np.argsort(-p, kind="stable") if i not in special][:k]
+            mine = got[got["template_id"] == n]
+            assert len(mine) == min(k, len(words)) and list(mine["rank"]) == list(range(1, len(mine) + 1))
+            assert list(mine["token"]) == tok.convert_ids_to_tokens(best)
+            np.testing.assert_allclose(mine["probability"], p[best], atol=1e-6)      # float32, batched
+
+
+def test_a_template_without_fill_ins_is_one_line_naming_it(word_level_bert, loaded_factory, monkeypatch):
+    lm = loaded_factory(word_level_bert, "masked")
+    templates = TEMPLATES + ["the [MASK] .", "a [MASK] ."]
+    with pytest.raises(InputError) as e:                      # every word skipped
+        fill.top_k(lm, templates, k=3, skip=WORDS, cache=False, progress=False)
+    message = str(e.value)
+    assert "\n" not in message and message.endswith("every candidate is in the skip list or is no word")
+    assert f"row 0 {TEMPLATES[0]!r}, row 1 {TEMPLATES[1]!r}, row 2 {TEMPLATES[2]!r} and 2 more" in message
+    with pytest.raises(InputError, match=r"row 1 'the \[MASK\] \.': every candidate is in the skip list$"):
+        fill.top_k(lm, ["women are [MASK] .", "the [MASK] ."], k=3, whole_words=False, skip=WORDS, cache=False,
+                   progress=False)
+    monkeypatch.setattr(fill, "word_starts", lambda tok: np.zeros(len(tok), dtype=bool))
+    with pytest.raises(InputError, match="no token of its vocabulary can begin a word"):
+        fill.top_k(lm, TEMPLATES, k=3, max_pieces=1, cache=False, progress=False)

@@ -13,7 +13,7 @@ import torch
 
 from conftest import SENTENCES, tiny_loaded
 from helpers.errors import InputError
-from helpers.lm import scoring
+from helpers.lm import conventions, scoring
 from helpers.models import LoadedModel
 from test_scoring import one_thread  # noqa: F401  (autouse: one torch thread in this module too)
 
@@ -104,14 +104,14 @@ def short_bert(tiny_bert, tmp_path_factory):
 
 def test_max_length_is_the_models_not_the_tokenizers(short_bert, tiny_roberta, tiny_xlnet, tiny_gpt2):
     assert short_bert.tokenizer.model_max_length == 512
-    assert scoring._max_length(short_bert) == 16
+    assert conventions.max_length(short_bert) == 16
     roberta = tiny_loaded(tiny_roberta, "masked")              # 80 positions, padding_idx 1 -> 78 tokens
-    assert scoring._max_length(roberta) == 80 - (roberta.model.config.pad_token_id + 1)
-    assert scoring._max_length(tiny_loaded(tiny_xlnet, "permutation")) is None
+    assert conventions.max_length(roberta) == 80 - (roberta.model.config.pad_token_id + 1)
+    assert conventions.max_length(tiny_loaded(tiny_xlnet, "permutation")) is None
     gpt2 = tiny_loaded(tiny_gpt2, "causal")
-    assert scoring._max_length(gpt2) == 64
+    assert conventions.max_length(gpt2) == 64
     smaller = dataclasses.replace(short_bert, tokenizer=_with_limit(short_bert.tokenizer, 10))
-    assert scoring._max_length(smaller) == 10                   # a smaller tokenizer limit wins
+    assert conventions.max_length(smaller) == 10                   # a smaller tokenizer limit wins
 
 
 def _with_limit(tok, limit):
@@ -144,7 +144,7 @@ def test_long_text_under_roberta_position_offset(tiny_roberta):
     text = " ".join(SENTENCES * 2)
     tok = loaded.tokenizer
     full = tok(text)["input_ids"]
-    limit = scoring._max_length(loaded)
+    limit = conventions.max_length(loaded)
     assert len(full) > limit
     with pytest.warns(UserWarning, match="truncated"):
         df = scoring.sentence_scores(loaded, [text], progress=False)
@@ -207,3 +207,46 @@ def test_batch_partners_change_a_score_by_less_than_the_documented_tolerance(whi
     diff = np.abs(np.array(seen) - alone.log_likelihood[0])
     print(f"{which}: max |difference| {diff.max():.2e} over {len(seen)} batchings")
     assert diff.max() <= BATCH_TOLERANCE, diff.max()
+
+
+# ----------------------------------------------------------------------------- the upstream mask id
+
+
+def _small_vocab_bert(path):
+    """A BERT whose WordPiece vocabulary has fewer than 104 entries: id 103 does not exist."""
+    from transformers import BertConfig, BertForMaskedLM, BertTokenizer
+
+    from conftest import _LETTERS, BERT_SPECIALS
+
+    words = ["the", "cat", "sat", "on", "mat", "a", "dog"]
+    (path / "vocab.txt").write_text("\n".join(BERT_SPECIALS + words + _LETTERS) + "\n")
+    tok = BertTokenizer(vocab=str(path / "vocab.txt"))
+    assert 50 < len(tok) < 104
+    torch.manual_seed(0)
+    model = BertForMaskedLM(BertConfig(vocab_size=len(tok), hidden_size=16, num_hidden_layers=1,
+                                       num_attention_heads=2, intermediate_size=32)).eval()
+    model.save_pretrained(path)
+    tok.save_pretrained(path)
+    return path
+
+
+def test_upstream_mask_id_on_a_vocabulary_without_id_103_is_one_clear_line(tmp_path):
+    """Before: an IndexError from the embedding lookup (issue 24, wrong number 5)."""
+    loaded = tiny_loaded(_small_vocab_bert(tmp_path), "masked")
+    with pytest.raises(InputError, match=r"id 103 .* not in this model's vocabulary of \d+ tokens"):
+        scoring.sentence_scores(loaded, ["the cat sat"], upstream_mask_id=True, progress=False)
+    assert len(scoring.sentence_scores(loaded, ["the cat sat"], progress=False)) == 1    # its own mask works
+
+
+def test_cli_upstream_mask_id_on_a_small_vocabulary_is_one_line(tmp_path, capsys):
+    from helpers import cli
+
+    model = _small_vocab_bert(tmp_path)
+    (tmp_path / "in.csv").write_text("text\nthe cat sat\n")
+    capsys.readouterr()                               # the fixture's own output (save_pretrained's bar)
+    code = cli.main(["score", "--model", str(model), "--input", str(tmp_path / "in.csv"),
+                     "--output", str(tmp_path / "out.csv"), "--upstream-mask-id"])
+    err = capsys.readouterr().err
+    lines = [ln for ln in err.splitlines() if ln.startswith("harms")]      # beside the weights' loading bar
+    assert code == 2 and "Traceback" not in err and len(lines) == 1
+    assert lines[0].startswith("harms: error:") and "id 103" in lines[0]

@@ -368,13 +368,14 @@ def test_bad_inputs_give_one_line_errors():
 @pytest.mark.slow
 def test_smollm2_dropping_the_four_lowest_bi_layers_keeps_perplexity_below_twice_the_teachers():
     from helpers import models
-    from helpers.datasets.corpus import load_corpus, pack_blocks
+    from helpers.datasets.corpus import load_corpus
+    from helpers.lm.conventions import pack_blocks
 
     loaded = models.load("smollm2-135m")
     model, tok = loaded.model, loaded.tokenizer
     train, held = load_corpus("gensim")
-    calib = pack_blocks(train[:400], tok, block_size=128, arch="causal")[:16]
-    test = pack_blocks(held, tok, block_size=128, arch="causal")[:8]
+    calib = pack_blocks(train[:400], tok, block_size=128, objective="causal")[:16]
+    test = pack_blocks(held, tok, block_size=128, objective="causal")[:8]
     assert calib.shape == (16, 128) and test.shape == (8, 128)
 
     @torch.no_grad()

@@ -15,7 +15,7 @@ import torch
 from transformers import AutoModelForCausalLM, AutoModelForMaskedLM, AutoTokenizer
 
 from helpers import models, report, runner
-from helpers.datasets.corpus import pack_blocks
+from helpers.lm.conventions import pack_blocks
 from helpers.errors import InputError
 from helpers.metrics import quality
 from helpers.training import distill
@@ -93,7 +93,7 @@ def test_a_unigram_model_by_construction_fails_the_gate(objective, gpt2, bert):
     """The model predicts the smoothed unigram distribution of the training text everywhere, so
     its perplexity IS the unigram baseline at the scored tokens (masked: at the masked positions)."""
     _, tok = gpt2 if objective == "causal" else bert
-    train_ids = pack_blocks(TRAIN, tok, block_size=16, arch=objective).reshape(-1)
+    train_ids = pack_blocks(TRAIN, tok, block_size=16, objective=objective).reshape(-1)
     unigram = FixedDistribution(quality.unigram_log_probs(train_ids, len(tok)))
     q = quality.language_model_quality(unigram, tok, TRAIN, HELD, objective=objective, blocks=4, block_size=16)
     assert q["ratio"] == pytest.approx(1.0, abs=1e-6) and q["usable"] is False
@@ -114,7 +114,7 @@ def test_a_uniform_model_fails_the_gate(gpt2):
 # ----------------------------------------------------------------------------- held-out perplexity
 def test_causal_perplexity_equals_transformers_loss_and_scores_every_next_token(gpt2):
     model, tok = gpt2
-    blocks = pack_blocks(HELD, tok, block_size=32, arch="causal")[:5]
+    blocks = pack_blocks(HELD, tok, block_size=32, objective="causal")[:5]
     with torch.no_grad():
         ref = math.exp(float(model(input_ids=blocks, labels=blocks).loss))
     nll, count, targets = quality.heldout_nll(model, blocks, objective="causal", batch_size=2)
@@ -129,7 +129,7 @@ def test_causal_perplexity_equals_transformers_loss_and_scores_every_next_token(
 
 def test_masked_perplexity_equals_a_brute_force_loop(bert):
     model, tok = bert
-    blocks = pack_blocks(HELD, tok, block_size=24, arch="masked")[:5]
+    blocks = pack_blocks(HELD, tok, block_size=24, objective="masked")[:5]
     nll, count, targets = quality.heldout_nll(model, blocks, objective="masked", tokenizer=tok, batch_size=2, seed=3)
     # brute force: the same masks (one generator, batch after batch), one sequence and one position at a time
     g, total, want = torch.Generator().manual_seed(3), 0.0, []
@@ -154,7 +154,7 @@ def test_heldout_bad_input_is_one_clear_error(gpt2, bert):
     empty = torch.zeros((0, 16), dtype=torch.long)
     with pytest.raises(InputError, match="no complete block"):   # the old code returned perplexity 1.0
         quality.heldout_perplexity(model, empty, arch="gpt2")
-    blocks = pack_blocks(HELD, tok, block_size=16, arch="causal")[:2]
+    blocks = pack_blocks(HELD, tok, block_size=16, objective="causal")[:2]
     with pytest.raises(InputError, match="disagree"):
         quality.heldout_perplexity(model, blocks, objective="causal", arch="bert")
     with pytest.raises(InputError, match="not objective 'permutation'"):

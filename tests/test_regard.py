@@ -94,42 +94,6 @@ def test_hub_classifier_offline_one_line_and_substitute(monkeypatch, capsys):
         regard.classifier("hatebert", allow_substitute=False)
 
 
-def test_generate_reproducible_and_reported(tiny_gpt2, loaded_factory):
-    lm = loaded_factory(tiny_gpt2, "causal")
-    p = regard.prompts(["women", "men"], regard.TEMPLATES[:2])
-    assert p["prompt"].tolist()[0] == "The woman was known for"
-    a = regard.generate(lm, p, samples_per_prompt=2, max_new_tokens=5, seed=3, progress=False)
-    b = regard.generate(lm, p, samples_per_prompt=2, max_new_tokens=5, seed=3, progress=False)
-    assert len(a) == 8 and a["continuation"].tolist() == b["continuation"].tolist()
-    assert all(t.startswith(pr) for t, pr in zip(a["text"], a["prompt"]))
-    assert (a[["samples_per_prompt", "max_new_tokens", "seed", "top_k"]].iloc[0].tolist() == [2, 5, 3, 40])
-    assert sorted(a.groupby(["group", "template"])["sample"].apply(list).iloc[0]) == [0, 1]
-    c = regard.generate(lm, p, samples_per_prompt=2, max_new_tokens=5, seed=4, progress=False)
-    assert c["continuation"].tolist() != a["continuation"].tolist()   # the seed matters
-
-
-@pytest.mark.parametrize("change, message", [
-    (lambda p: p.drop(columns="group"), "lack the column.s. group"),
-    (lambda p: p.drop(columns=["template", "prompt"]), "prompt, template"),
-    (lambda p: p.assign(prompt=[""] + p["prompt"].tolist()[1:]), "prompt row 0: empty prompt"),
-])
-def test_prompts_without_a_field_or_with_an_empty_prompt_are_one_line(tiny_gpt2, loaded_factory, change, message):
-    lm = loaded_factory(tiny_gpt2, "causal")
-    with pytest.raises(InputError, match=message):
-        regard.generate(lm, change(regard.prompts(["women", "men"], regard.TEMPLATES[:2])), progress=False)
-
-
-def test_a_masked_lm_generates_with_the_gibbs_sampler(tiny_bert, loaded_factory):
-    from helpers.lm.gibbs import gibbs_generate
-
-    lm = loaded_factory(tiny_bert, "masked")
-    p = regard.prompts(["women"], regard.TEMPLATES[:2])
-    got = regard.generate(lm, p, samples_per_prompt=2, max_new_tokens=4, top_k=5, seed=2, progress=False)
-    want = gibbs_generate(lm, got["prompt"].tolist(), max_new_tokens=4, top_k=5, seed=2)
-    assert got["continuation"].tolist() == want and set(got["sampler"]) == {"gibbs"}
-    assert got["text"].tolist() == [f"{a} {b}" for a, b in zip(got["prompt"], want)]
-
-
 def test_prompt_subjects_are_the_data_registry_s():
     from helpers import datasets
 

@@ -10,7 +10,8 @@ import pytest
 import torch
 
 from helpers import models, runner
-from helpers.datasets.corpus import load_corpus, pack_blocks
+from helpers.datasets.corpus import load_corpus
+from helpers.lm.conventions import pack_blocks
 from helpers.errors import HarmsError, InputError
 from helpers.metrics import quality
 from helpers.training import prune, students, zoo
@@ -48,8 +49,8 @@ def test_pruned_zoo_against_independent_recomputation_and_reuse(tiny_llama, tmp_
     assert names == [f"zoo-{prefix}-L3-lm", f"zoo-{prefix}-L2-I16-lm", f"zoo-{prefix}-L3-kd"]
     teacher = models.load(str(tiny_llama))
     train, held_lines = load_corpus("gensim-lee")
-    blocks = pack_blocks(train, teacher.tokenizer, block_size=128, arch="causal")
-    held = pack_blocks(held_lines, teacher.tokenizer, block_size=128, arch="causal")[:2]
+    blocks = pack_blocks(train, teacher.tokenizer, block_size=128, objective="causal")
+    held = pack_blocks(held_lines, teacher.tokenizer, block_size=128, objective="causal")[:2]
     g = torch.Generator().manual_seed(0)
     calib = blocks[torch.randperm(blocks.shape[0], generator=g)[:2]]
     keep = prune.layers_to_keep(prune.block_importance(teacher.model, calib), 3)

@@ -7,7 +7,9 @@ shipped in gensim's test data; with the hub WikiText-103 or OpenWebText (seed 00
 
     >>> from helpers.datasets import corpus
     >>> train, heldout = corpus.load_corpus("gensim")
-    >>> blocks = corpus.pack_blocks(heldout, tokenizer, block_size=128, objective="causal")
+
+Packing the lines into blocks of a model's tokens is the model's business:
+:func:`helpers.lm.conventions.pack_blocks`.
 """
 
 from __future__ import annotations
@@ -15,7 +17,6 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import torch
 
 from helpers.errors import DataNotFoundError, InputError
 
@@ -116,32 +117,3 @@ def load_corpus(name: str = "gensim", *, heldout_fraction: float = 0.05) -> tupl
             raise DataNotFoundError(f"corpus {name!r}: cannot load from the hub "
                                     f"({type(e).__name__}: {str(e).splitlines()[0][:160]})") from None
     raise InputError(f"unknown corpus {name!r}; known: {', '.join(CORPORA)}")
-
-
-def pack_blocks(texts: list[str], tokenizer, *, block_size: int, arch: str) -> torch.Tensor:
-    """Tokenise ``texts``, concatenate and cut into blocks of ``block_size`` tokens.
-
-    ``arch``: ``"gpt2"`` or ``"causal"`` (documents separated by the EOS token) or ``"bert"`` or
-    ``"masked"`` (each block is ``[CLS] chunk [SEP]``). The incomplete last block is dropped.
-    """
-    if arch not in ("gpt2", "causal", "bert", "masked"):
-        raise InputError(f"pack_blocks: arch must be 'causal' or 'masked', got {arch!r}")
-    causal = arch in ("gpt2", "causal")
-    if causal and tokenizer.eos_token_id is None:
-        raise InputError("pack_blocks: the tokenizer has no end-of-sequence token to separate documents")
-    if not causal and (tokenizer.cls_token_id is None or tokenizer.sep_token_id is None):
-        raise InputError("pack_blocks: a masked-LM tokenizer needs [CLS] and [SEP] tokens")
-    ids: list[int] = []
-    sep = tokenizer.eos_token_id if causal else tokenizer.sep_token_id
-    for enc in tokenizer(list(texts), add_special_tokens=False, verbose=False)["input_ids"]:
-        ids.extend(enc)
-        ids.append(sep)
-    if causal:
-        n = len(ids) // block_size
-        return torch.tensor(ids[: n * block_size], dtype=torch.long).view(n, block_size)
-    body = block_size - 2
-    n = len(ids) // body
-    t = torch.tensor(ids[: n * body], dtype=torch.long).view(n, body)
-    cls = torch.full((n, 1), tokenizer.cls_token_id)
-    sepc = torch.full((n, 1), tokenizer.sep_token_id)
-    return torch.cat([cls, t, sepc], dim=1)

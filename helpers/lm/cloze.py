@@ -36,10 +36,10 @@ import numpy as np
 import pandas as pd
 
 from helpers.errors import InputError
-from helpers.lm import scoring
+from helpers.lm import batching, conventions
 
-__all__ = ["BLANK", "split_template", "check_templates", "word_spans", "tokens_in_span", "fill", "cloze_logprobs", "kurita_log_ratio", "CLOZE_VERSION",
-           "MASKED_VARIANTS"]
+__all__ = ["BLANK", "split_template", "check_templates", "word_spans", "tokens_in_span", "fill", "lowered",
+           "cloze_logprobs", "kurita_log_ratio", "CLOZE_VERSION", "MASKED_VARIANTS"]
 
 BLANK = "[MASK]"
 CLOZE_VERSION = 1
@@ -63,6 +63,13 @@ def fill(template: str, candidate: str) -> tuple[str, int, int]:
     """The filled text and the candidate's character span ``[start, end)`` in it."""
     prefix, suffix = split_template(template)
     return prefix + candidate + suffix, len(prefix), len(prefix) + len(candidate)
+
+
+def lowered(text: str) -> str:
+    """``text`` lower-cased (``str.lower``) except its blank: what a tokenizer loaded with
+    ``do_lower_case=True`` reads (it lower-cases everything but its special tokens, as the
+    upstream seed-002 code's RoBERTa: docs/UPSTREAM.md). For templates, candidates and words alike."""
+    return BLANK.join(part.lower() for part in text.split(BLANK))
 
 
 def check_templates(templates) -> list[str]:
@@ -184,7 +191,7 @@ def _copies(pair: _Pair, objective: str, variant: str) -> list[tuple[list[int], 
 def _head(model, objective: str, base_forward, probe):
     if objective == "permutation":
         return None
-    return scoring._verified_head(model, scoring._causal_head if objective == "causal" else scoring._mlm_head,
+    return batching.verified_head(model, batching.causal_head if objective == "causal" else batching.mlm_head,
                                   base_forward, probe)
 
 
@@ -196,16 +203,16 @@ def pair_logprobs(loaded, pairs: list[_Pair], *, masked: str = "joint", batch_to
     mask_id = tok.mask_token_id
     if objective == "masked" and mask_id is None:
         raise InputError(f"{loaded.name}: the tokenizer has no mask token; not a masked LM")
-    limit = scoring._max_length(loaded)
+    limit = conventions.max_length(loaded)
     too_long = [p for p in pairs if limit and len(p.ids) > limit]
     if too_long:
         raise InputError(f"{loaded.name} takes at most {limit} tokens; template {too_long[0].row} filled with its "
                          f"candidate has {len(too_long[0].ids)}")
     copies = [(k, hid, sc) for k, p in enumerate(pairs) for hid, sc in _copies(p, objective, masked)]
-    budget = batch_tokens or scoring._default_budget(model)
-    dev = scoring._device(model)
-    vocab = scoring._config_get(model, "vocab_size") or len(tok)
-    pad_id = tok.pad_token_id if tok.pad_token_id is not None else 0
+    budget = batch_tokens or batching.default_budget(model)
+    dev = batching.device(model)
+    vocab = batching.vocab_size(loaded)
+    pad_id = batching.pad_id(tok)
     base = model.base_model
 
     def base_forward(ids, attention):
@@ -215,7 +222,7 @@ def pair_logprobs(loaded, pairs: list[_Pair], *, masked: str = "joint", batch_to
     out = np.zeros(len(pairs))
     shift = 1 if objective == "causal" else 0            # a causal LM predicts position p from p - 1
     with torch.inference_mode():
-        for batch in scoring._batches([len(pairs[c[0]].ids) for c in copies], budget):
+        for batch in batching.batches([len(pairs[c[0]].ids) for c in copies], budget):
             rows, r_idx, p_idx, t_ids, owner = [], [], [], [], []
             for k, ci in enumerate(batch):
                 pi, hid, sc = copies[ci]
@@ -228,19 +235,19 @@ def pair_logprobs(loaded, pairs: list[_Pair], *, masked: str = "joint", batch_to
                 p_idx += [p - shift for p in sc]
                 t_ids += [pairs[pi].ids[p] for p in sc]
                 owner += [pi] * len(sc)
-            ids, attention = scoring._pad(rows, pad_id)
+            ids, attention = batching.pad(rows, pad_id)
             ids = ids.to(dev)
             attention = attention.to(dev) if attention is not None else None
             r, p = torch.as_tensor(r_idx, device=dev), torch.as_tensor(p_idx, device=dev)
             t = torch.as_tensor(t_ids, device=dev)
             if objective == "permutation":
                 logits = _permutation_logits(model, ids, attention, [copies[ci] for ci in batch], r_idx, p_idx)
-                lp = scoring._token_logprobs(lambda h: h, logits, t, vocab)
+                lp = batching.token_logprobs(lambda h: h, logits, t, vocab)
             elif head is not None:
-                lp = scoring._token_logprobs(head, base_forward(ids, attention)[r, p], t, vocab)
+                lp = batching.token_logprobs(head, base_forward(ids, attention)[r, p], t, vocab)
             else:
                 logits = model(input_ids=ids, attention_mask=attention).logits
-                lp = scoring._token_logprobs(lambda h: h, logits[r, p], t, vocab)
+                lp = batching.token_logprobs(lambda h: h, logits[r, p], t, vocab)
             np.add.at(out, owner, lp.double().cpu().numpy())
     return out
 
@@ -271,21 +278,28 @@ def _permutation_logits(model, ids, attention, copies, r_idx, p_idx):
     return logits[rr, ss]
 
 
-def cache_key(loaded, *, masked: str) -> dict:
-    """Everything that changes a cloze score: the model's identity and the scorer's settings."""
+def cache_key(loaded, *, masked: str, lowercase: bool = False) -> dict:
+    """Everything that changes a cloze score: the model's identity and the scorer's settings
+    (``lowercase`` only when set, so that the scores cached without it stay valid)."""
     scorer = {"kind": "cloze", "version": CLOZE_VERSION, "objective": loaded.objective}
     if loaded.objective != "causal":
         scorer["masked"] = masked
+    if lowercase:
+        scorer["lowercase"] = True
     return {"model": dict(loaded.identity), "scorer": scorer}
 
 
 def cloze_logprobs(loaded, templates: Sequence[str], candidates, *, masked: str = "joint", mask_words=None,
-                   batch_tokens: int | None = None, cache: bool = True, progress: bool = True) -> pd.DataFrame:
+                   lowercase: bool = False, batch_tokens: int | None = None, cache: bool = True,
+                   progress: bool = True) -> pd.DataFrame:
     """Log-probability of each candidate in each template's blank (see the module).
 
     ``candidates``: one list of words for every template, or one list per template.
     ``mask_words``: None, words masked (whole) in every template, or one list per template
-    (masked and permutation LMs). ``loaded``: a LoadedModel or a LazyModel (weights read only
+    (masked and permutation LMs). ``lowercase``: score the lower-cased filled text
+    (:func:`lowered` of the template, the candidate and the mask words: the whole input, as the
+    upstream seed-002 code's lower-casing tokenizer read it; ``template`` and ``candidate`` keep
+    the given spelling). ``loaded``: a LoadedModel or a LazyModel (weights read only
     when some pair is not cached). Returns one row per (template, candidate):
     ``template_id, template, candidate, n_tokens`` (sub-tokens scored), ``log_prob`` (natural
     log, summed), ``method`` (``masked-joint``, ``masked-l2r``, ``permutation-joint``,
@@ -309,13 +323,13 @@ def cloze_logprobs(loaded, templates: Sequence[str], candidates, *, masked: str 
         lm = loaded.load() if isinstance(loaded, LazyModel) else loaded
         pairs = []
         for k, key in enumerate(chunk):
-            t, c, *w = key.split("\x1f")
+            t, c, *w = (lowered(x) for x in key.split("\x1f")) if lowercase else key.split("\x1f")
             pairs.append(_pair(lm, k, t, c, w))
         lp = pair_logprobs(lm, pairs, masked=masked, batch_tokens=batch_tokens)
         return pd.DataFrame({"n_tokens": [len(p.candidate_positions) for p in pairs], "log_likelihood": lp})
 
     if cache:
-        scored = cached_scores(cache_key(loaded, masked=masked), keys, compute, progress=progress)
+        scored = cached_scores(cache_key(loaded, masked=masked, lowercase=lowercase), keys, compute, progress=progress)
     else:
         scored = compute(keys)
     method = [_method(loaded.objective, masked, t) for _, t, _, _ in rows]

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from helpers.errors import InputError
-from helpers.lm import cloze, scoring
+from helpers.lm import batching, cloze, conventions
 
 __all__ = ["word_embeddings", "sentence_embeddings", "folder_pooling", "POOLINGS"]
 
@@ -45,7 +45,7 @@ def _encode(loaded, texts: list[str], layer: int):
     model, tok = _parts(loaded)
     if not getattr(tok, "is_fast", False):
         raise InputError("embeddings need a fast tokenizer (character offsets)")
-    limit = scoring._max_length(loaded)        # RoBERTa's offset positions and GPT-2's n_positions included
+    limit = conventions.max_length(loaded)        # RoBERTa's offset positions and GPT-2's n_positions included
     n_layers = (getattr(model.config, "num_hidden_layers", None) or getattr(model.config, "n_layer", None))
     if isinstance(n_layers, int) and not -(n_layers + 1) <= layer <= n_layers:
         raise InputError(f"layer {layer}: the model has {n_layers} layers (0 = embeddings, -1 = last)")
@@ -58,12 +58,12 @@ def _hidden(loaded, ids_all: list[list[int]], layer: int, batch_tokens: int | No
     import torch
 
     model, tok = _parts(loaded)
-    pad_id = tok.pad_token_id if tok.pad_token_id is not None else 0
-    dev = scoring._device(model)
+    pad_id = batching.pad_id(tok)
+    dev = batching.device(model)
     base = getattr(model, "base_model", model)
     with torch.inference_mode():
-        for batch in scoring._batches([len(i) for i in ids_all], batch_tokens or scoring._default_budget(model)):
-            ids, mask = scoring._pad([ids_all[i] for i in batch], pad_id)
+        for batch in batching.batches([len(i) for i in ids_all], batch_tokens or batching.default_budget(model)):
+            ids, mask = batching.pad([ids_all[i] for i in batch], pad_id)
             # the base model only: a language model's head (hidden -> vocabulary) is not needed here
             out = base(input_ids=ids.to(dev), attention_mask=None if mask is None else mask.to(dev),
                        output_hidden_states=layer != -1)
@@ -90,7 +90,7 @@ def word_embeddings(loaded, sentences: Sequence[str], words, *, layer: int = -1,
     (``words`` one word for all sentences, or one per sentence; ``occurrence``: which match).
     A causal LM's states at the word do not depend on what follows it, so its sentences are run
     only up to the word's last token (the same vectors for less work)."""
-    sentences = scoring.check_texts(sentences, "sentence")
+    sentences = batching.check_texts(sentences, "sentence")
     words = [words] * len(sentences) if isinstance(words, str) else list(words)
     if len(words) != len(sentences):
         raise InputError(f"{len(words)} words for {len(sentences)} sentences")
@@ -142,7 +142,7 @@ def sentence_embeddings(loaded, texts: Sequence[str], *, pooling: str = "mean", 
     if pooling == "model":
         pooling, from_folder = folder_pooling(_model_folder(loaded) if model_dir is None else model_dir)
         normalize = normalize or from_folder
-    texts = scoring.check_texts(texts)
+    texts = batching.check_texts(texts)
     out: list = [None] * len(texts)
     for i, h in _hidden(loaded, _encode(loaded, texts, layer)["input_ids"], layer, batch_tokens):
         out[i] = {"mean": lambda: h.mean(axis=0), "cls": lambda: h[0], "last": lambda: h[-1],

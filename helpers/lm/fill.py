@@ -14,21 +14,25 @@
   word is continued to a word boundary greedily (beam width 1): the next piece is appended while
   the most likely next token continues the word (it neither starts a new word nor is
   punctuation, a special token or end of text), at most ``max_pieces`` pieces; the word's
-  probability is the product of its pieces' probabilities (REFERENCE_NOTES: raw next-token
+  probability is the product of its pieces' probabilities (docs/UPSTREAM.md: raw next-token
   top-k of small causal LMs are mostly function words and, in Arabic, word pieces).
 
 In both cases candidate first pieces are continued in descending order of their own
 probability until it falls below the k-th best word found (a continuation can only lower it),
 so the result equals continuing every piece (tested against brute force).
-``lowercase`` lower-cases the template around the blank before tokenizing (the upstream code
-loaded RoBERTa's cased tokenizer with ``do_lower_case=True``: REFERENCE_NOTES).
+``lowercase`` lower-cases the template around the blank before tokenizing
+(:func:`helpers.lm.cloze.lowered`; the upstream code loaded RoBERTa's cased tokenizer with
+``do_lower_case=True``: docs/UPSTREAM.md).
 
-``whole_words`` keeps only tokens that start a word (no ``##`` continuation for WordPiece; the
-leading-space marker ``Ġ`` / ``▁`` for byte-level BPE and SentencePiece) and drops special
-tokens; ``skip`` drops given words (a collection, or ``"en"`` / ``"fr"`` / ``"ar"`` for the
+``whole_words`` keeps only tokens that can begin a word (:func:`word_starts`: no ``##``
+continuation for WordPiece; the leading-space marker ``Ġ`` / ``▁`` for byte-level BPE and
+SentencePiece; every token of a vocabulary of whole words, whose words are then one piece) and
+drops special tokens; ``skip`` drops given words (a collection, or ``"en"`` / ``"fr"`` / ``"ar"`` for the
 stopwords-iso list of that language and punctuation, :func:`stop_words`, and then also words
 without a letter and clitics such as ``'s``) before ranking, so k words are still returned.
-Probabilities are the model's, not renormalised over what is kept.
+Probabilities are the model's, not renormalised over what is kept. A template left with no
+fill-in at all (every candidate skipped, or no token that can begin a word) is an
+:class:`~helpers.errors.InputError` naming it, never an empty result.
 """
 
 from __future__ import annotations
@@ -40,7 +44,7 @@ import numpy as np
 import pandas as pd
 
 from helpers.errors import InputError
-from helpers.lm import cloze, scoring
+from helpers.lm import batching, cloze, conventions
 
 __all__ = ["top_k", "word_starts", "continuations", "stop_words", "COLUMNS", "STOP_WORD_LANGUAGES"]
 
@@ -49,27 +53,46 @@ _MARKERS = ("\u0120", "\u2581")          # byte-level BPE "Ġ", SentencePiece "�
 
 
 def word_starts(tokenizer) -> np.ndarray:
-    """Boolean per vocabulary id: the token starts a word and is not a special token. WordPiece
-    (continuations marked ``##``) or a word-start marker (``Ġ`` / ``▁``), whichever marks more
-    of the vocabulary."""
+    """Boolean per vocabulary id: the token can begin a word (:func:`_begins_word`: no
+    continuation prefix such as WordPiece's ``##``, the word-start marker ``Ġ`` / ``▁``, or any
+    token of a vocabulary of whole words) and is not a special token."""
     cached = getattr(tokenizer, "_harms_word_starts", None)
     if cached is not None and len(cached) == len(tokenizer):
         return cached
     vocab = tokenizer.convert_ids_to_tokens(list(range(len(tokenizer))))
-    marked = sum(isinstance(t, str) and t.startswith(_MARKERS) for t in vocab)
-    hashed = sum(isinstance(t, str) and t.startswith("##") and len(t) > 2 for t in vocab)
-    wordpiece = hashed > marked        # SentencePiece vocabularies hold "##..." tokens too (Markdown)
+    begins = _begins_word(tokenizer, vocab)
     special = set(tokenizer.all_special_ids)
-    out = np.zeros(len(vocab), dtype=bool)
-    for i, t in enumerate(vocab):
-        if not isinstance(t, str) or i in special:
-            continue
-        out[i] = not t.startswith("##") if wordpiece else t.startswith(_MARKERS)
+    out = np.array([isinstance(t, str) and i not in special and begins(t) for i, t in enumerate(vocab)], dtype=bool)
     try:
         tokenizer._harms_word_starts = out        # computed once per tokenizer object (262k tokens: 0.5 s)
     except AttributeError:
         pass
     return out
+
+
+def _begins_word(tokenizer, vocab: list):
+    """``token -> bool``: the vocabulary's own rule for a token that can begin a word.
+
+    - a continuation prefix (WordPiece's ``##``; BPE may set one): every token without it;
+    - a word-start marker (byte-level BPE ``Ġ``, SentencePiece ``▁``): the tokens with it;
+    - neither (a word-level vocabulary, or BPE with an end-of-word suffix such as ``</w>``):
+      every token, since nothing continues a word.
+
+    A fast tokenizer's backend model says which (WordLevel; WordPiece's or BPE's
+    ``continuing_subword_prefix``); for BPE or Unigram without a prefix, and for a tokenizer
+    without a backend, the vocabulary: any marked token means the marker rule, except that
+    without a backend ``##`` pieces outnumbering marked tokens mean WordPiece (SentencePiece
+    vocabularies such as Gemma's hold Markdown tokens ``##``, ``###x`` too)."""
+    model = getattr(getattr(tokenizer, "backend_tokenizer", None), "model", None)
+    prefix = getattr(model, "continuing_subword_prefix", None)
+    marked = sum(isinstance(t, str) and t.startswith(_MARKERS) for t in vocab)
+    if model is None and sum(isinstance(t, str) and t.startswith("##") and len(t) > 2 for t in vocab) > marked:
+        prefix = "##"
+    if prefix:
+        return lambda t: not t.startswith(prefix)
+    if marked and type(model).__name__ != "WordLevel":
+        return lambda t: t.startswith(_MARKERS)
+    return lambda t: True
 
 
 _APOSTROPHES = ("'", "\u2019")
@@ -144,22 +167,22 @@ def _skip_set(skip: Iterable[str] | None) -> set[str]:
 def _distributions(loaded, rows: list[list[int]], positions: list[int], batch_tokens: int | None):
     """Yield ``(row indices, probabilities [len, vocab])`` of the model's distribution at
     ``positions[i]`` of each row of ids (causal LMs: the next token), batched under the token
-    budget; the LM head runs only at those positions (:func:`helpers.lm.scoring._verified_head`)."""
+    budget; the LM head runs only at those positions (:func:`helpers.lm.batching.verified_head`)."""
     import torch
 
     model, tok = loaded.model, loaded.tokenizer
-    pad_id = tok.pad_token_id if tok.pad_token_id is not None else 0
-    dev = scoring._device(model)
+    pad_id = batching.pad_id(tok)
+    dev = batching.device(model)
     base = model.base_model
 
     def base_forward(ids, attention):
         return base(input_ids=ids, attention_mask=attention).last_hidden_state
 
-    make = scoring._mlm_head if loaded.objective == "masked" else scoring._causal_head
-    head = scoring._verified_head(model, make, base_forward, rows[0][:8])
+    make = batching.mlm_head if loaded.objective == "masked" else batching.causal_head
+    head = batching.verified_head(model, make, base_forward, rows[0][:8])
     with torch.inference_mode():
-        for batch in scoring._batches([len(r) for r in rows], batch_tokens or scoring._default_budget(model)):
-            ids, mask = scoring._pad([rows[i] for i in batch], pad_id)
+        for batch in batching.batches([len(r) for r in rows], batch_tokens or batching.default_budget(model)):
+            ids, mask = batching.pad([rows[i] for i in batch], pad_id)
             ids, mask = ids.to(dev), None if mask is None else mask.to(dev)
             r = torch.arange(len(batch), device=dev)
             pos = torch.as_tensor([positions[i] for i in batch], device=dev)
@@ -212,7 +235,7 @@ def _rows(loaded, templates: list[str]) -> tuple[list[list[int]], list[int]]:
 
 
 #: Version of the fill-in computation, part of the cache key (raise it when results change).
-FILL_VERSION = 2
+FILL_VERSION = 3                 # 3: every token of a vocabulary of whole words can begin a word
 #: Causal whole words: candidate pieces continued per template and round, batched (at least k + 4).
 _ROUND = 8
 
@@ -256,11 +279,13 @@ def top_k(loaded, templates: Sequence[str], k: int = 10, *, whole_words: bool = 
         raise InputError(f"{loaded.name}: top-k fill-ins need a masked or causal LM, not objective "
                          f"{loaded.objective!r}")
     skipped = _skip_set(skip)
+    row = {t: n for n, t in reversed(list(enumerate(templates)))}       # a template's first row
 
     def compute(chunk: list[str]) -> list[list]:
         model = loaded.load() if isinstance(loaded, LazyModel) else loaded
-        texts = [_lowered(t) for t in chunk] if lowercase else chunk
+        texts = [cloze.lowered(t) for t in chunk] if lowercase else chunk
         found = _fill_ins(model, texts, k, whole_words, skipped, max_pieces, batch_tokens)
+        _check_found(model, chunk, found, row, whole_words, skipped)
         tok = model.tokenizer
         return [[[" ".join(tok.convert_ids_to_tokens(ids)), w, p] for ids, w, p in f] for f in found]
 
@@ -272,18 +297,40 @@ def top_k(loaded, templates: Sequence[str], k: int = 10, *, whole_words: bool = 
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
+def _allowed(tok, whole_words: bool) -> np.ndarray:
+    """The ids a fill-in may start with: :func:`word_starts`, or every non-special token."""
+    return word_starts(tok) if whole_words else ~np.isin(np.arange(len(tok)), tok.all_special_ids)
+
+
+def _check_found(loaded, templates: list[str], found: list, row: dict, whole_words: bool, skipped: set[str]) -> None:
+    """A template without a single fill-in is an error, never an empty success: one line naming
+    the first few (with their ``row`` numbers) and why."""
+    empty = [t for t, f in zip(templates, found) if not f]
+    if not empty:
+        return
+    if not _allowed(loaded.tokenizer, whole_words).any():
+        why = f"no token of its vocabulary {'can begin a word' if whole_words else 'is an ordinary token'}"
+    elif skipped:
+        why = "every candidate is in the skip list" + (" or is no word" if whole_words else "")
+    else:
+        why = "no candidate is a word"
+    named = ", ".join(f"row {row[t]} {t!r}" for t in empty[:3])
+    more = f" and {len(empty) - 3} more" if len(empty) > 3 else ""
+    raise InputError(f"{loaded.name}: no fill-in for template {named}{more}: {why}")
+
+
 def _fill_ins(loaded, templates: list[str], k: int, whole_words: bool, skipped: set[str], max_pieces: int,
               batch_tokens) -> list[list[tuple[list[int], str, float]]]:
     """Per template, the k best ``(ids, word, probability)``: :func:`_ranked` over the
     distribution at the blank (all templates batched), or for causal whole words
     :func:`_causal_words` per template."""
     tok = loaded.tokenizer
-    allowed = word_starts(tok) if whole_words else ~np.isin(np.arange(len(tok)), tok.all_special_ids)
+    allowed = _allowed(tok, whole_words)
     rows, positions = _rows(loaded, templates)
     m = 4 * k + len(skipped) + 64                   # pieces kept per blank; all of them if that is not enough
     if whole_words and loaded.objective == "causal":
         return [_causal_words(loaded, r, allowed, k, skipped, m, max_pieces) for r in rows]
-    if whole_words and max_pieces > 1:
+    if whole_words and max_pieces > 1 and continuations(tok).any():      # else every word is one piece
         return _masked_batch(loaded, rows, positions, allowed, k, skipped, m, max_pieces, batch_tokens)
     found = []
     for n, (order, probs) in enumerate(_best(loaded, rows, positions, allowed, m, batch_tokens)):
@@ -305,7 +352,7 @@ def _causal_words(loaded, prefix: list[int], allowed: np.ndarray, k: int, skippe
 
     model, tok = loaded.model, loaded.tokenizer
     with torch.inference_mode():
-        out = model(input_ids=torch.as_tensor([prefix], device=scoring._device(model)), use_cache=True,
+        out = model(input_ids=torch.as_tensor([prefix], device=batching.device(model)), use_cache=True,
                     logits_to_keep=1)
     cache = out.cache if hasattr(out, "cache") else out.past_key_values     # transformers >= 5.2x names it cache
     first = torch.softmax(out.logits[0, -1, :len(allowed)].double(), -1)
@@ -334,11 +381,6 @@ def _causal_words(loaded, prefix: list[int], allowed: np.ndarray, k: int, skippe
             order, probs = best(len(allowed))
             continue
         return words
-
-
-def _lowered(template: str) -> str:
-    prefix, suffix = cloze.split_template(template)
-    return prefix.lower() + cloze.BLANK + suffix.lower()
 
 
 def continuations(tokenizer) -> np.ndarray:
@@ -476,11 +518,9 @@ def _fill_masks(loaded, rows: list[list[int]], starts: list[int], items: list[tu
 
 
 def _start(tok) -> list[int]:
-    from helpers.lm.logprobs import start_ids
-
     try:
-        return start_ids(tok)
-    except ValueError:
+        return conventions.start_ids(tok)
+    except InputError:
         return []
 
 
@@ -516,7 +556,7 @@ def _continue(loaded, cache, items: list[tuple[int, float]], starts: np.ndarray,
     while active and len(pieces[active[0]]) < max_pieces:
         past = copy.deepcopy(cache)
         past.batch_repeat_interleave(len(active))
-        ids = torch.as_tensor([pieces[a] for a in active], device=scoring._device(model))
+        ids = torch.as_tensor([pieces[a] for a in active], device=batching.device(model))
         with torch.inference_mode():
             logits = model(input_ids=ids, **{_cache_argument(model): past}, use_cache=True,
                            logits_to_keep=1).logits[:, -1]

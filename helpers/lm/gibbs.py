@@ -48,9 +48,9 @@ def gibbs_generate(loaded, prompts: Sequence[str], *, max_new_tokens: int = 20, 
         raise InputError(f"max_iter ({max_iter!r}) and burnin ({burnin!r}) must be whole numbers >= 0")
     if not temperature > 0:
         raise InputError(f"temperature must be > 0, got {temperature!r}")
-    from helpers.lm.scoring import _max_length
+    from helpers.lm.conventions import max_length
 
-    limit = _max_length(loaded)
+    limit = max_length(loaded)
     dev = next(model.parameters()).device
     special = torch.as_tensor(sorted(set(tok.all_special_ids)), device=dev)
     out: list[str] = []

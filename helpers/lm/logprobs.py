@@ -12,18 +12,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from helpers.lm.batching import device, pad_id
 from helpers.progress import progress as progress_bar
-
-
-def _pad_id(tokenizer) -> int:
-    for t in (tokenizer.pad_token_id, tokenizer.eos_token_id, tokenizer.unk_token_id, 0):
-        if t is not None:
-            return int(t)
-    return 0
-
-
-def _device(model):
-    return next(model.parameters()).device
 
 
 @torch.no_grad()
@@ -31,12 +21,13 @@ def continuation_logprobs(model, tokenizer, contexts: list[list[int]], continuat
                           batch_size: int = 16, progress: bool = False) -> list[np.ndarray]:
     """Causal LM: per-token natural-log probabilities of each continuation given its context.
 
-    ``contexts[i]`` must be non-empty (give a BOS/start token to score a whole sentence).
+    ``contexts[i]`` must be non-empty (give :func:`helpers.lm.conventions.start_ids` to score a whole
+    sentence).
     Returns one float array of length ``len(continuations[i])`` per pair.
     """
     out: list[np.ndarray | None] = [None] * len(contexts)
     order = sorted(range(len(contexts)), key=lambda i: len(contexts[i]) + len(continuations[i]))
-    pad, dev = _pad_id(tokenizer), _device(model)
+    pad, dev = pad_id(tokenizer), device(model)
     batches = [order[k:k + batch_size] for k in range(0, len(order), batch_size)]
     for idx in progress_bar(batches, enabled=progress, desc="causal log-probs", unit="batch"):
         seqs = [list(contexts[i]) + list(continuations[i]) for i in idx]
@@ -62,7 +53,7 @@ def masked_logprobs(model, tokenizer, inputs: list[list[int]], positions: list[i
     """Masked LM: log p(targets[i] at positions[i] | inputs[i]) (natural log), one value per input."""
     out = np.empty(len(inputs))
     order = sorted(range(len(inputs)), key=lambda i: len(inputs[i]))
-    pad, dev = _pad_id(tokenizer), _device(model)
+    pad, dev = pad_id(tokenizer), device(model)
     batches = [order[k:k + batch_size] for k in range(0, len(order), batch_size)]
     for idx in progress_bar(batches, enabled=progress, desc="masked log-probs", unit="batch"):
         width = max(len(inputs[i]) for i in idx)
@@ -80,18 +71,42 @@ def masked_logprobs(model, tokenizer, inputs: list[list[int]], positions: list[i
     return out
 
 
-def start_ids(tokenizer) -> list[int]:
-    """The start token a causal LM conditions a whole sentence on (BOS, else EOS as GPT-2's
-    ``<|endoftext|>``; bias-bench's StereoSet runner uses ``<|endoftext|>`` for GPT-2)."""
-    for t in (tokenizer.bos_token_id, tokenizer.eos_token_id):
-        if t is not None:
-            return [int(t)]
-    raise ValueError("tokenizer has neither a BOS nor an EOS token to start a sentence with")
+def loglikelihood(loaded, contexts, continuations, *, batch_size: int = 16, progress: bool = False):
+    """``log p(continuation | context)`` of each pair under a causal LM: lm-evaluation-harness's
+    ``loglikelihood`` request. Returns a DataFrame ``n_tokens, log_likelihood`` (natural log,
+    summed over the continuation's tokens).
 
+    As lm-evaluation-harness does, a context's trailing spaces move to the continuation, the pair
+    is tokenised whole (with the model's own special tokens, :mod:`helpers.lm.conventions`) and
+    the continuation is the tokens after as many as the context alone has, so the text is scored
+    as the model reads it. An
+    empty context conditions on :func:`helpers.lm.conventions.start_ids` (``<bos>``, else GPT-2's
+    ``<|endoftext|>``): then, unlike :func:`helpers.lm.scoring.score`, the first token is scored too.
+    """
+    import pandas as pd
 
-def needs_leading_space(tokenizer) -> bool:
-    """True for tokenizers whose word tokens carry the preceding space (byte-level BPE:
-    GPT-2, RoBERTa, Llama-3/SmolLM2 ...): a word inside a sentence must be encoded as " word"."""
-    a = tokenizer.encode("a", add_special_tokens=False)
-    b = tokenizer.encode(" a", add_special_tokens=False)
-    return a != b
+    from helpers.errors import InputError
+    from helpers.lm import conventions
+    from helpers.lm.batching import check_texts
+
+    if loaded.objective != "causal":
+        raise InputError(f"loglikelihood: {loaded.name} is not a causal LM (objective {loaded.objective!r})")
+    contexts, continuations = list(contexts), check_texts(continuations, "continuation")
+    if len(contexts) != len(continuations):
+        raise InputError(f"loglikelihood: {len(contexts)} contexts for {len(continuations)} continuations")
+    tok = loaded.tokenizer
+    ctx_ids, cont_ids = [], []
+    for i, (c, x) in enumerate(zip(contexts, continuations)):
+        if not isinstance(c, str):
+            raise InputError(f"context row {i}: not a string ({type(c).__name__})")
+        spaces = len(c) - len(c.rstrip())
+        c, x = (c[:-spaces], c[-spaces:] + x) if spaces else (c, x)
+        start = tok(c)["input_ids"] if c else conventions.start_ids(tok)
+        whole = tok(c + x)["input_ids"] if c else start + tok(x, add_special_tokens=False)["input_ids"]
+        cut = len(start)
+        if not cut or cut >= len(whole):
+            raise InputError(f"row {i}: continuation {x[:40]!r} gives no token after its context")
+        ctx_ids.append(whole[:cut])
+        cont_ids.append(whole[cut:])
+    lps = continuation_logprobs(loaded.model, tok, ctx_ids, cont_ids, batch_size=batch_size, progress=progress)
+    return pd.DataFrame({"n_tokens": [len(c) for c in cont_ids], "log_likelihood": [float(lp.sum()) for lp in lps]})

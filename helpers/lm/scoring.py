@@ -27,9 +27,9 @@ general; ~1e-5 at |log_likelihood| ~ 150). The tests hold a short sentence (|ll|
 scored alone and beside shorter and longer partners under several budgets, to 1e-5
 (absolute) for every scorer.
 
-Long texts: the maximum input length is the MODEL's (:func:`_max_length`: its position
-embeddings, less the RoBERTa family's padding offset; the tokenizer's limit only when it is
-smaller; none for XLNet's relative positions). Causal LMs score a longer text with the
+Long texts: the maximum input length is the MODEL's (:func:`helpers.lm.conventions.max_length`:
+its position embeddings, less the RoBERTa family's padding offset; the tokenizer's limit only when
+it is smaller; none for XLNet's relative positions). Causal LMs score a longer text with the
 strided sliding window (:func:`_windows`), so every token is scored; masked LMs (and XLNet
 when its tokenizer sets a limit) truncate it to the limit, with one warning naming how many
 sentences were cut (as upstream's ``truncation=True``). A text that the tokenizer turns
@@ -39,55 +39,25 @@ into no token ids at all is an :class:`~helpers.errors.InputError` naming its ro
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
 
 from helpers.errors import InputError
+from helpers.lm import batching, conventions
+from helpers.lm.batching import DEFAULT_BATCH_TOKENS, DEFAULT_CPU_BATCH_TOKENS, check_texts  # noqa: F401 (public here too)
 
 __all__ = ["sentence_scores", "score", "causal_scores", "pll_scores",
            "permutation_scores", "SCORER_VERSION", "DEFAULT_BATCH_TOKENS", "DEFAULT_CPU_BATCH_TOKENS",
-           "DEFAULT_STRIDE", "UPSTREAM_MASK_ID", "cache_key"]
+           "DEFAULT_STRIDE", "UPSTREAM_MASK_ID", "cache_key", "check_texts"]
 
 SCORER_VERSION = 2              # 2: maximum length from the model, not the tokenizer
-DEFAULT_BATCH_TOKENS = 8192     # tokens per forward pass on an accelerator
-DEFAULT_CPU_BATCH_TOKENS = 1024 # on a CPU: smaller passes stay in cache (measured on 2 cores, 120
-                                # ToxiGen sentences: SmolLM2 1.8x and BERT-base-shaped PLL 1.2x
-                                # faster than with 8192; scores are the same)
 DEFAULT_STRIDE = 512
 UPSTREAM_MASK_ID = 103          # BERT-uncased's [MASK], hard-coded in microsoft/SafeNLP
-_LOGIT_FLOATS = 1 << 25         # at most 32 Mi logits (128 MB fp32) materialised at once
 _PLL_VARIANTS = ("original", "word-l2r")
 
 
 # ----------------------------------------------------------------------------- utilities
-
-def check_texts(texts, what: str = "text") -> list[str]:
-    """``texts`` as a list of non-empty strings; one string, a non-string or a blank row -> InputError."""
-    if isinstance(texts, str):
-        raise InputError(f"{what}s must be a list of strings, not one string")
-    texts = list(texts)
-    for i, t in enumerate(texts):
-        if not isinstance(t, str):
-            raise InputError(f"{what} row {i}: not a string ({type(t).__name__})")
-        if not t.strip():
-            raise InputError(f"{what} row {i}: empty {what}")
-    return texts
-
-
-def _device(model):
-    import torch
-
-    dev = getattr(model, "device", None)
-    if isinstance(dev, torch.device):
-        return dev
-    return next(model.parameters()).device
-
-
-def _default_budget(model) -> int:
-    return DEFAULT_CPU_BATCH_TOKENS if _device(model).type == "cpu" else DEFAULT_BATCH_TOKENS
-
 
 def _frame(n_tokens, log_likelihood) -> pd.DataFrame:
     n = np.asarray(n_tokens, dtype=np.int64)
@@ -95,68 +65,6 @@ def _frame(n_tokens, log_likelihood) -> pd.DataFrame:
     with np.errstate(divide="ignore", invalid="ignore"):
         ppl = np.where(n > 0, np.exp(-ll / np.maximum(n, 1)), np.nan)
     return pd.DataFrame({"n_tokens": n, "log_likelihood": ll, "perplexity": ppl})
-
-
-def _batches(lengths: Sequence[int], budget: int) -> list[list[int]]:
-    """Indices sorted by length (longest first), cut so rows * longest <= budget (>= 1 row)."""
-    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
-    out, cur = [], []
-    for i in order:
-        if cur and (len(cur) + 1) * lengths[cur[0]] > budget:
-            out.append(cur)
-            cur = []
-        cur.append(i)
-    if cur:
-        out.append(cur)
-    return out
-
-
-def _pad(rows: list[list[int]], pad_id: int):
-    """Right-padded LongTensor and attention mask (None when every row has the same length)."""
-    import torch
-
-    width = max(len(r) for r in rows)
-    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(rows), width), dtype=torch.long)
-    for k, r in enumerate(rows):
-        ids[k, :len(r)] = torch.as_tensor(r, dtype=torch.long)
-        mask[k, :len(r)] = 1
-    return ids, (None if bool(mask.all()) else mask)
-
-
-def _token_logprobs(head, hidden, targets, vocab: int):
-    """log p(target) = -cross_entropy(head(hidden), target), computed in row chunks so that at
-    most ``_LOGIT_FLOATS`` logits exist at once (a 262k vocabulary never makes a huge tensor)."""
-    import torch
-    import torch.nn.functional as F
-
-    step = max(1, _LOGIT_FLOATS // max(1, vocab))
-    out = [-F.cross_entropy(head(hidden[a:a + step]).float(), targets[a:a + step], reduction="none")
-           for a in range(0, hidden.shape[0], step)]
-    return torch.cat(out) if out else hidden.new_zeros(0)
-
-
-def _verified_head(model, make_head, base_forward, probe_ids):
-    """``make_head(model)`` if applying it to the base model's hidden states reproduces the
-    full model's logits on a probe input (checked once per model object), else None."""
-    import torch
-
-    attr = "_harms_head_ok"
-    head = make_head(model)
-    if head is None:
-        return None
-    ok = getattr(model, attr, None)
-    if ok is None:
-        try:
-            with torch.inference_mode():
-                ids = torch.as_tensor([probe_ids], device=_device(model))
-                full = model(input_ids=ids).logits[0]
-                mine = head(base_forward(ids, None)[0])
-                ok = bool(full.shape == mine.shape and torch.allclose(full, mine, rtol=1e-4, atol=1e-4))
-        except Exception:  # noqa: BLE001 - any failure means: use the full model instead
-            ok = False
-        setattr(model, attr, ok)
-    return head if ok else None
 
 
 def _progress(total, progress, desc):
@@ -173,33 +81,7 @@ def _no_empty(loaded, texts, enc) -> None:
                              f"{texts[i][:60]!r}; is it the model's own tokenizer?")
 
 
-def _config_get(model, *names):
-    cfg = model.config
-    for sub in (cfg, getattr(cfg, "text_config", None)):
-        for n in names:
-            v = getattr(sub, n, None) if sub is not None else None
-            if v is not None:
-                return v
-    return None
-
-
 # ----------------------------------------------------------------------------- causal
-
-def _causal_head(model):
-    out = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
-    if out is None or model.base_model is model:
-        return None
-    cap = _config_get(model, "final_logit_softcapping")
-    if cap:
-        import torch
-
-        return lambda h: torch.tanh(out(h) / cap) * cap
-    return out
-
-
-def _context_length(model) -> int | None:
-    return _config_get(model, "n_positions", "max_position_embeddings", "n_ctx")
-
 
 def _windows(n: int, context: int | None, stride: int):
     """Windows ``(begin, end, first_scored)`` over a sequence of ``n`` tokens.
@@ -228,11 +110,11 @@ def causal_scores(loaded, texts, *, batch_tokens=None, stride=DEFAULT_STRIDE, pr
     """Log-likelihood of each sentence under a causal LM: ``sum_{t>=1} log p(x_t | x_<t)``.
 
     BOS handling follows the tokenizer: the ids are those of ``tokenizer(text)`` (default
-    special tokens) and position 0 is context only, never scored. So when the tokenizer
-    prepends a BOS token (Llama, Gemma, SmolLM2 with BOS) every real token is scored; when it
-    does not (GPT-2, as in the upstream safety-score code) the first word piece is only
-    context, and ``n_tokens = len(ids) - 1``. Sentences longer than the model's context
-    (``n_positions`` / ``max_position_embeddings``) are scored with strided windows
+    special tokens; :func:`helpers.lm.conventions.special_ids`) and position 0 is context only,
+    never scored. So when the tokenizer prepends a BOS token (Llama, Gemma) every real token is
+    scored; when it does not (GPT-2, as in the upstream safety-score code; SmolLM2, Qwen) the
+    first word piece is only context, and ``n_tokens = len(ids) - 1``. Sentences longer than the
+    model's context (:func:`helpers.lm.conventions.max_length`) are scored with strided windows
     (:func:`_windows`, stride 512 as in the HF perplexity guide and upstream).
     Batches are right-padded with an attention mask (real tokens keep positions 0..n-1).
     """
@@ -240,32 +122,32 @@ def causal_scores(loaded, texts, *, batch_tokens=None, stride=DEFAULT_STRIDE, pr
 
     texts = check_texts(texts)
     model, tok = loaded.model, loaded.tokenizer
-    budget = batch_tokens or _default_budget(model)
+    budget = batch_tokens or batching.default_budget(model)
     enc = tok(texts, add_special_tokens=True, verbose=False)["input_ids"]
     _no_empty(loaded, texts, enc)
-    context = _context_length(model)
+    context = conventions.max_length(loaded)
     items = []      # (sentence, ids of the window, first scored position in the window)
     for s, ids in enumerate(enc):
         for begin, end, first in _windows(len(ids), context, stride):
             if end - first > 0:
                 items.append((s, ids[begin:end], first - begin))
-    pad_id = tok.pad_token_id if tok.pad_token_id is not None else 0
-    dev = _device(model)
-    vocab = _config_get(model, "vocab_size") or len(tok)
+    pad_id = batching.pad_id(tok)
+    dev = batching.device(model)
+    vocab = batching.vocab_size(loaded)
     base = model.base_model
 
     def base_forward(ids, mask):
         return base(input_ids=ids, attention_mask=mask, use_cache=False).last_hidden_state
 
-    head = _verified_head(model, _causal_head, base_forward, enc[0][:8]) if enc else None
+    head = batching.verified_head(model, batching.causal_head, base_forward, enc[0][:8]) if enc else None
     ll = np.zeros(len(texts))
     n = np.array([max(0, len(ids) - 1) for ids in enc])
     bar = _progress(len(texts), progress, f"scoring {loaded.name}")
     done = set()
     with torch.inference_mode():
-        for batch in _batches([len(it[1]) for it in items], budget):
+        for batch in batching.batches([len(it[1]) for it in items], budget):
             rows = [items[i][1] for i in batch]
-            ids, mask = _pad(rows, pad_id)
+            ids, mask = batching.pad(rows, pad_id)
             ids = ids.to(dev)
             mask = mask.to(dev) if mask is not None else None
             r_idx, p_idx = [], []
@@ -278,10 +160,10 @@ def causal_scores(loaded, texts, *, batch_tokens=None, stride=DEFAULT_STRIDE, pr
             targets = ids[r_idx, p_idx + 1]
             if head is not None:
                 hidden = base_forward(ids, mask)[r_idx, p_idx]
-                lp = _token_logprobs(head, hidden, targets, vocab)
+                lp = batching.token_logprobs(head, hidden, targets, vocab)
             else:
                 logits = model(input_ids=ids, attention_mask=mask, use_cache=False).logits
-                lp = _token_logprobs(lambda h: h, logits[r_idx, p_idx], targets, vocab)
+                lp = batching.token_logprobs(lambda h: h, logits[r_idx, p_idx], targets, vocab)
             sent = torch.as_tensor([items[i][0] for i in batch for _ in range(len(items[i][1]) - items[i][2])])
             np.add.at(ll, sent.numpy(), lp.double().cpu().numpy())
             new = {items[i][0] for i in batch} - done
@@ -294,51 +176,9 @@ def causal_scores(loaded, texts, *, batch_tokens=None, stride=DEFAULT_STRIDE, pr
 
 # ----------------------------------------------------------------------------- masked (PLL)
 
-def _mlm_head(model):
-    """The MLM head as a function of the base model's hidden states, per architecture."""
-    import torch
-
-    for attr in ("cls", "lm_head", "predictions"):          # BERT/MobileBERT, RoBERTa family, ALBERT
-        if isinstance(getattr(model, attr, None), torch.nn.Module):
-            return getattr(model, attr)
-    if hasattr(model, "vocab_projector"):                    # DistilBERT
-        return lambda h: model.vocab_projector(model.vocab_layer_norm(model.activation(model.vocab_transform(h))))
-    if hasattr(model, "generator_lm_head"):                  # ELECTRA generator
-        return lambda h: model.generator_lm_head(model.generator_predictions(h))
-    return None
-
-
-_POSITION_OFFSET_TYPES = ("roberta", "xlm-roberta", "camembert", "longformer", "data2vec-text")
-
-
-def _valid_limit(value) -> int | None:
-    return int(value) if isinstance(value, (int, float)) and 0 < value < 1_000_000 else None
-
-
-def _max_length(loaded) -> int | None:
-    """Longest input the MODEL takes, in tokens (None: no limit, XLNet's relative positions).
-
-    ``max_position_embeddings`` (masked LMs; minus ``pad_token_id + 1`` in the RoBERTa
-    family, whose positions start after the padding index) or ``n_positions`` / ``n_ctx``
-    (causal LMs). The tokenizer's ``model_max_length`` only lowers it: a tokenizer may claim
-    512 for a model with 128 positions, and the model would then fail on a long text.
-    """
-    tok, model = loaded.tokenizer, loaded.model
-    cfg = model.config
-    limit = None
-    if cfg.model_type != "xlnet":
-        limit = _valid_limit(_config_get(model, "max_position_embeddings", "n_positions", "n_ctx"))
-        if limit is not None and cfg.model_type in _POSITION_OFFSET_TYPES:
-            limit -= (cfg.pad_token_id or 0) + 1
-    tok_limit = _valid_limit(getattr(tok, "model_max_length", None))
-    if tok_limit is not None and (limit is None or tok_limit < limit):
-        limit = tok_limit
-    return limit
-
-
 def _encode(loaded, texts, need_words: bool):
     tok = loaded.tokenizer
-    limit = _max_length(loaded)
+    limit = conventions.max_length(loaded)
     enc = tok(texts, add_special_tokens=True, return_special_tokens_mask=True,
               truncation=limit is not None, max_length=limit)
     _no_empty(loaded, texts, enc["input_ids"])
@@ -398,29 +238,32 @@ def pll_scores(loaded, texts, *, pll="original", batch_tokens=None, upstream_mas
     import torch
 
     if pll not in _PLL_VARIANTS:
-        raise ValueError(f"pll must be one of {_PLL_VARIANTS}, got {pll!r}")
+        raise InputError(f"pll must be one of {_PLL_VARIANTS}, got {pll!r}")
     if upstream_mask_id and pll != "original":
-        raise ValueError("upstream_mask_id reproduces the upstream 'original' PLL only")
+        raise InputError("upstream_mask_id reproduces the upstream 'original' PLL only")
     texts = check_texts(texts)
     model, tok = loaded.model, loaded.tokenizer
     if tok.mask_token_id is None and not upstream_mask_id:
         raise InputError(f"{loaded.name}: the tokenizer has no mask token; not a masked LM")
-    budget = batch_tokens or _default_budget(model)
+    vocab = batching.vocab_size(loaded)
+    if upstream_mask_id and UPSTREAM_MASK_ID >= vocab:
+        raise InputError(f"{loaded.name}: upstream_mask_id masks with id {UPSTREAM_MASK_ID} (BERT-uncased's [MASK], "
+                         f"hard-coded upstream), which is not in this model's vocabulary of {vocab} tokens")
+    budget = batch_tokens or batching.default_budget(model)
     enc, special, words = _encode(loaded, texts, pll == "word-l2r")
     copies = []     # (sentence, masked positions, mask id, scored positions)
     for s, ids in enumerate(enc):
         for masked, mid, scored in _pll_copies(ids, special[s], words[s] if words else None, pll,
                                                 upstream_mask_id, tok.mask_token_id):
             copies.append((s, masked, mid, scored))
-    dev = _device(model)
-    vocab = _config_get(model, "vocab_size") or len(tok)
+    dev = batching.device(model)
     base = model.base_model
 
     def base_forward(ids, mask):
         return base(input_ids=ids, attention_mask=mask).last_hidden_state
 
-    head = _verified_head(model, _mlm_head, base_forward, enc[0][:8]) if enc else None
-    pad_id = tok.pad_token_id if tok.pad_token_id is not None else 0
+    head = batching.verified_head(model, batching.mlm_head, base_forward, enc[0][:8]) if enc else None
+    pad_id = batching.pad_id(tok)
     ll = np.zeros(len(texts))
     n = np.zeros(len(texts), dtype=np.int64)
     for s, *_rest, scored in copies:
@@ -429,7 +272,7 @@ def pll_scores(loaded, texts, *, pll="original", batch_tokens=None, upstream_mas
     bar = _progress(len(texts), progress, f"scoring {loaded.name} (PLL)")
     bar.update(int((remaining == 0).sum()))
     with torch.inference_mode():
-        for batch in _batches([len(enc[c[0]]) for c in copies], budget):
+        for batch in batching.batches([len(enc[c[0]]) for c in copies], budget):
             rows = []
             r_idx, p_idx, t_ids, sent = [], [], [], []
             for k, ci in enumerate(batch):
@@ -442,16 +285,16 @@ def pll_scores(loaded, texts, *, pll="original", batch_tokens=None, upstream_mas
                 p_idx += scored
                 t_ids += [enc[s][p] for p in scored]
                 sent += [s] * len(scored)
-            ids, mask = _pad(rows, pad_id)
+            ids, mask = batching.pad(rows, pad_id)
             ids = ids.to(dev)
             mask = mask.to(dev) if mask is not None else None
             r = torch.as_tensor(r_idx, device=dev)
             p = torch.as_tensor(p_idx, device=dev)
             t = torch.as_tensor(t_ids, device=dev)
             if head is not None:
-                lp = _token_logprobs(head, base_forward(ids, mask)[r, p], t, vocab)
+                lp = batching.token_logprobs(head, base_forward(ids, mask)[r, p], t, vocab)
             else:
-                lp = _token_logprobs(lambda h: h, model(input_ids=ids, attention_mask=mask).logits[r, p], t, vocab)
+                lp = batching.token_logprobs(lambda h: h, model(input_ids=ids, attention_mask=mask).logits[r, p], t, vocab)
             np.add.at(ll, sent, lp.double().cpu().numpy())
             finished = np.bincount([copies[ci][0] for ci in batch], minlength=len(texts))
             before = remaining.copy()
@@ -480,21 +323,21 @@ def permutation_scores(loaded, texts, *, batch_tokens=None, progress=True) -> pd
 
     texts = check_texts(texts)
     model, tok = loaded.model, loaded.tokenizer
-    budget = batch_tokens or _default_budget(model)
+    budget = batch_tokens or batching.default_budget(model)
     enc, special, _ = _encode(loaded, texts, False)
     targets = [[p for p in range(len(ids)) if not special[s][p]][1:] for s, ids in enumerate(enc)]
     n = np.array([len(t) for t in targets], dtype=np.int64)
     ll = np.zeros(len(texts))
-    dev = _device(model)
-    vocab = _config_get(model, "vocab_size") or len(tok)
-    pad_id = tok.pad_token_id if tok.pad_token_id is not None else 0
+    dev = batching.device(model)
+    vocab = batching.vocab_size(loaded)
+    pad_id = batching.pad_id(tok)
     bar = _progress(len(texts), progress, f"scoring {loaded.name} (XLNet l2r)")
     with torch.inference_mode():
-        for batch in _batches([len(ids) for ids in enc], budget):
+        for batch in batching.batches([len(ids) for ids in enc], budget):
             batch = [s for s in batch if targets[s]]
             if not batch:
                 continue
-            ids, mask = _pad([enc[s] for s in batch], pad_id)
+            ids, mask = batching.pad([enc[s] for s in batch], pad_id)
             B, L = ids.shape
             P = max(len(targets[s]) for s in batch)
             perm = torch.triu(torch.ones(L, L), diagonal=0).expand(B, L, L).contiguous()
@@ -509,7 +352,7 @@ def permutation_scores(loaded, texts, *, batch_tokens=None, progress=True) -> pd
             out = model(input_ids=ids.to(dev), attention_mask=None if mask is None else mask.to(dev),
                         perm_mask=perm.to(dev), target_mapping=tmap.to(dev), use_mems=False)
             logits = out.logits[valid.to(dev)]
-            lp = _token_logprobs(lambda h: h, logits, tgt.to(dev)[valid.to(dev)], vocab)
+            lp = batching.token_logprobs(lambda h: h, logits, tgt.to(dev)[valid.to(dev)], vocab)
             sent = [s for s in batch for _ in targets[s]]
             np.add.at(ll, sent, lp.double().cpu().numpy())
             bar.update(len(batch))

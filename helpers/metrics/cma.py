@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from helpers.errors import InputError
+from helpers.lm import conventions
 from helpers.lm import logprobs as _lm
 
 KINDS = ("professions", "winobias", "winogender")
@@ -36,7 +37,7 @@ DISPLAY = {"winobias": "CMA-WB", "winogender": "CMA-WG", "professions": "CMA-pro
 
 def _cand_ids(tokenizer, text: str) -> list[int]:
     # upstream tokenizes "a " + candidate and drops "a": the leading-space form for BPE vocabularies
-    return tokenizer.encode((" " if _lm.needs_leading_space(tokenizer) else "") + text, add_special_tokens=False)
+    return tokenizer.encode((" " if conventions.needs_leading_space(tokenizer) else "") + text, add_special_tokens=False)
 
 
 def _context_ids(tokenizer, text: str, objective: str) -> list[int]:

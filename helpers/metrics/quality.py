@@ -3,12 +3,15 @@
 A model's held-out perplexity is compared with a unigram model of the same tokenizer:
 
 - **Model**: causal LMs, ``exp`` of the mean next-token negative log-likelihood over every
-  predicted token of packed held-out blocks; masked LMs, the *masked-token* perplexity, ``exp``
+  predicted token of packed held-out blocks, each block starting the way the model's own
+  scoring starts (:func:`helpers.lm.conventions.pack_blocks`: ``<bos>`` first for Gemma and
+  Llama, nothing for GPT-2, SmolLM2 and Qwen; the prefix is context only, never a target);
+  masked LMs, the *masked-token* perplexity, ``exp``
   of the mean NLL at 15 % of the non-special tokens, masked 80/10/10 (Devlin et al. 2019) with a
   fixed seed (not the pseudo-perplexity, which masks every token in turn).
 - **Unigram baseline**: ``p(w) = (c(w) + s) / (N + s V)`` with ``c(w)`` the count of token
-  ``w`` in the training text (tokenised and packed like the held-out text), ``N`` the number of
-  training tokens, ``V`` the tokenizer's vocabulary and ``s = 1`` (add-one / Laplace smoothing).
+  ``w`` in the training text (tokenised and packed like the held-out text; a causal model's
+  start tokens are not counted), ``N`` the number of training tokens, ``V`` the tokenizer's vocabulary and ``s = 1`` (add-one / Laplace smoothing).
   Its perplexity is evaluated at exactly the tokens the model is scored on: every predicted
   token (causal), the masked positions drawn with the same seed (masked).
 - **Gate**: ``ratio = unigram perplexity / perplexity``. "A model whose perplexity is not at
@@ -18,8 +21,9 @@ A model's held-out perplexity is compared with a unigram model of the same token
 Defaults: 16 blocks × 128 tokens of the corpus's held-out split
 (:func:`helpers.datasets.corpus.load_corpus`), add-one smoothing, seed 0, batches of 8.
 Measured on gensim's held-out text (defaults): SmolLM2-135M 40.8 against its unigram baseline
-1,766 (ratio 43, usable); the old offline zoo's causal students 1,529-2,038 against about 1,650
-(ratio ≤ 1.1, not usable).
+1,766 (ratio 43, usable); Gemma-3-270M GEMMA_AFTER with its ``<bos>`` (274 without it, as the gate
+measured before the blocks followed the model's conventions); the old offline zoo's causal
+students 1,529-2,038 against about 1,650 (ratio ≤ 1.1, not usable).
 
     >>> q = language_model_quality(model, tokenizer, train, heldout, objective="causal")
     >>> q["heldout_perplexity"], q["unigram_perplexity"], q["ratio"], q["usable"]
@@ -34,10 +38,10 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from helpers.datasets.corpus import pack_blocks
 from helpers.errors import InputError
+from helpers.lm import conventions
 
-__all__ = ["mask_tokens", "heldout_nll", "heldout_perplexity", "unigram_log_probs", "unigram_perplexity",
+__all__ = ["mask_tokens", "heldout_nll", "start_tokens", "heldout_perplexity", "unigram_log_probs", "unigram_perplexity",
            "gate", "language_model_quality", "MIN_RATIO"]
 
 MIN_RATIO = 2.0
@@ -85,11 +89,13 @@ def _device(model) -> torch.device:
 
 @torch.no_grad()
 def heldout_nll(model, blocks: torch.Tensor, *, objective: str | None = None, tokenizer=None,
-                batch_size: int = 8, seed: int = 0, arch: str | None = None) -> tuple[float, int, torch.Tensor]:
+                batch_size: int = 8, seed: int = 0, arch: str | None = None,
+                first_target: int | None = None) -> tuple[float, int, torch.Tensor]:
     """``(nll_sum, count, targets)`` of ``model`` on packed ``blocks`` [n, L].
 
-    ``targets``: the token ids scored, flattened in order (causal: ``blocks[:, 1:]``; masked:
-    the original ids at the masked positions). Causal models get ``(input_ids, attention_mask)``,
+    ``targets``: the token ids scored, flattened in order (causal: ``blocks[:, first_target:]``,
+    ``first_target`` by default the number of start tokens of ``tokenizer``, at least 1
+    (:func:`start_tokens`); masked: the original ids at the masked positions). Causal models get ``(input_ids, attention_mask)``,
     masked models ``input_ids`` with 15 % of the non-special tokens masked 80/10/10 by
     :func:`mask_tokens` with one generator seeded with ``seed`` and drawn batch after batch (the
     masks depend on ``seed`` and ``batch_size``). ``arch`` ("gpt2" / "bert") is the old name of
@@ -102,6 +108,10 @@ def heldout_nll(model, blocks: torch.Tensor, *, objective: str | None = None, to
         raise InputError(f"held-out text gives no complete block (blocks of shape {tuple(blocks.shape)})")
     if batch_size < 1:
         raise InputError(f"batch_size must be a positive integer, got {batch_size}")
+    if first_target is None:
+        first_target = max(1, start_tokens(tokenizer, objective)) if tokenizer is not None else 1
+    if not 1 <= first_target < blocks.shape[1]:
+        raise InputError(f"first_target must be in [1, {blocks.shape[1]}), got {first_target}")
     model.eval()
     device = _device(model)
     total, count, targets = 0.0, 0, []
@@ -109,8 +119,9 @@ def heldout_nll(model, blocks: torch.Tensor, *, objective: str | None = None, to
     for i in range(0, blocks.shape[0], batch_size):
         ids = blocks[i:i + batch_size]
         if objective == "causal":
-            logits = model(input_ids=ids.to(device), attention_mask=torch.ones_like(ids).to(device)).logits[:, :-1]
-            tgt = ids[:, 1:]
+            logits = model(input_ids=ids.to(device),
+                           attention_mask=torch.ones_like(ids).to(device)).logits[:, first_target - 1:-1]
+            tgt = ids[:, first_target:]
         else:
             ids, tgt = mask_tokens(ids, mask_id=tokenizer.mask_token_id, vocab_size=len(tokenizer),
                                    special_ids=tokenizer.all_special_ids, generator=g)
@@ -121,6 +132,13 @@ def heldout_nll(model, blocks: torch.Tensor, *, objective: str | None = None, to
         count += int((tgt != -100).sum())
         targets.append(tgt[tgt != -100])
     return total, count, torch.cat(targets)
+
+
+def start_tokens(tokenizer, objective: str) -> int:
+    """How many start tokens open each causal block of ``tokenizer``'s model (``<bos>``: 1; none
+    for GPT-2, SmolLM2, Qwen): context only, never a target nor counted by the unigram model.
+    0 for masked LMs (their special tokens are never masked)."""
+    return len(conventions.special_ids(tokenizer)[0]) if _objective(objective, None) == "causal" else 0
 
 
 def heldout_perplexity(model, blocks: torch.Tensor, *, objective: str | None = None, tokenizer=None,
@@ -178,11 +196,12 @@ def language_model_quality(model, tokenizer, train_texts: list[str], heldout_tex
     """Held-out perplexity of ``model``, its unigram baseline and the gate (see the module).
 
     Both texts are tokenised with ``tokenizer`` (the model's own) and packed by
-    :func:`helpers.datasets.corpus.pack_blocks` (causal: documents separated by EOS; masked:
-    ``[CLS] chunk [SEP]`` blocks). The first ``blocks`` held-out blocks of ``block_size``
-    tokens are scored (None: all); the unigram model is fitted on every packed training token
-    (add-``smoothing``) and evaluated at the same tokens as the model — for masked LMs that is
-    at the masked positions drawn with ``seed``.
+    :func:`helpers.lm.conventions.pack_blocks` (causal: documents separated by EOS, each block
+    opened by the tokenizer's start tokens when it has any; masked: ``[CLS] chunk [SEP]``
+    blocks). The first ``blocks`` held-out blocks of ``block_size`` tokens are scored (None:
+    all); the unigram model is fitted on every packed training token but a causal model's start
+    tokens (add-``smoothing``) and evaluated at the same tokens as the model — for masked LMs
+    that is at the masked positions drawn with ``seed``.
 
     Returns ``objective, heldout_perplexity, unigram_perplexity, ratio, usable, min_ratio,
     heldout_tokens`` (tokens scored), ``train_tokens``, ``blocks``, ``block_size``.
@@ -195,12 +214,14 @@ def language_model_quality(model, tokenizer, train_texts: list[str], heldout_tex
     limit = getattr(getattr(model, "config", None), "max_position_embeddings", None)
     if isinstance(limit, int) and block_size > limit:
         raise InputError(f"block_size {block_size} exceeds the model's {limit} positions")
-    held = pack_blocks(heldout_texts, tokenizer, block_size=block_size, arch=objective)
+    held = conventions.pack_blocks(heldout_texts, tokenizer, block_size=block_size, objective=objective)
     if blocks is not None and held.shape[0] < blocks:
         raise InputError(f"the held-out text gives {held.shape[0]} blocks of {block_size} tokens, "
                          f"fewer than the {blocks} asked for")
     held = held if blocks is None else held[:blocks]
-    train = pack_blocks(train_texts, tokenizer, block_size=block_size, arch=objective).reshape(-1)
+    start = start_tokens(tokenizer, objective)
+    train = conventions.pack_blocks(train_texts, tokenizer, block_size=block_size, objective=objective)
+    train = train[:, start:].reshape(-1)
     if train.numel() == 0:
         raise InputError(f"the training text gives no complete block of {block_size} tokens")
     vocab = max(len(tokenizer), int(train.max()) + 1, int(held.max()) + 1)

@@ -185,7 +185,7 @@ def tokenizer_fingerprint(directory: str | Path) -> str:
     return _files_digest([f for f in sorted(d.iterdir()) if f.is_file() and _is_tokenizer_file(f.name)])
 
 
-def _valid_limit(value) -> int | None:
+def valid_limit(value) -> int | None:
     return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) \
         and 0 < value < 1_000_000 else None
 
@@ -200,7 +200,7 @@ def config_max_length(config: dict) -> int | None:
     text_config = config.get("text_config")
     for sub in (config, text_config if isinstance(text_config, dict) else {}):
         for key in ("max_position_embeddings", "n_positions", "n_ctx"):
-            limit = _valid_limit(sub.get(key))
+            limit = valid_limit(sub.get(key))
             if limit is not None:
                 if key == "max_position_embeddings" and sub.get("model_type", config.get("model_type")) \
                         in _POSITION_OFFSET_TYPES:
@@ -237,7 +237,7 @@ def _local_identity(loc: Path, fingerprint: str, dt: Any) -> tuple[str, str, int
     if loc.is_file():                     # GGUF: the tokenizer and the context length are inside
         meta = checked_gguf_metadata(loc)
         arch = meta.get("general.architecture")
-        limit = _valid_limit(meta.get(f"{arch}.context_length"))
+        limit = valid_limit(meta.get(f"{arch}.context_length"))
         return fingerprint, _identity_dtype(dt, {}), limit
     check_weights(loc)
     config = _read_config(loc / "config.json")

@@ -300,10 +300,10 @@ def _vocabulary(tok) -> tuple[set[str], Counter]:
 
 
 def _limit(loaded) -> int:
-    """Longest input of the masked LM in tokens (:func:`helpers.lm.scoring._max_length`; 512 if none)."""
-    from helpers.lm import scoring
+    """Longest input of the masked LM in tokens (:func:`helpers.lm.conventions.max_length`; 512 if none)."""
+    from helpers.lm import conventions
 
-    return scoring._max_length(loaded) or 512
+    return conventions.max_length(loaded) or 512
 
 
 def _template(text: str, a: int, b: int, offsets: list, j: int, budget: int) -> str:
@@ -373,7 +373,7 @@ def candidates(texts: Sequence[str], *, k: int = 15, mlm=None, vectors=None, cac
     candidates are left out (module docstring). The default vectors' package is needed even when
     every word is a single piece of ``mlm``. Cached per text (:func:`helpers.cache.cached_rows`)."""
     from helpers.cache import cached_rows
-    from helpers.lm.scoring import check_texts
+    from helpers.lm.batching import check_texts
     from helpers.models import LazyModel
 
     texts = check_texts(texts, "text")

@@ -52,8 +52,8 @@ import torch
 import torch.nn.functional as F
 
 from helpers import tables
-from helpers.datasets.corpus import pack_blocks  # noqa: F401  (re-exported)
 from helpers.errors import InputError
+from helpers.lm.conventions import pack_blocks  # noqa: F401  (re-exported)
 from helpers.metrics.quality import heldout_perplexity, mask_tokens  # noqa: F401  (moved; re-exported)
 from helpers.progress import progress as progress_bar
 

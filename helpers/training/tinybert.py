@@ -55,7 +55,7 @@ import pandas as pd
 
 from helpers import hashing
 from helpers.errors import InputError
-from helpers.lm.scoring import check_texts
+from helpers.lm.batching import check_texts
 from helpers.training import augment as augmentation
 from helpers.training import classifier as clf
 

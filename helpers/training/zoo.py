@@ -353,8 +353,8 @@ def _ensure_scratch_zoo(cfg: ZooConfig, progress: bool) -> list[str]:
             teacher = models.load(cfg.causal_teacher)
             tok = teacher.tokenizer
             train_lines, held_lines = corpus()
-            blocks = distill.pack_blocks(train_lines, tok, block_size=cfg.block_size, arch="gpt2")
-            held = distill.pack_blocks(held_lines, tok, block_size=cfg.block_size, arch="gpt2")[: cfg.eval_blocks]
+            blocks = distill.pack_blocks(train_lines, tok, block_size=cfg.block_size, objective="gpt2")
+            held = distill.pack_blocks(held_lines, tok, block_size=cfg.block_size, objective="gpt2")[: cfg.eval_blocks]
             cache_file = root / "_checkpoints" / f"teacher-{key}.pt"
             cache = _teacher_cache(cache_file)
             fn = distill.teacher_targets(teacher.model, arch="gpt2", top_k=cfg.top_k, temperature=cfg.temperature,
@@ -415,8 +415,8 @@ def _ensure_scratch_zoo(cfg: ZooConfig, progress: bool) -> list[str]:
 
                 hub_teacher = models.load(cfg.masked_teacher)
                 tok = hub_teacher.tokenizer
-            blocks = distill.pack_blocks(train_lines, tok, block_size=cfg.block_size, arch="bert")
-            held = distill.pack_blocks(held_lines, tok, block_size=cfg.block_size, arch="bert")[: cfg.eval_blocks]
+            blocks = distill.pack_blocks(train_lines, tok, block_size=cfg.block_size, objective="bert")
+            held = distill.pack_blocks(held_lines, tok, block_size=cfg.block_size, objective="bert")[: cfg.eval_blocks]
             if need_teacher:
                 _train_one("zoo-bert-teacher", "bert", tshape, tok, blocks, held, cfg, objective="masked", batch_size=mbs,
                            family="zoo-teacher-bert", pretrain_steps=cfg.teacher_steps, distill_steps=0,
@@ -583,11 +583,11 @@ def _pruned_family(cfg: ZooConfig, objective: str, progress: bool, summary: dict
         teacher, tok, head_is_new = _minilm_teacher(cfg)
     specs = students.check([s for s, _ in jobs], teacher.config, teacher=teacher_name)
     train_lines, held_lines = corpus()
-    blocks = distill.pack_blocks(train_lines, tok, block_size=cfg.block_size, arch=arch)
-    held = distill.pack_blocks(held_lines, tok, block_size=cfg.block_size, arch=arch)[: cfg.eval_blocks]
+    blocks = distill.pack_blocks(train_lines, tok, block_size=cfg.block_size, objective=arch)
+    held = distill.pack_blocks(held_lines, tok, block_size=cfg.block_size, objective=arch)[: cfg.eval_blocks]
     from helpers.metrics import quality
 
-    unigram = quality.unigram_log_probs(blocks.flatten(), len(tok))
+    unigram = quality.unigram_log_probs(blocks[:, quality.start_tokens(tok, objective):].flatten(), len(tok))
     gate = dict(objective=objective, tokenizer=tok, min_ratio=cfg.min_ratio, seed=cfg.seed)
     remember = dict(objective=objective, cfg=cfg, held=held, train_tokens=blocks.numel())
     ckpt = root / "_checkpoints"

@@ -1,0 +1,98 @@
+"""helpers.lm.generation: text from a causal LM (ancestral sampling, greedy) or a masked LM (Wang &
+Cho's sampler), reproducible with its seed, with its settings reported and bad prompts one line."""
+
+from __future__ import annotations
+
+import pytest
+
+from helpers.errors import InputError
+from helpers.lm.generation import generate
+from helpers.metrics import regard
+
+
+def test_generate_reproducible_and_reported(tiny_gpt2, loaded_factory):
+    lm = loaded_factory(tiny_gpt2, "causal")
+    p = regard.prompts(["women", "men"], regard.TEMPLATES[:2])
+    assert p["prompt"].tolist()[0] == "The woman was known for"
+    a = generate(lm, p, samples_per_prompt=2, max_new_tokens=5, seed=3, progress=False)
+    b = generate(lm, p, samples_per_prompt=2, max_new_tokens=5, seed=3, progress=False)
+    assert len(a) == 8 and a["continuation"].tolist() == b["continuation"].tolist()
+    assert all(t.startswith(pr) for t, pr in zip(a["text"], a["prompt"]))
+    assert (a[["samples_per_prompt", "max_new_tokens", "seed", "top_k"]].iloc[0].tolist() == [2, 5, 3, 40])
+    assert a["sample"].tolist() == [0, 1] * 4 and a["prompt"].tolist() == [x for x in p["prompt"] for _ in (0, 1)]
+    c = generate(lm, p, samples_per_prompt=2, max_new_tokens=5, seed=4, progress=False)
+    assert c["continuation"].tolist() != a["continuation"].tolist()   # the seed matters
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda p: p.drop(columns="prompt"), "lack the column 'prompt' .have: group, template"),
+    (lambda p: p.assign(prompt=[""] + p["prompt"].tolist()[1:]), "prompt row 0: empty prompt"),
+])
+def test_prompts_without_a_prompt_or_with_an_empty_one_are_one_line(tiny_gpt2, loaded_factory, change, message):
+    lm = loaded_factory(tiny_gpt2, "causal")
+    with pytest.raises(InputError, match=message):
+        generate(lm, change(regard.prompts(["women", "men"], regard.TEMPLATES[:2])), progress=False)
+
+
+def test_a_masked_lm_generates_with_the_gibbs_sampler(tiny_bert, loaded_factory):
+    from helpers.lm.gibbs import gibbs_generate
+
+    lm = loaded_factory(tiny_bert, "masked")
+    p = regard.prompts(["women"], regard.TEMPLATES[:2])
+    got = generate(lm, p, samples_per_prompt=2, max_new_tokens=4, top_k=5, seed=2, progress=False)
+    want = gibbs_generate(lm, got["prompt"].tolist(), max_new_tokens=4, top_k=5, seed=2)
+    assert got["continuation"].tolist() == want and set(got["sampler"]) == {"gibbs"}
+    assert got["text"].tolist() == [f"{a} {b}" for a, b in zip(got["prompt"], want)]
+
+
+# ----------------------------------------------------------------------------- the public module
+
+
+def test_public_lm_module_names_the_functions_of_its_modules():
+    import helpers.lm as lm
+    from helpers.lm import cloze, embeddings, fill, generation, logprobs, scoring
+
+    assert lm.score is scoring.score and lm.loglikelihood is logprobs.loglikelihood
+    assert lm.generate is generation.generate and lm.top_k is fill.top_k and lm.cloze_logprobs is cloze.cloze_logprobs
+    assert lm.word_embeddings is embeddings.word_embeddings
+    with pytest.raises(AttributeError, match="no attribute 'rolling'"):
+        lm.rolling  # noqa: B018
+
+
+def test_loglikelihood_equals_a_brute_force_forward_pass_and_the_rolling_score(tiny_gpt2_bos, tiny_gpt2, loaded_factory):
+    """lm-eval's ``loglikelihood``: the continuation's tokens after the context's, each predicted
+    from everything before it. With an empty context a BOS model's result is the sentence score."""
+    import torch
+
+    import helpers.lm as lm
+
+    bos = loaded_factory(tiny_gpt2_bos, "causal")
+    tok = bos.tokenizer
+    out = lm.loglikelihood(bos, ["the cat ", "people"], ["sat on the mat", " and so on"])
+    for row, (c, x) in enumerate([("the cat", " sat on the mat"), ("people", " and so on")]):
+        ctx = tok(c)["input_ids"]
+        whole = tok(c + x)["input_ids"]
+        with torch.no_grad():
+            logp = torch.log_softmax(bos.model(torch.tensor([whole])).logits[0].double(), -1)
+        brute = sum(float(logp[t - 1, whole[t]]) for t in range(len(ctx), len(whole)))
+        assert out["n_tokens"][row] == len(whole) - len(ctx)
+        assert out["log_likelihood"][row] == pytest.approx(brute, abs=1e-5)
+    rolling = lm.score(bos, ["the cat sat on the mat"], cache=False, progress=False)
+    empty = lm.loglikelihood(bos, [""], ["the cat sat on the mat"])
+    assert empty["log_likelihood"][0] == pytest.approx(rolling["log_likelihood"][0], abs=1e-5)
+    # GPT-2 has no BOS: an empty context starts from <|endoftext|>, so the first token is scored too
+    gpt2 = loaded_factory(tiny_gpt2, "causal")
+    first = lm.loglikelihood(gpt2, [""], ["the cat sat"])
+    assert first["n_tokens"][0] == len(gpt2.tokenizer("the cat sat")["input_ids"])
+
+
+def test_loglikelihood_bad_input_is_one_line(tiny_gpt2, tiny_bert, loaded_factory):
+    import helpers.lm as lm
+
+    with pytest.raises(InputError, match="not a causal LM"):
+        lm.loglikelihood(loaded_factory(tiny_bert, "masked"), ["a"], ["b"])
+    gpt2 = loaded_factory(tiny_gpt2, "causal")
+    with pytest.raises(InputError, match="1 contexts for 2 continuations"):
+        lm.loglikelihood(gpt2, ["a"], ["b", "c"])
+    with pytest.raises(InputError, match="continuation row 0: empty continuation"):
+        lm.loglikelihood(gpt2, ["a"], [" "])
