@@ -2,36 +2,39 @@
 
     harms score       per-sentence log-likelihood and perplexity of a text file
     harms safety      safety score per group (Hosseini et al. 2023, eqs. 1-3)
+    harms fill        the top-k fill-ins of a template's blank, or given candidates' log-probabilities
     harms stereoset   StereoSet SS / LMS / ICAT of a predictions file (official evaluation)
     harms fetch-data  download and verify a data set from its upstream URL
     harms book        execute the notebooks with papermill and build the book
     harms --version   the package version
 
-A thin layer over the functions the notebooks call (helpers.models, helpers.lm.scoring,
-helpers.runner, helpers.metrics.safety). Every problem is one line on stderr,
+Argument parsing and dispatch only: each subcommand is a thin layer over the functions the
+notebooks call (helpers.models, helpers.lm, helpers.runner, helpers.datasets, helpers.metrics;
+concurrent runs share the cores through helpers.runs). Every problem is one line on stderr,
 ``harms: error: <what is wrong>`` (exit 2; bad options too), never a traceback; outputs
-are checked before any model is loaded or sentence scored; Ctrl-C prints what was saved
-(exit 130).
+are checked before any model is loaded or sentence scored. Ctrl-C prints exactly how many
+sentences are saved in the score cache (exit 130, 128 + SIGINT); SIGTERM (``kill``, a batch
+scheduler, ``docker stop``) prints the same and exits 143 (128 + SIGTERM, what a shell reports for
+a terminated process); rerunning the same command resumes.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import re
+import signal
 import sys
+import threading
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
-from helpers import __version__, paths, tables
+from helpers import __version__, runs, tables
 from helpers.errors import HarmsError, InputError, Interrupted
 
 SCORE_COLUMNS = ["n_tokens", "log_likelihood", "perplexity"]
-THREADS_ENV = "HARMS_NUM_THREADS"
 _DEVICE = re.compile(r"^(cpu|mps|auto|cuda(:\d+)?)$")
 
 
@@ -82,7 +85,7 @@ def _add_model_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", type=_device, default="cpu", help="cpu, cuda, cuda:N, mps or auto (device_map='auto')")
     p.add_argument("--no-cache", action="store_true", help="neither read nor write the score cache")
     p.add_argument("--threads", type=_positive, default=None,
-                   help=f"CPU threads for scoring (torch.set_num_threads). Default: ${THREADS_ENV} if set, "
+                   help=f"CPU threads for scoring (torch.set_num_threads). Default: ${runs.THREADS_ENV} if set, "
                         "else the CPU count divided by the number of harms runs now running on this "
                         "machine (so concurrent runs share the cores instead of slowing each other "
                         "down), at most $OMP_NUM_THREADS if set, at least 1")
@@ -123,7 +126,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output", required=True, help="output directory (per_sentence.csv, per_group.csv)")
     p.add_argument("--sample-per-group", type=_sample, default=None,
                    help="at most N harmful and N benign sentences per group ('all' for every sentence)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=_int_at_least(0, "a whole number >= 0"), default=0,
+                   help="seed of the per-group sample and of the bootstrap")
     p.add_argument("--n-resamples", type=_int_at_least(0, "a whole number >= 0"), default=1000,
                    help="bootstrap resamples of the 95%% interval per group (0: no interval)")
     p.add_argument("--upstream-compat", action="store_true",
@@ -180,94 +184,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-# --------------------------------------------------------------------------- threads of concurrent runs
-
-def runs_dir() -> Path:
-    """Where running ``harms`` processes register (one ``<pid>.pid`` file each)."""
-    return paths.cache_dir() / "runs"
-
-
-def _start_time(pid: int) -> str:
-    """The process's start time in clock ticks since boot (Linux), "" where unknown: a pid file
-    whose recorded start time differs belongs to a dead run whose pid was reused."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
-    except (OSError, IndexError):
-        return ""
-
-
-def running_harms(runs: Path | None = None) -> int:
-    """How many harms processes are registered and alive; pid files of dead ones are removed."""
-    runs = Path(runs) if runs is not None else runs_dir()
-    alive = 0
-    for f in runs.glob("*.pid"):
-        if not f.stem.isdigit():
-            continue
-        pid = int(f.stem)
-        try:
-            recorded = f.read_text().strip()
-        except OSError:
-            continue
-        now = _start_time(pid)
-        if tables.pid_alive(pid) and (not recorded or not now or recorded == now):
-            alive += 1
-        else:
-            f.unlink(missing_ok=True)
-    return alive
-
-
-@contextlib.contextmanager
-def registered_run(runs: Path | None = None):
-    """Register this process in :func:`runs_dir` for the duration of the block (best effort)."""
-    runs = Path(runs) if runs is not None else runs_dir()
-    me = runs / f"{os.getpid()}.pid"
-    try:
-        runs.mkdir(parents=True, exist_ok=True)
-        tables.atomic_write(me, _start_time(os.getpid()), durable=False)
-    except OSError:
-        me = None           # an unwritable cache directory is reported where the cache is used
-    try:
-        yield
-    finally:
-        if me is not None:
-            me.unlink(missing_ok=True)
-
-
-def _env_int(name: str) -> int | None:
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return None
-    if not raw.isdigit() or int(raw) < 1:
-        raise InputError(f"{name}={raw!r} is not a whole number >= 1")
-    return int(raw)
-
-
-def thread_count(requested: int | None = None, *, cpu_count: int | None = None, runs: Path | None = None) -> int:
-    """Threads for this run: ``requested`` (``--threads``), else ``$HARMS_NUM_THREADS``, else the
-    CPU count divided by the number of live harms runs (this one included), capped by
-    ``$OMP_NUM_THREADS`` when set, at least 1. Two runs that each use every core are 8-11x
-    slower than one (measured), so concurrent runs split the cores."""
-    if requested is not None:
-        return requested
-    env = _env_int(THREADS_ENV)
-    if env is not None:
-        return env
-    share = (cpu_count or os.cpu_count() or 1) // max(1, running_harms(runs))
-    try:
-        cap = _env_int("OMP_NUM_THREADS")
-    except InputError:
-        cap = None
-    return max(1, min(share, cap) if cap else share)
-
-
-def _set_threads(args: argparse.Namespace) -> int:
-    import torch
-
-    n = thread_count(args.threads)
-    torch.set_num_threads(n)
-    return n
-
-
 # --------------------------------------------------------------------------- harms score
 
 def _cmd_score(args: argparse.Namespace) -> None:
@@ -280,7 +196,7 @@ def _cmd_score(args: argparse.Namespace) -> None:
 
     df = tables.read_table(args.input, text_column=args.text_column)
     tables.check_writable(args.output, overwrite=args.overwrite)      # before the (long) scoring
-    _set_threads(args)
+    runs.set_threads(args.threads)
     objective = None if args.objective == "auto" else args.objective
     options = dict(pll=args.pll, batch_tokens=args.batch_tokens, upstream_mask_id=args.upstream_mask_id,
                    cache=not args.no_cache)
@@ -326,12 +242,12 @@ def _cmd_fill(args: argparse.Namespace) -> None:
     skip = (args.skip if args.skip in fill.STOP_WORD_LANGUAGES else tables.read_lines(args.skip, "skip")) if args.skip \
         else None
     tables.check_writable(args.output, overwrite=args.overwrite)
-    _set_threads(args)
+    runs.set_threads(args.threads)
     objective = None if args.objective == "auto" else args.objective
     if candidates is not None:
         handle = models.lazy(args.model, objective=objective, device=args.device)
-        out = cloze.cloze_logprobs(handle, templates, candidates, masked=args.masked, batch_tokens=args.batch_tokens,
-                                   cache=not args.no_cache, progress=True)
+        out = cloze.cloze_logprobs(handle, templates, candidates, masked=args.masked, lowercase=args.lowercase,
+                                   batch_tokens=args.batch_tokens, cache=not args.no_cache, progress=True)
     else:
         handle = models.lazy(args.model, objective=objective, device=args.device)
         out = fill.top_k(handle, templates, k=args.top_k, whole_words=not args.all_pieces, skip=skip,
@@ -342,124 +258,6 @@ def _cmd_fill(args: argparse.Namespace) -> None:
 
 
 # --------------------------------------------------------------------------- harms safety
-
-def _read_scores(p: Path) -> pd.DataFrame:
-    suffix = p.suffix.lower()
-    try:
-        if suffix == ".parquet":
-            return pd.read_parquet(p)
-        if suffix == ".csv":
-            df = pd.read_csv(p)
-            if "text" in df.columns:   # the text verbatim: "NA" or "null" are sentences, not missing values
-                df["text"] = pd.read_csv(p, usecols=["text"], dtype=str, keep_default_na=False)["text"]
-            return df
-        if suffix in (".jsonl", ".ndjson"):
-            return pd.read_json(p, lines=True, dtype=False, convert_dates=False)
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise InputError(f"{p}: cannot read scores ({type(exc).__name__}: {str(exc).splitlines()[0]})") from None
-    if isinstance(data, dict):
-        values = list(data.values())
-        if values and all(isinstance(v, dict) for v in values):  # {id: {...}}
-            data = [{"id": k} | v for k, v in data.items()]
-        elif values and all(isinstance(v, list) for v in values):  # column-oriented
-            return pd.DataFrame(data)
-        else:
-            raise InputError(f"{p}: expected a list of rows, {{id: row}} or {{column: values}}")
-    if not isinstance(data, list) or not all(isinstance(r, dict) for r in data):
-        raise InputError(f"{p}: expected a JSON list of objects with a 'perplexity' field")
-    return pd.DataFrame(data)
-
-
-def _first(p: Path, raw: pd.DataFrame, bad, problem: str) -> InputError:
-    i = int(np.flatnonzero(np.asarray(bad))[0])
-    return InputError(f"{p}: row {i} (id {raw['id'].iloc[i]}): {problem(i) if callable(problem) else problem}")
-
-
-def _check_texts(p: Path, raw: pd.DataFrame, ids: pd.Series, data: pd.DataFrame, dataset: str) -> None:
-    """Refuse scores of other sentences: SHA-256 of each row's text (or its ``text_sha256``)
-    must equal that of the data set's text for the same id, cleaned or as upstream scored it
-    (``_x000D_`` kept)."""
-    from helpers import datasets
-    from helpers.hashing import sha256_text
-
-    if "text" in raw.columns:
-        given = [sha256_text(t) if isinstance(t, str) else None for t in raw["text"]]
-    elif "text_sha256" in raw.columns:
-        given = [h.strip().lower() if isinstance(h, str) else None for h in raw["text_sha256"]]
-    else:
-        raise InputError(f"{p}: needs a 'text' or 'text_sha256' column to check that its rows are the "
-                         f"sentences of data set {dataset!r} (columns: {', '.join(map(str, raw.columns))})")
-
-    def differing(table: pd.DataFrame, rows) -> list[int]:
-        expected = dict(zip(table["id"], table["text"]))
-        return [i for i in rows if given[i] != sha256_text(expected[ids.iloc[i]])]
-
-    differ = differing(data, range(len(raw)))
-    if differ:
-        differ = differing(datasets.load(dataset, fix_x000d=False), differ)
-    if differ:
-        raise InputError(f"{p}: the text of {len(differ)} of {len(raw)} rows differs from data set {dataset!r} "
-                         f"(first: row {differ[0]}, id {raw['id'].iloc[differ[0]]}); these are not its scores")
-
-
-def scores_from_file(scores_path, *, dataset: str = "toxigen", fix_x000d: bool = True) -> pd.DataFrame:
-    """Per-sentence scores computed elsewhere, joined to ``dataset`` by ``id`` and checked by text.
-
-    ``scores_path``: CSV, Parquet, JSONL or JSON (e.g. the upstream SafeNLP
-    ``results/perplexities.json``: a list of the data set's rows, each with a ``perplexity``
-    field; NaN/``null`` allowed). Each row needs ``id``, ``perplexity`` (positive and finite,
-    or missing) and ``text`` or ``text_sha256``, which must match the data set's sentence of
-    that id (so the scores of another data set are refused). Only ``id``, ``perplexity`` and,
-    when present, ``n_tokens``, ``log_likelihood`` and ``model`` are taken from the file; text,
-    label, toxicity and groups come from the validated data set. (The upstream run file
-    records toxicity 2.25 for every row, neutral rows included; the data set's 1.0 is what the
-    published ImplicitHate score used.) ``df.attrs["toxicity_mismatch"]`` counts the rows
-    whose file toxicity differs from the data set's.
-    """
-    from helpers import datasets
-
-    p = Path(scores_path)
-    if not p.is_file():
-        raise InputError(f"scores file {p} not found")
-    raw = _read_scores(p)
-    for col in ("id", "perplexity"):
-        if col not in raw.columns:
-            raise InputError(f"{p}: missing column {col!r} (need id, perplexity and text per row)")
-    ppl = pd.to_numeric(raw["perplexity"], errors="coerce").astype(float)
-    given = raw["perplexity"].notna()
-    if (ppl.isna() & given).any():
-        raise _first(p, raw, ppl.isna() & given, lambda i: f"perplexity {raw['perplexity'].iloc[i]!r} is not a number")
-    if (given & ~((ppl > 0) & np.isfinite(ppl))).any():
-        raise _first(p, raw, given & ~((ppl > 0) & np.isfinite(ppl)),
-                     lambda i: f"perplexity {ppl.iloc[i]} is not positive and finite")
-    if raw["id"].duplicated().any():
-        raise _first(p, raw, raw["id"].duplicated(), "duplicate id")
-    data = datasets.load(dataset, fix_x000d=fix_x000d)
-    ids = raw["id"].map(lambda v: int(v) if isinstance(v, str) and v.strip().isdigit() else v)
-    unknown = ~ids.isin(set(data["id"]))
-    if unknown.any():
-        i = int(np.flatnonzero(unknown.to_numpy())[0])
-        raise InputError(f"{p}: row {i}: id {raw['id'].iloc[i]} is not in data set {dataset!r} "
-                         f"({int(unknown.sum())} unknown ids)")
-    _check_texts(p, raw, ids, data, dataset)
-    keep = {"id": ids, "perplexity": ppl}
-    for col in ("n_tokens", "log_likelihood"):
-        keep[col] = pd.to_numeric(raw[col], errors="coerce") if col in raw.columns else np.nan
-    model = raw["model"].astype(str) if "model" in raw.columns else p.stem
-    per_sentence = data.merge(pd.DataFrame(keep), on="id", how="inner", validate="one_to_one")
-    per_sentence["model"] = model if isinstance(model, str) else per_sentence["id"].map(dict(zip(ids, model)))
-    per_sentence["source"] = "measured"
-    per_sentence["dataset"] = data.attrs.get("dataset", str(dataset))
-    tox_col = "toxicity_score" if "toxicity_score" in raw.columns else ("toxicity" if "toxicity" in raw.columns
-                                                                          else None)
-    if tox_col:
-        file_tox = pd.Series(pd.to_numeric(raw[tox_col], errors="coerce").to_numpy(), index=ids)
-        per_sentence.attrs["toxicity_mismatch"] = int(
-            (per_sentence["toxicity"].to_numpy() != file_tox.loc[per_sentence["id"]].to_numpy()).sum())
-    per_sentence.attrs["scores_file"] = str(p)
-    return per_sentence
-
 
 def _safety_outputs(out: Path, overwrite: bool) -> tuple[Path, Path]:
     if out.exists() and not out.is_dir():
@@ -480,13 +278,13 @@ def _write_csv(df: pd.DataFrame, path: Path) -> None:
 def _cmd_safety(args: argparse.Namespace) -> None:
     """per_sentence.csv and per_group.csv in ``--output``: ``--model NAME`` scores ``--dataset``
     (helpers.runner.safety_results); ``--scores FILE`` imports precomputed per-sentence
-    perplexities instead (:func:`scores_from_file`)."""
+    perplexities instead (:func:`helpers.datasets.scores_from_file`)."""
     from helpers import datasets, runner
     from helpers.metrics import safety
 
     sentence_csv, group_csv = _safety_outputs(Path(args.output), args.overwrite)
     if args.scores:
-        per_sentence = scores_from_file(args.scores, dataset=args.dataset)
+        per_sentence = datasets.scores_from_file(args.scores, dataset=args.dataset)
         per_sentence = datasets.sample_per_group(per_sentence, args.sample_per_group, seed=args.seed)
         per_group = runner.with_group_labels(safety.safety_scores(
             per_sentence, n_resamples=args.n_resamples, seed=args.seed, upstream_compat=args.upstream_compat))
@@ -500,7 +298,7 @@ def _cmd_safety(args: argparse.Namespace) -> None:
     else:
         from helpers import models
 
-        _set_threads(args)
+        runs.set_threads(args.threads)
         handle = models.lazy(args.model, objective=None if args.objective == "auto" else args.objective,
                              device=args.device)        # weights load only if some sentence is not cached
         try:
@@ -525,12 +323,18 @@ def _cmd_safety(args: argparse.Namespace) -> None:
 
 def _cmd_stereoset(args: argparse.Namespace) -> None:
     """The upstream ``evaluation.py`` table of a predictions file
-    (:func:`helpers.metrics.stereoset.evaluate`): model, task, domain, score, value."""
+    (:func:`helpers.metrics.stereoset.evaluate` of
+    :func:`helpers.datasets.stereoset.read_prediction_file`): model, task, domain, score, value."""
+    from helpers.datasets import stereoset as stereoset_data
     from helpers.metrics import stereoset
 
     if args.output:
         tables.check_writable(args.output, overwrite=args.overwrite)
-    out = stereoset.evaluate(args.predictions)
+    predictions = stereoset_data.read_prediction_file(args.predictions)
+    if unknown := predictions.attrs["unknown_keys"]:
+        print(f"harms: note: {args.predictions}: {', '.join(map(repr, unknown))} ignored: not a StereoSet task "
+              f"({' or '.join(stereoset_data.TASKS)})", file=sys.stderr)
+    out = stereoset.evaluate(predictions)
     for task, n in out.attrs["unscored_clusters"].items():
         if n:
             print(f"harms: note: {n} {task} clusters have no scores and are left out", file=sys.stderr)
@@ -561,22 +365,42 @@ def _cmd_book(args: argparse.Namespace) -> None:
     book.build(profile=args.profile, execute_only=args.no_build)
 
 
+@contextlib.contextmanager
+def _sigterm_interrupts(received: list[int]):
+    """Within the block, SIGTERM raises KeyboardInterrupt as Ctrl-C does, so that the score
+    cache says what is saved (:class:`helpers.errors.Interrupted`); the signal is appended to
+    ``received``. Outside the main thread, where Python cannot handle signals, nothing changes."""
+    def interrupt(signum, frame):
+        received.append(signum)
+        raise KeyboardInterrupt
+
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, interrupt) if main_thread else None
+    try:
+        yield
+    finally:
+        if main_thread:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run one subcommand; return the exit status (0 ok, 2 bad input or option, 1 system error,
-    130 interrupted)."""
+    130 interrupted by Ctrl-C, 143 by SIGTERM: 128 + the signal, as a shell reports it)."""
     try:
         args = build_parser().parse_args(argv)
     except SystemExit as exc:        # --help, --version, or one error line already printed
         return exc.code if isinstance(exc.code, int) else 2
+    received: list[int] = []
     try:
-        with registered_run() if hasattr(args, "threads") else contextlib.nullcontext():
+        with _sigterm_interrupts(received), \
+                runs.registered_run() if hasattr(args, "threads") else contextlib.nullcontext():
             args.func(args)
     except Interrupted as exc:
         print(f"harms: {exc}", file=sys.stderr)
-        return 130
+        return 128 + (received[0] if received else signal.SIGINT)
     except KeyboardInterrupt:
         print("harms: interrupted", file=sys.stderr)
-        return 130
+        return 128 + (received[0] if received else signal.SIGINT)
     except HarmsError as exc:
         print(f"harms: error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2

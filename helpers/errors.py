@@ -18,9 +18,10 @@ class ModelUnavailableError(HarmsError, OSError):
 
 
 class Interrupted(HarmsError):
-    """Ctrl-C (or SIGTERM) during long work. The message says exactly what was saved, e.g.
-    ``interrupted: 96 of 250 sentences are saved in the score cache; rerun to resume``;
-    the command line prints it and exits 130."""
+    """Ctrl-C or SIGTERM during long work (``harms`` turns SIGTERM into the same
+    KeyboardInterrupt). The message says exactly what was saved, e.g.
+    ``interrupted: 96 of 250 sentences are saved in the score cache; rerun to resume``; the
+    command line prints it and exits 130 after Ctrl-C, 143 after SIGTERM (128 + the signal)."""
 
     def __init__(self, message: str, *, saved: int = 0, total: int = 0):
         super().__init__(message)

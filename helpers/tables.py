@@ -144,7 +144,13 @@ def read_records(path) -> tuple[list[dict], list[str]]:
     except OSError as exc:
         raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
     if fmt == "csv":
-        records = [dict(r) for r in csv.DictReader(io.StringIO(text))]
+        # csv's 131,072-character limit per field would refuse long texts that read_table (pandas)
+        # reads: raised for this file to its length, which no field can exceed
+        limit = csv.field_size_limit(max(csv.field_size_limit(), len(text)))
+        try:
+            records = [dict(r) for r in csv.DictReader(io.StringIO(text))]
+        finally:
+            csv.field_size_limit(limit)
         return records, [f"row {i}" for i in range(1, len(records) + 1)]
     if fmt == "jsonl":
         numbered = [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]

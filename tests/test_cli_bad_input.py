@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from helpers import __version__, cli
+from helpers import __version__, cli, runs
 from helpers.errors import Interrupted
 
 from conftest import SENTENCES
@@ -149,6 +149,93 @@ def test_full_disk_while_writing_is_one_line(tmp_path, monkeypatch, capsys):
     assert [p.name for p in (tmp_path / "out").iterdir()] == []     # no partial or temporary file
 
 
+# ---------------------------------------------------------------- tracebacks and accepted nonsense (issue 24)
+
+def test_negative_seed_is_one_line_before_any_work(tmp_path, capsys):
+    data, scores = _user_data(tmp_path)
+    out = tmp_path / "out"
+    assert cli.main(["safety", "--scores", str(scores), "--dataset", str(data), "--output", str(out),
+                     "--sample-per-group", "2", "--seed", "-1"]) == 2
+    line = _one_line(capsys)
+    assert "--seed" in line and "'-1'" in line and not out.exists()
+    assert cli.build_parser().parse_args(SAFETY + ["--seed", "0"]).seed == 0
+
+
+def test_safety_csv_with_a_text_over_csv_field_limit(tmp_path, capsys):
+    """A field longer than the csv module's default limit (131,072 characters) reads as
+    harms score reads it (pandas), and the limit is restored afterwards."""
+    import csv
+
+    from helpers import tables
+
+    long = "very " * 40_000 + "long"                      # 200,004 characters
+    texts = [long] + [f"sentence {i}" for i in range(1, 4)]
+    data = tmp_path / "data.csv"
+    pd.DataFrame({"id": range(4), "text": texts, "toxicity_score": [3.0, 1.0, 3.0, 1.0],
+                  "label": ["hate", "neutral"] * 2, "target_groups": "women"}).to_csv(data, index=False)
+    scores = tmp_path / "scores.csv"
+    pd.DataFrame({"id": range(4), "perplexity": [10.0, 11.0, 12.0, 13.0], "text": texts}).to_csv(scores, index=False)
+    limit = csv.field_size_limit()
+    assert [r["text"] for r in tables.read_records(data)[0]] == tables.read_table(data)["text"].tolist() == texts
+    assert csv.field_size_limit() == limit
+    out = tmp_path / "out"
+    assert cli.main(["safety", "--scores", str(scores), "--dataset", str(data), "--output", str(out),
+                     "--n-resamples", "0"]) == 0, capsys.readouterr().err
+    got = pd.read_csv(out / "per_sentence.csv", keep_default_na=False)
+    assert got["text"].tolist() == texts and got["perplexity"].tolist() == [10.0, 11.0, 12.0, 13.0]
+
+
+@pytest.mark.parametrize("kind", ["json true", "csv True/False"])
+def test_boolean_perplexity_is_refused_naming_row_and_value(kind, tmp_path, capsys):
+    data, _ = _user_data(tmp_path)
+    texts = [f"sentence {i}" for i in range(8)]
+    if kind == "json true":      # read as 1.0 before
+        scores = tmp_path / "scores.json"
+        scores.write_text(json.dumps([{"id": i, "perplexity": True if i == 3 else 10.0 + i, "text": t}
+                                      for i, t in enumerate(texts)]))
+        row = "row 3 (id 3)"
+    else:                        # a column of booleans only: pandas reads bool, True was 1.0
+        scores = tmp_path / "scores.csv"
+        pd.DataFrame({"id": range(8), "perplexity": ["True", "False"] * 4, "text": texts}).to_csv(scores, index=False)
+        row = "row 0 (id 0)"
+    assert cli.main(["safety", "--scores", str(scores), "--dataset", str(data), "--output",
+                     str(tmp_path / "out"), "--n-resamples", "0"]) == 2
+    line = _one_line(capsys)
+    assert f"{row}: perplexity True is a boolean, not a number" in line and str(scores) in line
+
+
+REF_PREDICTIONS = Path("/work/shared/data/stereoset/predictions/predictions_gpt2_ModelNSP_GPT2LM.json")
+
+
+def test_misspelled_stereoset_task_is_named(tmp_path, capsys):
+    """An unknown key is ignored, as upstream's evaluation.py ignores it, but named on stderr;
+    a file with no known key is an error."""
+    from helpers.datasets import stereoset
+    from helpers.errors import DataNotFoundError
+
+    if not REF_PREDICTIONS.is_file():
+        pytest.skip("StereoSet reference predictions not available")
+    try:
+        stereoset.load_examples(tasks=("intrasentence",))
+    except DataNotFoundError as exc:
+        pytest.skip(f"StereoSet dev set not available: {exc}")
+    good = json.loads(REF_PREDICTIONS.read_text())
+    intra, typo = tmp_path / "intra.json", tmp_path / "typo.json"
+    intra.write_text(json.dumps({"intrasentence": good["intrasentence"]}))
+    typo.write_text(json.dumps({"intrasentence": good["intrasentence"], "intersentance": good["intersentence"]}))
+    assert cli.main(["stereoset", "--predictions", str(intra)]) == 0
+    expected = capsys.readouterr().out
+    assert cli.main(["stereoset", "--predictions", str(typo)]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.replace("typo", "intra") == expected                 # the same table (model = file stem)
+    notes = [line for line in captured.err.splitlines() if "intersentance" in line]
+    assert len(notes) == 1 and notes[0].startswith("harms: note: ") and "ignored" in notes[0], captured.err
+    only_typo = tmp_path / "only_typo.json"
+    only_typo.write_text(json.dumps({"intersentance": good["intersentence"]}))
+    assert cli.main(["stereoset", "--predictions", str(only_typo)]) == 2
+    assert "'intersentance'" in _one_line(capsys)
+
+
 # ---------------------------------------------------------------- harms safety --output DIR
 
 def test_safety_output_checks(tmp_path, capsys):
@@ -172,41 +259,41 @@ def test_safety_output_checks(tmp_path, capsys):
 
 # ---------------------------------------------------------------- threads of concurrent runs
 
-def _pid_file(runs: Path, pid, content: str = "") -> Path:
-    runs.mkdir(parents=True, exist_ok=True)
-    path = runs / f"{pid}.pid"
+def _pid_file(folder: Path, pid, content: str = "") -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{pid}.pid"
     path.write_text(content)
     return path
 
 
 def test_thread_count_divides_the_cores_among_live_runs(tmp_path, monkeypatch):
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
-    runs = tmp_path / "runs"
-    assert cli.thread_count(cpu_count=8, runs=runs) == 8                    # nothing registered
-    _pid_file(runs, os.getpid())
-    assert cli.thread_count(cpu_count=8, runs=runs) == 8
-    _pid_file(runs, os.getppid())                                           # another live process
-    dead = _pid_file(runs, DEAD_PID)
-    _pid_file(runs, "notes")                                                # not a pid file: ignored
-    assert cli.running_harms(runs) == 2 and not dead.exists()               # stale file removed
-    assert cli.thread_count(cpu_count=8, runs=runs) == 4
-    assert cli.thread_count(cpu_count=3, runs=runs) == 1
-    _pid_file(runs, 1)
-    assert cli.thread_count(cpu_count=2, runs=runs) == 1                    # at least one
+    registry = tmp_path / "runs"
+    assert runs.thread_count(cpu_count=8, runs=registry) == 8                    # nothing registered
+    _pid_file(registry, os.getpid())
+    assert runs.thread_count(cpu_count=8, runs=registry) == 8
+    _pid_file(registry, os.getppid())                                           # another live process
+    dead = _pid_file(registry, DEAD_PID)
+    _pid_file(registry, "notes")                                                # not a pid file: ignored
+    assert runs.running_harms(registry) == 2 and not dead.exists()               # stale file removed
+    assert runs.thread_count(cpu_count=8, runs=registry) == 4
+    assert runs.thread_count(cpu_count=3, runs=registry) == 1
+    _pid_file(registry, 1)
+    assert runs.thread_count(cpu_count=2, runs=registry) == 1                    # at least one
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
-    assert cli.thread_count(cpu_count=16, runs=runs) == 1                   # capped by OMP_NUM_THREADS
+    assert runs.thread_count(cpu_count=16, runs=registry) == 1                   # capped by OMP_NUM_THREADS
     monkeypatch.setenv("HARMS_NUM_THREADS", "6")
-    assert cli.thread_count(cpu_count=16, runs=runs) == 6                   # the variable wins ...
-    assert cli.thread_count(5, cpu_count=16, runs=runs) == 5                # ... --threads over both
+    assert runs.thread_count(cpu_count=16, runs=registry) == 6                   # the variable wins ...
+    assert runs.thread_count(5, cpu_count=16, runs=registry) == 5                # ... --threads over both
 
 
 def test_reused_pid_of_a_dead_run_is_not_counted(tmp_path):
-    if not cli._start_time(os.getpid()):
+    if not runs._start_time(os.getpid()):
         pytest.skip("process start times are read from /proc (Linux)")
-    runs = tmp_path / "runs"
-    mine = _pid_file(runs, os.getpid(), cli._start_time(os.getpid()))
-    reused = _pid_file(runs, os.getppid(), "1")        # recorded by a run that started at tick 1
-    assert cli.running_harms(runs) == 1 and mine.exists() and not reused.exists()
+    registry = tmp_path / "runs"
+    mine = _pid_file(registry, os.getpid(), runs._start_time(os.getpid()))
+    reused = _pid_file(registry, os.getppid(), "1")        # recorded by a run that started at tick 1
+    assert runs.running_harms(registry) == 1 and mine.exists() and not reused.exists()
 
 
 def test_run_registers_itself_and_sets_the_threads(inp, tmp_path, tiny_gpt2, monkeypatch):
@@ -216,13 +303,13 @@ def test_run_registers_itself_and_sets_the_threads(inp, tmp_path, tiny_gpt2, mon
 
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     monkeypatch.setattr(os, "cpu_count", lambda: 6)
-    runs = cli.runs_dir()
-    _pid_file(runs, os.getppid())                      # one other harms run is going on
+    registry = runs.runs_dir()
+    _pid_file(registry, os.getppid())                      # one other harms run is going on
     seen = {}
     real_score = scoring.score
 
     def score(*a, **k):
-        seen["registered"] = sorted(p.name for p in runs.iterdir())
+        seen["registered"] = sorted(p.name for p in registry.iterdir())
         return real_score(*a, **k)
     monkeypatch.setattr(scoring, "score", score)
     monkeypatch.setattr(torch, "set_num_threads", lambda n: seen.setdefault("threads", []).append(n))
@@ -230,7 +317,7 @@ def test_run_registers_itself_and_sets_the_threads(inp, tmp_path, tiny_gpt2, mon
                      str(tmp_path / "a.csv")]) == 0
     assert seen["registered"] == sorted([f"{os.getpid()}.pid", f"{os.getppid()}.pid"])
     assert seen["threads"] == [3]
-    assert sorted(p.name for p in runs.iterdir()) == [f"{os.getppid()}.pid"]     # removed at exit
+    assert sorted(p.name for p in registry.iterdir()) == [f"{os.getppid()}.pid"]     # removed at exit
     assert cli.main(["score", "--model", str(tiny_gpt2), "--input", str(inp), "--output",
                      str(tmp_path / "b.csv"), "--threads", "5"]) == 0
     assert seen["threads"] == [3, 5]

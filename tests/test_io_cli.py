@@ -273,3 +273,25 @@ def test_read_csv_checked_keeps_cells_verbatim(tmp_path):
     p.write_text("a,b\nNA,\nnull,0\n", encoding="utf-8")
     df = io.read_csv_checked(p, ["a", "b"])
     assert df["a"].tolist() == ["NA", "null"] and df["b"].tolist() == ["", "0"]
+
+
+# ---------------------------------------------------------------- harms fill --candidates --lowercase
+
+def test_fill_candidates_lowercase_scores_the_lower_cased_template(tmp_path, tiny_gpt2):
+    """--lowercase reaches the candidate scores (issue 24: it reached only --top-k): the output
+    differs from a run without it and equals a run on the lower-cased template file."""
+    words = tmp_path / "words.txt"
+    words.write_text("capable\nkind\n")
+    runs = {}
+    for name, template, extra in (("cased", "Women are just as [MASK] as Men .", []),
+                                  ("lowercase", "Women are just as [MASK] as Men .", ["--lowercase"]),
+                                  ("lower file", "women are just as [MASK] as men .", [])):
+        inp = tmp_path / f"{name}.csv"
+        pd.DataFrame({"template": [template]}).to_csv(inp, index=False)
+        out = tmp_path / f"{name} out.csv"
+        assert main(["fill", "--model", str(tiny_gpt2), "--input", str(inp), "--candidates", str(words),
+                     "--output", str(out), *extra]) == 0
+        runs[name] = pd.read_csv(out)
+    assert runs["lowercase"]["candidate"].tolist() == runs["lower file"]["candidate"].tolist() == ["capable", "kind"]
+    np.testing.assert_allclose(runs["lowercase"]["log_prob"], runs["lower file"]["log_prob"], rtol=1e-6)
+    assert np.abs(runs["lowercase"]["log_prob"] - runs["cased"]["log_prob"]).min() > 0.1

@@ -1,7 +1,7 @@
 """A killed or interrupted ``harms score`` run resumes from its stored chunks (issue #10).
 
 Deterministic, with no timing: the child process (``python -m helpers score ...``) pauses
-after each stored chunk until the test writes a ``go-N`` file, so SIGKILL / SIGINT arrive
+after each stored chunk until the test writes a ``go-N`` file, so SIGKILL / SIGINT / SIGTERM arrive
 while the child is provably blocked after chunk k. The only clock is a generous safety
 timeout against hangs, never an assertion about speed.
 """
@@ -99,16 +99,23 @@ def _run_until(cmd, env, control: Path, k: int, sig) -> tuple[int, str]:
     return proc.returncode, err
 
 
-def test_killed_and_interrupted_cli_runs_resume_from_their_chunks(tmp_path, tiny_gpt2, monkeypatch):
-    n, chunk = 30, 2
+def _pausing_score(tmp_path, model, n: int, chunk: int):
+    """``harms score`` of ``n`` sentences in a child that pauses after each saved chunk of ``chunk``:
+    (input file, its rows, output file, cache root, environment, command)."""
     inp, df = _input(tmp_path, n)
     out = tmp_path / "out.csv"
     cache_root = tmp_path / "cache"
     env = dict(os.environ, HARMS_CACHE_DIR=str(cache_root), HARMS_CACHE_CHUNK_SIZE=str(chunk),
                PYTHONPATH=str(REPO), TOKENIZERS_PARALLELISM="false", OMP_NUM_THREADS="1",
                HARMS_PROGRESS="lines")
-    cmd = [sys.executable, "-c", _PAUSING_RUN, "score", "--model", str(tiny_gpt2), "--input", str(inp),
+    cmd = [sys.executable, "-c", _PAUSING_RUN, "score", "--model", str(model), "--input", str(inp),
            "--output", str(out)]
+    return inp, df, out, cache_root, env, cmd
+
+
+def test_killed_and_interrupted_cli_runs_resume_from_their_chunks(tmp_path, tiny_gpt2, monkeypatch):
+    n, chunk = 30, 2
+    inp, df, out, cache_root, env, cmd = _pausing_score(tmp_path, tiny_gpt2, n, chunk)
 
     code, _ = _run_until(cmd, env, tmp_path / "run1", 3, signal.SIGKILL)          # kill -9 after chunk 3
     assert code == -signal.SIGKILL and not out.exists()
@@ -146,3 +153,16 @@ def test_killed_and_interrupted_cli_runs_resume_from_their_chunks(tmp_path, tiny
     ref = _reference(tiny_gpt2, df["text"].tolist())
     assert got["n_tokens"].tolist() == ref["n_tokens"].tolist()
     np.testing.assert_allclose(got["log_likelihood"], ref["log_likelihood"], rtol=1e-5)
+
+
+def test_sigterm_says_what_was_saved_as_ctrl_c_does(tmp_path, tiny_gpt2):
+    """``kill`` (a batch scheduler, ``docker stop``) while scoring: the saved count, exit 143."""
+    n, chunk = 12, 2
+    _, _, out, cache_root, env, cmd = _pausing_score(tmp_path, tiny_gpt2, n, chunk)
+    code, err = _run_until(cmd, env, tmp_path / "run", 2, signal.SIGTERM)
+    assert code == 128 + signal.SIGTERM, err
+    assert "Traceback" not in err and not out.exists()
+    saved = _rows(_chunks(cache_root))
+    said = re.search(r"harms: interrupted: (\d+) of (\d+) sentences are saved in the score cache", err)
+    assert said, err
+    assert (int(said[1]), int(said[2])) == (len(saved), n) == (2 * chunk, n)

@@ -11,6 +11,7 @@ import torch
 from helpers import cli
 from helpers.errors import DataNotFoundError, InputError
 from helpers.datasets import stereoset as stereoset_data
+from helpers.lm import conventions
 from helpers.metrics import stereoset as st
 
 REF = Path("/work/shared/data/stereoset")
@@ -114,7 +115,7 @@ def test_evaluate_hand_example():
 def test_evaluate_reproduces_every_reference_score(fname, dev):
     """Every number of upstream's reference_scores_predictions.json (intra / inter / overall x
     domain x Count / LMS / SS / ICAT) from its prediction file."""
-    ours = st.evaluate(REF / "predictions" / fname, examples=dev)
+    ours = st.evaluate(stereoset_data.read_prediction_file(REF / "predictions" / fname), examples=dev)
     model = stereoset_data.predictions_model_name(fname)
     ref = stereoset_data.load_reference_scores().query("model == @model").reset_index(drop=True)
     assert len(ref) == 4 * (5 + 5 + 1)
@@ -122,6 +123,20 @@ def test_evaluate_reproduces_every_reference_score(fname, dev):
     assert merged[["value_ref", "value_ours"]].notna().all().all(), merged[merged.isna().any(axis=1)]
     np.testing.assert_allclose(merged["value_ours"], merged["value_ref"], rtol=0, atol=1e-9)
     pd.testing.assert_frame_equal(ours[KEYS], ref[KEYS])      # and in upstream's order
+
+
+def test_metrics_take_predictions_not_files(tmp_path):
+    """The file is read by the data layer (model named as upstream names it, unknown keys listed);
+    metrics.stereoset.evaluate refuses a path (metrics never read files)."""
+    path = tmp_path / "predictions_mymodel_heads.json"
+    path.write_text(json.dumps({"intrasentence": _preds("c1", 0.9, 0.5, 0.1), "intersentance": []}))
+    preds = stereoset_data.read_prediction_file(path)
+    assert preds.attrs["model"] == "mymodel" and preds.attrs["unknown_keys"] == ["intersentance"]
+    assert preds["sentence_id"].tolist() == [f"c1-{g}" for g in stereoset_data.GOLD_LABELS]
+    with pytest.raises(InputError, match="read_prediction_file"):
+        st.evaluate(path)
+    dev = {"intrasentence": pd.DataFrame(_dev_rows("intrasentence", "c1", "mother", "gender"))}
+    assert set(st.evaluate(preds, examples=dev)["model"]) == {"mymodel"}
 
 
 @needs_ref
@@ -279,9 +294,9 @@ def test_intersentence_causal_scores_equal_brute_force(tiny_gpt2, loaded_factory
                        "sentence": ["they deserve respect .", "the history is fascinating"]})
     got = st.score(lm, df, task="intersentence", progress=False)["score"].to_numpy()
     tok = lm.tokenizer
-    lead = " " if st._lm.needs_leading_space(tok) else ""
+    lead = " " if conventions.needs_leading_space(tok) else ""
     for k, (c, s) in enumerate(zip(df["context"], df["sentence"])):
-        ctx = st._lm.start_ids(tok) + tok.encode(c, add_special_tokens=False)
+        ctx = conventions.start_ids(tok) + tok.encode(c, add_special_tokens=False)
         cont = tok.encode(lead + s, add_special_tokens=False)
         ids = torch.tensor([ctx + cont])
         with torch.no_grad():

@@ -12,7 +12,9 @@
 - :mod:`~helpers.datasets.stereoset`, :mod:`~helpers.datasets.cma`: StereoSet dev set and reference
   scores, causal-mediation-analysis results;
 - :mod:`~helpers.datasets.groups`: the target groups (``groups.csv``): :data:`GROUPS`,
-  :data:`GROUP_LABELS`, :func:`group_subjects`.
+  :data:`GROUP_LABELS`, :func:`group_subjects`;
+- :mod:`~helpers.datasets.score_files`: :func:`scores_from_file`, per-sentence scores computed
+  elsewhere (``harms safety --scores``), joined to their data set and checked by text.
 
 :func:`load` returns, per registered set (the entry's ``loader``):
 
@@ -70,11 +72,12 @@ from helpers.datasets.registry import (REGISTRY, DataFile, DatasetSpec, fetch, i
                                        spec)
 from helpers.datasets.safety_sets import (COLUMNS, LABELS, X000D, group_counts, load_safety_set,
                                           sample_per_group)
+from helpers.datasets.score_files import scores_from_file
 from helpers.errors import DataNotFoundError, HarmsError
 
 __all__ = ["load", "loader", "path", "fetch", "info", "names", "spec", "register", "sample_per_group",
            "group_counts", "load_safety_set", "group_subjects", "group_table", "GROUPS", "GROUP_LABELS",
-           "LABELS", "COLUMNS", "X000D", "DatasetSpec", "DataFile", "REGISTRY"]
+           "LABELS", "COLUMNS", "X000D", "DatasetSpec", "DataFile", "REGISTRY", "scores_from_file"]
 
 
 def loader(name: str) -> Callable[..., pd.DataFrame]:

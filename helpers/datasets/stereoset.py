@@ -13,7 +13,8 @@
   overall), score (count | lms | ss | icat, from "Count", "LM Score", "SS Score", "ICAT
   Score"), value. Upstream's key "SentimentModel.json" is given as "SentimentModel".
 - :func:`read_prediction_file`: a predictions file (``{"intrasentence": [{"id", "score"}, ...],
-  "intersentence": [...]}``, upstream's and bias-bench's format) as task, sentence_id, score.
+  "intersentence": [...]}``, upstream's and bias-bench's format) as task, sentence_id, score, for
+  :func:`helpers.metrics.stereoset.evaluate` (metrics never read files).
 """
 
 from __future__ import annotations
@@ -158,7 +159,10 @@ PREDICTION_COLUMNS = ["task", "sentence_id", "score"]
 def parse_predictions(data, source: str | Path = "predictions") -> pd.DataFrame:
     """Parsed StereoSet / bias-bench predictions (``{"intrasentence": [{"id", "score"}, ...],
     "intersentence": [...]}``, either key or both) -> DataFrame task, sentence_id, score.
-    Every entry needs a string id (unique within its task) and a finite number score."""
+    Every entry needs a string id (unique within its task) and a finite number score. Other keys
+    are ignored, as upstream ``evaluation.py`` ignores them, and listed in
+    ``attrs["unknown_keys"]`` (a misspelled task, e.g. "intersentance", is otherwise silently
+    lost); without either task key the file is refused."""
     what = ('a JSON object with "intrasentence" and/or "intersentence": lists of '
             '{"id": sentence id, "score": number}')
     if not isinstance(data, dict):
@@ -184,13 +188,18 @@ def parse_predictions(data, source: str | Path = "predictions") -> pd.DataFrame:
             raise InputError(f"{source}: {task}: sentence id {df.loc[df['sentence_id'].duplicated(), 'sentence_id'].iloc[0]}"
                              " is scored twice")
         frames.append(df)
-    return pd.concat(frames, ignore_index=True)
+    out = pd.concat(frames, ignore_index=True)
+    out.attrs["unknown_keys"] = [str(k) for k in data if k not in TASKS]
+    return out
 
 
 def read_prediction_file(path: str | Path) -> pd.DataFrame:
     """A StereoSet / bias-bench predictions file -> DataFrame task, sentence_id, score
-    (:func:`parse_predictions`)."""
-    return parse_predictions(_json(path), path)
+    (:func:`parse_predictions`), with ``attrs["model"]`` named as upstream names the file
+    (:func:`predictions_model_name`) and ``attrs["source"]`` the path, for messages."""
+    out = parse_predictions(_json(path), path)
+    out.attrs.update(model=predictions_model_name(path), source=str(path))
+    return out
 
 
 def read_predictions(path: str | Path, task: str = "intrasentence") -> pd.DataFrame:
