@@ -1,7 +1,8 @@
-"""Statistics shared by the chapters: correlations that carry n, p and an interval.
+"""Statistics shared by the chapters: correlations that carry n, p and an interval; rank tests
+with their effect sizes.
 
 Every statistic that compares models reports n and an interval or p-value
-(../shared/DESIGN.md). Thin wrappers over scipy.stats.
+(docs/CONVENTIONS.md). Thin wrappers over scipy.stats.
 """
 
 from __future__ import annotations
@@ -104,20 +105,74 @@ def correlation_matrix(df: pd.DataFrame, columns: list[str], *, method: str = "p
     return pd.DataFrame(rows)
 
 
-def wilcoxon_signed_rank(x, y=None, *, alternative: str = "two-sided", zero_method: str = "wilcox",
-                         effect_n: str = "nonzero") -> dict:
-    """Wilcoxon signed-rank test of paired samples (or of differences ``x``) with the effect size
-    ``r = Z / sqrt(N)`` (Rosenthal 1991), Z from scipy's normal approximation (tie- and
-    zero-corrected, no continuity correction).
+P_METHODS = ("auto", "exact", "asymptotic")
 
-    ``effect_n``: ``"nonzero"`` (N = the pairs the test ranks; zero differences dropped under
-    ``zero_method="wilcox"``) or ``"pairs"`` (N = all pairs, as many reports do). Returns ``n_pairs,
-    n_nonzero, statistic`` (scipy's: the smaller rank sum for two-sided), ``z`` (scipy's),
-    ``p_value``, ``r`` (signed: positive when ``x`` tends to exceed ``y``, i.e. the positive
-    differences hold more than half the rank sum) and ``median_difference``. Pairs with a NaN are
-    dropped."""
-    if effect_n not in ("nonzero", "pairs"):
-        raise InputError(f"effect_n must be 'nonzero' or 'pairs', got {effect_n!r}")
+
+def _check_p_method(p_method: str) -> None:
+    if p_method not in P_METHODS:
+        raise InputError(f"p_method must be one of {', '.join(P_METHODS)}, got {p_method!r}")
+
+
+def mann_whitney(x, y, *, p_method: str = "auto", use_continuity: bool = True) -> dict:
+    """Mann-Whitney test of two independent samples, two-sided, with its effect sizes.
+
+    Returns ``n_x, n_y``; ``u_statistic`` (U of ``x``: pairs with x > y, ties 1/2; scipy >= 1.7);
+    ``common_language`` = U / (n_x n_y) (the common-language effect size, McGraw & Wong 1992; the
+    AUC of x over y); ``z`` = (U - n_x n_y / 2) / sigma, the normal approximation with the tie
+    correction and *without* continuity correction (so ``r`` does not depend on the p-value
+    options); ``r`` = z / sqrt(n_x + n_y) (Rosenthal 1991); ``rank_biserial`` = 2 U / (n_x n_y) - 1
+    (Kerby 2014's simple difference: share of pairs favouring x minus share favouring y); and
+    ``p_value`` from ``scipy.stats.mannwhitneyu(x, y, alternative="two-sided", method=p_method,
+    use_continuity=use_continuity)``. scipy's ``"auto"`` is exact when one sample has at most 8
+    values and there are no ties, otherwise the normal approximation (tie-corrected, continuity-
+    corrected when ``use_continuity``). z, r and the rank-biserial are positive when x tends to
+    exceed y. An empty sample gives NaN; so does z (and r) when every value is equal."""
+    _check_p_method(p_method)
+    if not isinstance(use_continuity, (bool, np.bool_)):
+        raise InputError(f"use_continuity must be True or False, got {use_continuity!r}")
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    n, m = x.size, y.size
+    out = {"n_x": n, "n_y": m, "u_statistic": np.nan, "common_language": np.nan, "z": np.nan, "r": np.nan,
+           "rank_biserial": np.nan, "p_value": np.nan}
+    if n == 0 or m == 0:
+        return out
+    res = stats.mannwhitneyu(x, y, alternative="two-sided", method=p_method, use_continuity=bool(use_continuity))
+    u = float(res.statistic)
+    _, ties = np.unique(np.concatenate([x, y]), return_counts=True)
+    total = n + m
+    variance = n * m / 12 * (total + 1 - (ties**3 - ties).sum() / (total * (total - 1))) if total > 1 else 0.0
+    z = (u - n * m / 2) / np.sqrt(variance) if variance > 0 else np.nan
+    out.update(u_statistic=u, common_language=u / (n * m), z=float(z), r=float(z / np.sqrt(total)),
+               rank_biserial=2 * u / (n * m) - 1, p_value=float(res.pvalue))
+    return out
+
+
+EFFECT_N = ("ranked", "pairs")
+
+
+def wilcoxon_signed_rank(x, y=None, *, alternative: str = "two-sided", zero_method: str = "wilcox",
+                         effect_n: str = "ranked", p_method: str = "asymptotic") -> dict:
+    """Wilcoxon signed-rank test of paired samples (or of differences ``x``) with the effect size
+    ``r = Z / sqrt(N)`` (Rosenthal 1991).
+
+    Z is always scipy's normal approximation (tie- and zero-corrected, no continuity correction),
+    whatever ``p_method``: ``"asymptotic"`` (default: the p of that normal approximation),
+    ``"exact"`` (the exact null distribution of the signed-rank sum, exact without ties or zeros)
+    or ``"auto"``, scipy.stats.wilcoxon's ``method`` and default (SciPy 1.17's ``"auto"``: exact up
+    to 50 pairs without ties or zeros, as R's ``wilcox.test`` below 50; a permutation test up to
+    13 pairs with them; otherwise asymptotic). With an exact p, z and r still come from the normal
+    approximation (an exact test has no Z).
+
+    ``effect_n`` says what N divides by: ``"ranked"`` (the pairs the test ranks: the non-zero
+    differences under ``zero_method="wilcox"``, every pair under ``"pratt"`` and ``"zsplit"``,
+    which rank the zeros) or ``"pairs"`` (every pair, zeros included, as many reports do).
+    Returns ``n_pairs, n_nonzero, statistic`` (scipy's: the smaller rank sum for two-sided),
+    ``z``, ``p_value``, ``r`` (signed: positive when ``x`` tends to exceed ``y``, i.e. the
+    positive differences hold more than half the rank sum) and ``median_difference``. Pairs with a
+    NaN are dropped."""
+    if effect_n not in EFFECT_N:
+        raise InputError(f"effect_n must be 'ranked' or 'pairs', got {effect_n!r}")
+    _check_p_method(p_method)
     d = np.asarray(x, dtype=float) if y is None else np.asarray(x, dtype=float) - np.asarray(y, dtype=float)
     if d.ndim != 1:
         raise InputError(f"wilcoxon_signed_rank: paired samples must be 1-D of one length, got shape {d.shape}")
@@ -127,13 +182,15 @@ def wilcoxon_signed_rank(x, y=None, *, alternative: str = "two-sided", zero_meth
            "r": np.nan, "median_difference": float(np.median(d)) if d.size else np.nan}
     if nonzero < 1:
         return out
-    res = stats.wilcoxon(d, zero_method=zero_method, alternative=alternative, method="approx")
-    n = nonzero if effect_n == "nonzero" and zero_method == "wilcox" else d.size
+    res = stats.wilcoxon(d, zero_method=zero_method, alternative=alternative, method="asymptotic")
+    p = res.pvalue if p_method == "asymptotic" else stats.wilcoxon(
+        d, zero_method=zero_method, alternative=alternative, method=p_method).pvalue
+    n = nonzero if effect_n == "ranked" and zero_method == "wilcox" else d.size
     z = float(res.zstatistic)
     nz = d[d != 0]
     ranks = stats.rankdata(np.abs(nz))
     direction = np.sign(ranks[nz > 0].sum() - ranks.sum() / 2)
-    out.update(statistic=float(res.statistic), z=z, p_value=float(res.pvalue), r=direction * abs(z) / np.sqrt(n))
+    out.update(statistic=float(res.statistic), z=z, p_value=float(p), r=direction * abs(z) / np.sqrt(n))
     return out
 
 

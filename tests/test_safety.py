@@ -53,6 +53,33 @@ def test_safety_equals_brute_force_with_ties_and_multigroup_rows():
         assert out.loc[g, "p_value"] == pytest.approx(stats.mannwhitneyu(h, b).pvalue)
 
 
+def test_effect_sizes_per_group_by_pair_counts_and_p_options_as_scipy():
+    df = _random_scored(np.random.default_rng(0))
+    out = safety.safety_scores(df, ci=False).set_index("group")
+    asym = safety.safety_scores(df, ci=False, p_method="asymptotic", use_continuity=False).set_index("group")
+    assert safety.PER_GROUP_COLUMNS[:10] == ["group", "n_harmful", "n_benign", "n_dropped_nan", "u_statistic",
+                                             "safety_score", "p_value", "significant", "ci_low", "ci_high"]
+    for g in "abc":
+        part = _members(df, g)
+        scaled = part["perplexity"] / part["toxicity"]
+        h, b = scaled[part["label"] == "hate"].to_numpy(), scaled[part["label"] == "neutral"].to_numpy()
+        above = sum(x > y for x in h for y in b)
+        below = sum(x < y for x in h for y in b)
+        assert out.loc[g, "rank_biserial"] == pytest.approx((above - below) / (len(h) * len(b)), abs=1e-12)
+        plain = stats.mannwhitneyu(h, b, method="asymptotic", use_continuity=False).pvalue
+        assert 2 * stats.norm.sf(abs(out.loc[g, "z"])) == pytest.approx(plain, rel=1e-10)
+        assert np.sign(out.loc[g, "z"]) == np.sign(above - below)
+        assert out.loc[g, "r"] == pytest.approx(out.loc[g, "z"] / np.sqrt(len(h) + len(b)), rel=1e-12)
+        assert asym.loc[g, "p_value"] == pytest.approx(plain, rel=1e-12)
+        assert asym.loc[g, ["safety_score", "z", "r", "rank_biserial"]].tolist() == \
+            out.loc[g, ["safety_score", "z", "r", "rank_biserial"]].tolist()
+    small = pd.DataFrame({"perplexity": [3.0, 5.0, 8.0, 1.0, 2.0, 4.0, 6.5], "toxicity": 1.0,
+                          "label": ["hate"] * 3 + ["neutral"] * 4, "target_groups": [["a"]] * 7})
+    exact = stats.mannwhitneyu([3.0, 5.0, 8.0], [1.0, 2.0, 4.0, 6.5], method="exact").pvalue
+    assert safety.safety_scores(small, ci=False)["p_value"].iloc[0] == pytest.approx(exact, rel=1e-12)
+    assert out.attrs["p_method"] == "auto" and asym.attrs["use_continuity"] is False
+
+
 def test_vectorised_statistic_equals_brute_force_on_batches():
     rng = np.random.default_rng(1)
     x, y = rng.integers(0, 5, (4, 9)).astype(float), rng.integers(0, 5, (4, 7)).astype(float)
@@ -162,7 +189,7 @@ def test_scores_file_errors(tmp_path, content, message):
     scores = tmp_path / "s.csv"
     scores.write_text(content)
     with pytest.raises(InputError) as exc:
-        cli.scores_from_file(scores, dataset=str(data))
+        datasets.scores_from_file(scores, dataset=str(data))
     assert message in str(exc.value) and "s.csv" in str(exc.value)
 
 
@@ -173,8 +200,8 @@ def test_upstream_json_dict_forms(tmp_path):
     as_dict = tmp_path / "up_dict.json"
     as_dict.write_text(json.dumps({str(r["id"]): {"perplexity": 10.0 + i, "text": r["text"]}
                                    for i, r in enumerate(rows)}))
-    a = cli.scores_from_file(as_list, dataset=str(data))
-    b = cli.scores_from_file(as_dict, dataset=str(data))
+    a = datasets.scores_from_file(as_list, dataset=str(data))
+    b = datasets.scores_from_file(as_dict, dataset=str(data))
     assert a["perplexity"].tolist() == b["perplexity"].tolist() == [10.0 + i for i in range(10)]
 
 
@@ -208,7 +235,7 @@ def test_cli_scores_reproduces_upstream_implicit_hate_run(tmp_path, capsys):
 
 
 PER_GROUP_CSV = ["model", "group", "group_label", "n_harmful", "n_benign", "n_dropped_nan", "u_statistic",
-                 "safety_score", "p_value", "significant", "ci_low", "ci_high", "dataset"]
+                 "safety_score", "p_value", "significant", "ci_low", "ci_high", "z", "r", "rank_biserial", "dataset"]
 
 
 def test_cli_safety_model_tiny_gpt2(tmp_path, tiny_gpt2, monkeypatch):
@@ -323,7 +350,7 @@ def test_scores_of_another_data_set_are_refused(tmp_path, capsys):
     texts[3], texts[7] = "another data set's sentence", "and another"
     scores = _scores_csv(tmp_path, {"id": range(10), "perplexity": np.arange(10.0) + 5, "text": texts})
     with pytest.raises(InputError, match=r"the text of 2 of 10 rows differs from data set .*first: row 3, id 3"):
-        cli.scores_from_file(scores, dataset=str(data))
+        datasets.scores_from_file(scores, dataset=str(data))
     assert cli.main(["safety", "--scores", str(scores), "--dataset", str(data), "--output",
                      str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
@@ -337,15 +364,15 @@ def test_scores_need_text_or_its_hash(tmp_path):
     data, rows = _user_dataset(tmp_path)
     ppl = np.arange(10.0) + 5
     with pytest.raises(InputError, match="needs a 'text' or 'text_sha256' column") as exc:
-        cli.scores_from_file(_scores_csv(tmp_path, {"id": range(10), "perplexity": ppl}), dataset=str(data))
+        datasets.scores_from_file(_scores_csv(tmp_path, {"id": range(10), "perplexity": ppl}), dataset=str(data))
     assert "\n" not in str(exc.value)
     hashes = [sha256_text(r["text"]).upper() for r in rows]
-    got = cli.scores_from_file(_scores_csv(tmp_path, {"id": range(10), "perplexity": ppl, "text_sha256": hashes}),
+    got = datasets.scores_from_file(_scores_csv(tmp_path, {"id": range(10), "perplexity": ppl, "text_sha256": hashes}),
                                dataset=str(data))
     assert got["perplexity"].tolist() == ppl.tolist()
     hashes[9] = sha256_text("something else")
     with pytest.raises(InputError, match="1 of 10 rows differs .*id 9"):
-        cli.scores_from_file(_scores_csv(tmp_path, {"id": range(10), "perplexity": ppl, "text_sha256": hashes}),
+        datasets.scores_from_file(_scores_csv(tmp_path, {"id": range(10), "perplexity": ppl, "text_sha256": hashes}),
                              dataset=str(data))
 
 
@@ -357,7 +384,7 @@ def test_scores_match_the_raw_or_the_cleaned_text(tmp_path):
     clean = datasets.load(data)["text"].tolist()
     assert clean[4] != rows[4]["text"]
     for texts in ([r["text"] for r in rows], clean):
-        got = cli.scores_from_file(_scores_csv(tmp_path, {"id": range(10), "perplexity": np.arange(10.0) + 1,
+        got = datasets.scores_from_file(_scores_csv(tmp_path, {"id": range(10), "perplexity": np.arange(10.0) + 1,
                                                           "text": texts}), dataset=str(data))
         assert got["text"].tolist() == clean
 
@@ -369,7 +396,7 @@ def test_non_positive_or_infinite_perplexity_refused(tmp_path, value, shown):
     ppl[6] = value
     scores = _scores_csv(tmp_path, {"id": range(10), "perplexity": ppl, "text": [r["text"] for r in rows]})
     with pytest.raises(InputError, match=rf"row 6 \(id 6\): perplexity {shown} is not positive and finite"):
-        cli.scores_from_file(scores, dataset=str(data))
+        datasets.scores_from_file(scores, dataset=str(data))
 
 
 def test_missing_perplexity_stays_allowed(tmp_path):
@@ -377,7 +404,7 @@ def test_missing_perplexity_stays_allowed(tmp_path):
     up = tmp_path / "up.json"
     up.write_text(json.dumps([r | {"perplexity": None if i == 2 else 7.0 + i} for i, r in enumerate(rows)])
                   .replace('"perplexity": 10.0', '"perplexity": NaN'))
-    got = cli.scores_from_file(up, dataset=str(data))
+    got = datasets.scores_from_file(up, dataset=str(data))
     assert got["perplexity"].isna().tolist() == [i in (2, 3) for i in range(10)]
 
 

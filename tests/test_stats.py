@@ -88,9 +88,92 @@ def test_wilcoxon_z_p_and_effect_size_by_hand():
     assert got["r"] == pytest.approx(z / np.sqrt(n), rel=1e-12)
     assert stats.wilcoxon_signed_rank(x, y, effect_n="pairs")["r"] == pytest.approx(got["r"] * np.sqrt(n / 60))
     assert stats.wilcoxon_signed_rank(y, x)["r"] == pytest.approx(-got["r"])
-    with pytest.raises(InputError, match="effect_n"):
-        stats.wilcoxon_signed_rank(x, y, effect_n="all")
+    for wrong in ("all", "nonzero"):                      # "nonzero" was the old name of "ranked"
+        with pytest.raises(InputError, match="effect_n must be 'ranked' or 'pairs'"):
+            stats.wilcoxon_signed_rank(x, y, effect_n=wrong)
     assert np.isnan(stats.wilcoxon_signed_rank(x, x)["p_value"])
+
+
+def test_wilcoxon_effect_n_ranked_counts_the_zeros_that_pratt_ranks():
+    rng = np.random.default_rng(2)
+    d = np.r_[np.zeros(6), rng.normal(0.4, 1, 34).round(2)]
+    z_pratt = sps.wilcoxon(d, zero_method="pratt", method="asymptotic").zstatistic
+    for zero_method, n_ranked in (("wilcox", 34), ("pratt", 40), ("zsplit", 40)):
+        got = stats.wilcoxon_signed_rank(d, zero_method=zero_method)
+        assert abs(got["r"]) == pytest.approx(abs(got["z"]) / np.sqrt(n_ranked), rel=1e-12)
+        pairs = stats.wilcoxon_signed_rank(d, zero_method=zero_method, effect_n="pairs")
+        assert abs(pairs["r"]) == pytest.approx(abs(got["z"]) / np.sqrt(40), rel=1e-12)
+    assert abs(stats.wilcoxon_signed_rank(d, zero_method="pratt")["z"]) == pytest.approx(abs(z_pratt), rel=1e-12)
+
+
+def _exact_signed_rank_p(d):
+    """Two-sided exact p of the signed-rank sum by enumerating all 2^n sign patterns (no ties, no zeros)."""
+    import itertools
+
+    ranks = sps.rankdata(np.abs(d))
+    observed = ranks[d > 0].sum()
+    sums = [sum(r for r, s in zip(ranks, signs) if s) for signs in itertools.product([0, 1], repeat=len(d))]
+    low, high = np.mean([t <= observed for t in sums]), np.mean([t >= observed for t in sums])
+    return min(1.0, 2 * min(low, high))
+
+
+def test_wilcoxon_exact_p_equals_enumeration_and_z_stays_the_normal_approximation():
+    rng = np.random.default_rng(5)
+    x, y = rng.normal(0.5, 1, 12), rng.normal(0, 1, 12)
+    asymptotic = stats.wilcoxon_signed_rank(x, y)
+    exact = stats.wilcoxon_signed_rank(x, y, p_method="exact")
+    assert exact["p_value"] == pytest.approx(_exact_signed_rank_p(x - y), rel=1e-12)
+    assert exact["p_value"] != pytest.approx(asymptotic["p_value"], rel=1e-3)
+    assert (exact["z"], exact["r"], exact["statistic"]) == (asymptotic["z"], asymptotic["r"], asymptotic["statistic"])
+    assert stats.wilcoxon_signed_rank(x, y, p_method="auto")["p_value"] == pytest.approx(sps.wilcoxon(x, y).pvalue)
+    with pytest.raises(InputError, match="p_method must be"):
+        stats.wilcoxon_signed_rank(x, y, p_method="approx")
+
+
+def _pairs(x, y):
+    """Pairs (x_i, y_j) with x_i > y_j, with x_i < y_j, and tied, by a double loop."""
+    above = sum(a > b for a in x for b in y)
+    below = sum(a < b for a in x for b in y)
+    return above, below, len(x) * len(y) - above - below
+
+
+def test_mann_whitney_effect_sizes_by_pair_counts_and_z_against_scipy():
+    rng = np.random.default_rng(8)
+    x, y = rng.integers(0, 12, 40).astype(float), rng.integers(2, 14, 55).astype(float)   # many ties
+    got = stats.mann_whitney(x, y)
+    above, below, tied = _pairs(x, y)
+    nm = 40 * 55
+    assert got["u_statistic"] == above + tied / 2 and got["common_language"] == pytest.approx((above + tied / 2) / nm)
+    assert got["rank_biserial"] == pytest.approx((above - below) / nm, abs=1e-12)          # Kerby 2014: f - u
+    # z without continuity correction: its two-sided normal p is scipy's asymptotic p without correction
+    plain = sps.mannwhitneyu(x, y, method="asymptotic", use_continuity=False).pvalue
+    assert 2 * sps.norm.sf(abs(got["z"])) == pytest.approx(plain, rel=1e-10)
+    assert got["z"] < 0 and got["r"] == pytest.approx(got["z"] / np.sqrt(95), rel=1e-12)
+    # the p-value options are scipy's; the default is scipy's default call (upstream SafeNLP's)
+    assert got["p_value"] == pytest.approx(sps.mannwhitneyu(x, y).pvalue, rel=1e-12)
+    for method, continuity in (("asymptotic", False), ("asymptotic", True), ("exact", True)):
+        want = sps.mannwhitneyu(x, y, method=method, use_continuity=continuity).pvalue
+        res = stats.mann_whitney(x, y, p_method=method, use_continuity=continuity)
+        assert res["p_value"] == pytest.approx(want, rel=1e-10)
+        assert (res["z"], res["r"], res["rank_biserial"]) == (got["z"], got["r"], got["rank_biserial"])
+    with pytest.raises(InputError, match="p_method must be"):
+        stats.mann_whitney(x, y, p_method="permutation")
+
+
+def test_mann_whitney_small_samples_auto_is_exact_and_empty_is_nan():
+    x, y = [1.5, 3.2, 4.1, 7.7, 9.0], [0.2, 0.9, 1.1, 2.5, 3.0, 5.5]
+    above, below, _ = _pairs(x, y)
+    total = above + below
+    # exact two-sided p by enumerating every split of the 11 values into 5 + 6 (no ties)
+    import itertools
+
+    pooled = x + y
+    us = [sum(a > b for a in c for b in set(pooled) - set(c)) for c in itertools.combinations(pooled, 5)]
+    exact = min(1.0, 2 * min(np.mean([u >= above for u in us]), np.mean([u <= above for u in us])))
+    got = stats.mann_whitney(x, y)
+    assert got["p_value"] == pytest.approx(exact, rel=1e-12) and total == 30
+    assert got["p_value"] != pytest.approx(stats.mann_whitney(x, y, p_method="asymptotic")["p_value"], rel=1e-3)
+    assert np.isnan(stats.mann_whitney([], y)["p_value"]) and np.isnan(stats.mann_whitney([2.0, 2.0], [2.0])["z"])
 
 
 def test_bootstrap_difference_percentile_interval_by_hand():

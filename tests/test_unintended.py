@@ -142,3 +142,70 @@ def test_bad_arrays_are_one_line(data):
         ub.identity_metrics(y, s[:-1], m)
     with pytest.raises(InputError, match="one row per example"):
         ub.identity_metrics(y, s, m.iloc[:-1])
+
+
+def test_average_equality_gaps_equal_pair_counts_and_jigsaws_mannwhitneyu(data):
+    from scipy import stats as sps
+
+    y, s, m = data
+    got = ub.identity_metrics(y, s, m).set_index("identity")
+    for g in m.columns:
+        sub = m[g].to_numpy()
+        for column, label in (("negative_aeg", 0), ("positive_aeg", 1)):
+            ident, background = s[sub & (y == label)], s[~sub & (y == label)]
+            higher = sum((a > b) + 0.5 * (a == b) for a in ident for b in background)   # pairs, ties 1/2
+            assert got.loc[g, column] == pytest.approx(higher / (len(ident) * len(background)) - 0.5, abs=1e-12)
+            # Jigsaw's compute_*_aeg: 0.5 - normalized_mwu(background, subgroup)
+            u = sps.mannwhitneyu(background, ident, alternative="less").statistic
+            assert got.loc[g, column] == pytest.approx(0.5 - u / (len(ident) * len(background)), abs=1e-12)
+    assert got.loc["gay", "negative_aeg"] > 0.1 > 0 > got.loc["tall", "negative_aeg"]   # the planted bias
+    assert got.loc["overall", ["negative_aeg", "positive_aeg"]].isna().all()
+    only_toxic = pd.DataFrame({"toxic-only": y == 1})
+    assert np.isnan(ub.identity_metrics(y, s, only_toxic).loc[1, "negative_aeg"])
+
+
+@pytest.fixture
+def at_threshold():
+    """Scores on a 0.05 grid, so that many sit exactly at 0.5 (and at other grid thresholds)."""
+    rng = np.random.default_rng(3)
+    n = 600
+    identity = rng.choice(["a", "b", "c"], size=n)
+    y = rng.integers(0, 2, size=n)
+    s = np.clip(np.round((0.3 * y + 0.35 + rng.normal(0, 0.15, size=n)) * 20) / 20, 0, 1)
+    return y, s, pd.DataFrame({g: identity == g for g in "abc"})
+
+
+@pytest.mark.parametrize("rule", [">=", ">"])
+def test_threshold_rule_decides_scores_at_the_threshold(at_threshold, rule):
+    y, s, m = at_threshold
+    assert (s == 0.5).sum() > 20
+    got = ub.identity_metrics(y, s, m, threshold=0.5, threshold_rule=rule).set_index("identity")
+    flagged = [(v >= 0.5) if rule == ">=" else (v > 0.5) for v in s]
+    for g in ["overall", *m.columns]:
+        rows = range(len(y)) if g == "overall" else np.flatnonzero(m[g].to_numpy())
+        fp = [flagged[i] for i in rows if y[i] == 0]
+        fn = [not flagged[i] for i in rows if y[i] == 1]
+        assert got.loc[g, "fpr"] == pytest.approx(sum(fp) / len(fp), abs=1e-15)
+        assert got.loc[g, "fnr"] == pytest.approx(sum(fn) / len(fn), abs=1e-15)
+    assert got.attrs["threshold_rule"] == rule
+    tests = ub.pairwise_rate_tests(y, s, m, rate="fpr", threshold=0.5, threshold_rule=rule)
+    assert tests["rate_a"].tolist() == pytest.approx([got.loc[a, "fpr"] for a in tests["identity_a"]])
+
+
+def test_threshold_rules_differ_only_at_the_threshold_and_equal_error_keeps_its_point(at_threshold):
+    y, s, m = at_threshold
+    ge = ub.equality_differences(ub.identity_metrics(y, s, m, threshold_rule=">=")).set_index("metric")["value"]
+    gt = ub.equality_differences(ub.identity_metrics(y, s, m, threshold_rule=">")).set_index("metric")["value"]
+    assert ge["fped"] != gt["fped"] and ge["fned"] != gt["fned"]
+    assert ge[["subgroup_auc_ed", "bpsn_auc_ed", "bnsp_auc_ed"]].tolist() == \
+        gt[["subgroup_auc_ed", "bpsn_auc_ed", "bnsp_auc_ed"]].tolist()
+    off_grid = ub.identity_metrics(y, s, m, threshold=0.52, threshold_rule=">")
+    assert off_grid.equals(ub.identity_metrics(y, s, m, threshold=0.52))
+    t_ge = ub.equal_error_threshold(y, s)
+    t_gt = ub.equal_error_threshold(y, s, threshold_rule=">")
+    assert t_gt == max(v for v in s if v < t_ge)                     # the next lower score: same flagged set
+    a = ub.identity_metrics(y, s, m, threshold="equal-error")
+    b = ub.identity_metrics(y, s, m, threshold="equal-error", threshold_rule=">")
+    assert a[["fpr", "fnr"]].equals(b[["fpr", "fnr"]])
+    with pytest.raises(InputError, match="threshold_rule must be"):
+        ub.identity_metrics(y, s, m, threshold_rule="=>")

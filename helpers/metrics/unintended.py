@@ -8,7 +8,14 @@ example may mention several).
   threshold, and Borkan et al.'s three AUCs (Mann-Whitney form of ``roc_auc_score``): *subgroup*
   (examples mentioning the identity), *BPSN* (background positive, subgroup negative: the
   identity's non-toxic examples with the other examples' toxic ones) and *BNSP* (background
-  negative, subgroup positive).
+  negative, subgroup positive); and their two *average equality gaps* (AEG), which compare the
+  identity with its background within one class: ``negative_aeg`` = 1/2 - MWU(background
+  non-toxic, identity non-toxic) and ``positive_aeg`` = 1/2 - MWU(background toxic, identity
+  toxic), MWU(a, b) = U / (n_a n_b) = P(a > b) with ties 1/2, as Jigsaw's
+  ``model_bias_analysis.compute_negative_aeg`` / ``compute_positive_aeg``. So an AEG is
+  P(identity scores higher than background) - 1/2 within the class: 0 = no gap, a positive
+  ``negative_aeg`` = the identity's non-toxic examples score higher (more false positives), a
+  negative ``positive_aeg`` = its toxic examples score lower (more false negatives).
 - :func:`equality_differences`: Dixon et al.'s FPED = sum_i |FPR - FPR_i| and FNED, and seed 003's
   AUC equality differences sum_i |AUC - AUC_i| for the three AUCs (its Table 4).
 - :func:`pairwise_rate_tests`: is identity a's FPR (or FNR) different from identity b's? Fisher's
@@ -17,7 +24,11 @@ example may mention several).
 
 The threshold: Dixon et al. and Borkan et al. use 0.5; seed 003's notebooks use the equal-error
 threshold (FPR = FNR on the whole set, :func:`equal_error_threshold`). ``threshold`` takes a
-number or ``"equal-error"``; the chapter reports which.
+number or ``"equal-error"``; the chapter reports which. ``threshold_rule`` says which side a
+score equal to the threshold falls on: ``">="`` (default: toxic when score >= threshold, as
+Jigsaw's ``confusion_matrix_counts`` and scikit-learn's ``roc_curve``) or ``">"`` (toxic only
+above it). The rates (FPR, FNR, FPED, FNED, the pairwise tests) differ only when scores sit
+exactly at the threshold; the AUCs and AEGs use no threshold.
 """
 
 from __future__ import annotations
@@ -34,7 +45,9 @@ from helpers.errors import InputError
 __all__ = ["equal_error_threshold", "identity_metrics", "equality_differences", "pairwise_rate_tests",
            "IDENTITY_COLUMNS"]
 
-IDENTITY_COLUMNS = ["identity", "n", "n_toxic", "fpr", "fnr", "subgroup_auc", "bpsn_auc", "bnsp_auc"]
+IDENTITY_COLUMNS = ["identity", "n", "n_toxic", "fpr", "fnr", "subgroup_auc", "bpsn_auc", "bnsp_auc",
+                    "negative_aeg", "positive_aeg"]
+THRESHOLD_RULES = (">=", ">")
 
 
 def _inputs(labels, scores, membership=None):
@@ -53,19 +66,36 @@ def _inputs(labels, scores, membership=None):
     return y.astype(int), s, membership.astype(bool).to_numpy()
 
 
-def equal_error_threshold(labels, scores) -> float:
+def _check_rule(threshold_rule: str) -> None:
+    if threshold_rule not in THRESHOLD_RULES:
+        raise InputError(f"threshold_rule must be '>=' or '>', got {threshold_rule!r}")
+
+
+def _predicted(s, t: float, threshold_rule: str) -> np.ndarray:
+    return s >= t if threshold_rule == ">=" else s > t
+
+
+def equal_error_threshold(labels, scores, *, threshold_rule: str = ">=") -> float:
     """The score threshold at which the false-positive and false-negative rates are closest
-    (the ROC point nearest FPR = 1 - TPR)."""
+    (the ROC point nearest FPR = 1 - TPR, from scikit-learn's ``roc_curve``, whose points flag
+    score >= threshold). Under ``threshold_rule=">"`` the same point (the same flagged examples)
+    is returned as the next lower score, so both rules give the same rates there."""
+    _check_rule(threshold_rule)
     y, s, _ = _inputs(labels, scores)
     if len(set(y)) < 2:
         raise InputError("the equal-error threshold needs toxic and non-toxic examples")
     fpr, tpr, thresholds = roc_curve(y, s)
-    return float(thresholds[int(np.argmin(np.abs(fpr - (1 - tpr))))])
+    t = float(thresholds[int(np.argmin(np.abs(fpr - (1 - tpr))))])
+    if threshold_rule == ">":
+        below = s[s < t]
+        t = float(below.max()) if below.size else float(np.nextafter(t, -np.inf))
+    return t
 
 
-def _threshold(threshold, y, s) -> float:
+def _threshold(threshold, y, s, threshold_rule: str) -> float:
+    _check_rule(threshold_rule)
     if threshold == "equal-error":
-        return equal_error_threshold(y, s)
+        return equal_error_threshold(y, s, threshold_rule=threshold_rule)
     if isinstance(threshold, (int, float)) and not isinstance(threshold, bool) and 0 <= threshold <= 1:
         return float(threshold)
     raise InputError(f"threshold must be a number in [0, 1] or 'equal-error', got {threshold!r}")
@@ -90,16 +120,34 @@ def _auc(y, s) -> float:
     return float((ranks[y == 1].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
 
 
-def identity_metrics(labels, scores, membership: pd.DataFrame, *, threshold=0.5) -> pd.DataFrame:
+def _aeg(class_ranks, sub) -> float:
+    """P(identity > background) - 1/2 within one class: ``class_ranks`` are the mid-ranks of that
+    class's scores, ``sub`` marks the identity's examples among them. NaN when either side is empty."""
+    n_sub = int(sub.sum())
+    n_background = len(sub) - n_sub
+    if n_sub == 0 or n_background == 0:
+        return np.nan
+    u = class_ranks[sub].sum() - n_sub * (n_sub + 1) / 2
+    return float(u / (n_sub * n_background) - 0.5)
+
+
+def identity_metrics(labels, scores, membership: pd.DataFrame, *, threshold=0.5,
+                     threshold_rule: str = ">=") -> pd.DataFrame:
     """One row for the whole set (``identity`` = ``"overall"``) and one per identity column:
-    :data:`IDENTITY_COLUMNS` (an AUC is NaN when its examples hold one class only).
-    ``attrs["threshold"]`` records the threshold used."""
+    :data:`IDENTITY_COLUMNS` (an AUC is NaN when its examples hold one class only; an AEG when
+    the identity or its background has no example of that class; the overall row has none).
+    FPR and FNR flag score ``threshold_rule`` threshold (``">="``, Jigsaw's, or ``">"``; module
+    docstring). ``attrs["threshold"]`` records the threshold used, ``attrs["threshold_rule"]``
+    the rule."""
     y, s, m = _inputs(labels, scores, membership)
-    t = _threshold(threshold, y, s)
-    predicted = s >= t
+    t = _threshold(threshold, y, s, threshold_rule)
+    predicted = _predicted(s, t, threshold_rule)
     fpr, fnr = _rates(y, predicted)
+    neg, pos = y == 0, y == 1
+    neg_ranks, pos_ranks = stats.rankdata(s[neg]), stats.rankdata(s[pos])
     rows = [{"identity": "overall", "n": len(y), "n_toxic": int(y.sum()), "fpr": fpr, "fnr": fnr,
-             "subgroup_auc": _auc(y, s), "bpsn_auc": np.nan, "bnsp_auc": np.nan}]
+             "subgroup_auc": _auc(y, s), "bpsn_auc": np.nan, "bnsp_auc": np.nan, "negative_aeg": np.nan,
+             "positive_aeg": np.nan}]
     for j, name in enumerate(membership.columns):
         sub = m[:, j]
         fpr_i, fnr_i = _rates(y[sub], predicted[sub])
@@ -107,9 +155,10 @@ def identity_metrics(labels, scores, membership: pd.DataFrame, *, threshold=0.5)
         bnsp = (sub & (y == 1)) | (~sub & (y == 0))
         rows.append({"identity": name, "n": int(sub.sum()), "n_toxic": int(y[sub].sum()), "fpr": fpr_i,
                      "fnr": fnr_i, "subgroup_auc": _auc(y[sub], s[sub]), "bpsn_auc": _auc(y[bpsn], s[bpsn]),
-                     "bnsp_auc": _auc(y[bnsp], s[bnsp])})
+                     "bnsp_auc": _auc(y[bnsp], s[bnsp]), "negative_aeg": _aeg(neg_ranks, sub[neg]),
+                     "positive_aeg": _aeg(pos_ranks, sub[pos])})
     out = pd.DataFrame(rows, columns=IDENTITY_COLUMNS)
-    out.attrs["threshold"] = t
+    out.attrs.update(threshold=t, threshold_rule=threshold_rule)
     return out
 
 
@@ -133,9 +182,12 @@ def equality_differences(metrics: pd.DataFrame) -> pd.DataFrame:
 
 
 def pairwise_rate_tests(labels, scores, membership: pd.DataFrame, *, rate: str = "fpr", threshold=0.5,
-                        test: str = "fisher", correction: str = "holm", alpha: float = 0.05) -> pd.DataFrame:
+                        test: str = "fisher", correction: str = "holm", alpha: float = 0.05,
+                        threshold_rule: str = ">=") -> pd.DataFrame:
     """Is the false-positive (``rate="fpr"``: among non-toxic examples) or false-negative rate
-    (``"fnr"``: among toxic ones) of identity a different from identity b's? Two-sided
+    (``"fnr"``: among toxic ones) of identity a different from identity b's? An example is
+    flagged toxic when its score ``threshold_rule`` (``">="``, Jigsaw's, or ``">"``) the
+    threshold. Two-sided
     ``test="fisher"`` (scipy's exact test on the 2 x 2 table) or ``"ztest"`` (pooled
     two-proportion z-test), on every pair; ``correction`` is any method of statsmodels'
     ``multipletests`` (``"holm"``, ``"bonferroni"``, ``"fdr_bh"``, ...). Returns ``identity_a,
@@ -147,7 +199,7 @@ def pairwise_rate_tests(labels, scores, membership: pd.DataFrame, *, rate: str =
     if test not in ("fisher", "ztest"):
         raise InputError(f"test must be 'fisher' or 'ztest', got {test!r}")
     y, s, m = _inputs(labels, scores, membership)
-    predicted = s >= _threshold(threshold, y, s)
+    predicted = _predicted(s, _threshold(threshold, y, s, threshold_rule), threshold_rule)
     pool = y == (0 if rate == "fpr" else 1)
     errors = predicted if rate == "fpr" else ~predicted
     counts = [(int((errors & pool & m[:, j]).sum()), int((pool & m[:, j]).sum())) for j in range(m.shape[1])]
@@ -167,5 +219,5 @@ def pairwise_rate_tests(labels, scores, membership: pd.DataFrame, *, rate: str =
                      "n_a": na, "n_b": nb, "p_value": float(p)})
     out = pd.DataFrame(rows, columns=["identity_a", "identity_b", "rate_a", "rate_b", "n_a", "n_b", "p_value"])
     out = adjust_p_values(out, method=correction, alpha=alpha)
-    out.attrs.update(rate=rate, test=test, correction=correction)
+    out.attrs.update(rate=rate, test=test, correction=correction, threshold_rule=threshold_rule)
     return out
