@@ -20,7 +20,7 @@ def test_imdb_counts_splits_and_the_first_review():
     df = datasets.load("imdb")
     assert list(df.columns) == reviews.COLUMNS and len(df) == 25_000
     assert df["label"].value_counts().to_dict() == {"negative": 12_500, "positive": 12_500}
-    assert df["text"].iloc[0].startswith("I rented I AM CURIOUS-YELLOW")          # OFFLINE_MODELS.md
+    assert df["text"].iloc[0].startswith("I rented I AM CURIOUS-YELLOW")          # docs/OFFLINE_MODELS.md
     sizes = df["split"].value_counts().to_dict()
     assert sizes == {"train": 17_500, "test": 5_000, "validation": 2_500}
     for _, part in df.groupby("split"):                                          # stratified

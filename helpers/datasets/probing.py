@@ -4,7 +4,7 @@ in English, French and Arabic, and the social-group phrases that replace ``Perso
 :func:`load_patterns` (``atomic-probing``): ``language, head_id, head, pattern_id, pattern``, one
 row per non-empty pattern cell. The English file names its columns; the French and Arabic files
 are shifted against their headers (the first column holds the head), so they are read by
-position (../shared/data/probing_toxicity_ptlms/SOURCE.md). English: 10,586 heads x 6 patterns.
+position (docs/UPSTREAM.md, seed 002). English: 10,586 heads x 6 patterns.
 :func:`load_groups` (``atomic-probing-groups``): ``language, gender, group`` from ``cands/``
 (trailing spaces stripped, empty lines dropped).
 :func:`with_group` puts a group phrase into a pattern: in place of ``PersonX`` (English,

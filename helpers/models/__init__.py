@@ -1,7 +1,7 @@
 """Model registry and loading.
 
 A model is named once (its registry name) and that name is the key in every table, cache
-entry and figure (../shared/DESIGN.md).
+entry and figure (docs/ARCHITECTURE.md, "Conventions").
 
 - :mod:`helpers.models.registry`: :data:`REGISTRY` of :class:`ModelSpec` (the 24 PTLMs of
   seed 000 from ``paper_models.csv`` joined with the published Table 13, Google's miniature

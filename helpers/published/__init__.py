@@ -6,8 +6,8 @@
     >>> published.registry_names("000")          # paper spelling of a model -> registry name
 
 Data, not code: ``tables.csv`` indexes every table (paper, table, file, caption, citation,
-notes) and ``seed<paper>/<table>.csv`` holds its values, typed from the paper text in
-../shared/seeds/ (checked against that text and the upstream README tables by
+notes) and ``seed<paper>/<table>.csv`` holds its values, typed from the papers' text
+(the four seeds, ``book/intro.md``; checked against that text and the upstream README tables by
 tests/test_published.py). ``seed<paper>/model_names.csv`` maps every spelling of a model in
 the paper's tables (and the upstream README) to the model registry name. Computations on
 these tables live in :mod:`helpers.published.recompute`.
