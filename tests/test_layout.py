@@ -8,6 +8,7 @@ dependency). Run ``pytest tests/test_layout.py -q`` to check it; a failure names
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -118,3 +119,91 @@ def test_the_checker_finds_a_cycle_and_an_upward_import():
     assert _layer("helpers.lm.scoring") == _layer("helpers.cache")
     with pytest.raises(AssertionError, match="no layer"):
         _layer("helpers.somewhere_new")
+
+
+# ----------------------------------------------------------------------------- the "never" rules of docs/ARCHITECTURE.md
+
+ARCHITECTURE = PACKAGE.parent / "docs" / "ARCHITECTURE.md"
+_RULE = re.compile(r"^\|\s*`(helpers[\w.]*)`\s*\|\s*(.+?)\s*\|")
+_FILE_CALLS = {"open", "read_csv", "read_json", "read_parquet", "read_table", "read_text", "read_bytes",
+               "write_text", "write_bytes", "to_csv", "to_parquet", "savefig", "load", "save"}
+
+
+def _section(title: str) -> list[str]:
+    lines = ARCHITECTURE.read_text().splitlines()
+    start = lines.index(title)
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
+    return lines[start + 1:end]
+
+
+def never_import_rules() -> dict[str, list[str]]:
+    """``{module: [modules it never imports]}`` from the table under "## Never imports" of
+    docs/ARCHITECTURE.md (each rule covers the module and its submodules)."""
+    rules = {}
+    for line in _section("## Never imports"):
+        m = _RULE.match(line)
+        if m:
+            rules[m[1]] = re.findall(r"`(helpers[\w.]*)`", m[2])
+    return rules
+
+
+def never_touch_files() -> list[str]:
+    """The modules listed under "## Never read or write files" of docs/ARCHITECTURE.md."""
+    return [m[1] for line in _section("## Never read or write files") if (m := _RULE.match(line))]
+
+
+def _within(module: str, prefix: str) -> bool:
+    return module == prefix or module.startswith(prefix + ".")
+
+
+def broken_rules(graph: dict[str, set[str]], rules: dict[str, list[str]]) -> list[str]:
+    return [f"{m} imports {t} (docs/ARCHITECTURE.md: {owner} never imports {banned})"
+            for owner, banned_list in rules.items() for banned in banned_list
+            for m, targets in sorted(graph.items()) if _within(m, owner)
+            for t in sorted(targets) if _within(t, banned) and not _within(t, owner)]
+
+
+def _file_calls(path: Path) -> list[str]:
+    """Calls in ``path`` that open, read or write a file (``open(...)``, ``pd.read_csv(...)``,
+    ``p.write_text(...)``, ``fig.savefig(...)``, ``torch.load(...)`` ...), as ``line: name``."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Call):
+            f = node.func
+            name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
+            if name in _FILE_CALLS:
+                where = path.relative_to(PACKAGE.parent) if path.is_relative_to(PACKAGE.parent) else path.name
+                found.append(f"{where}:{node.lineno}: {name}(...)")
+    return found
+
+
+def test_the_never_import_rules_of_the_architecture_hold():
+    rules = never_import_rules()
+    assert len(rules) >= 8, "docs/ARCHITECTURE.md lost its '## Never imports' table"
+    graph = _graph()
+    for owner in rules:
+        assert any(_within(m, owner) for m in graph), f"docs/ARCHITECTURE.md names {owner}, which does not exist"
+    broken = broken_rules(graph, rules)
+    assert not broken, "\n".join(broken)
+
+
+def test_modules_that_never_touch_files_do_not():
+    owners = never_touch_files()
+    assert owners, "docs/ARCHITECTURE.md lost its '## Never read or write files' table"
+    files = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+    calls = [c for m, p in sorted(files.items()) if any(_within(m, o) for o in owners) for c in _file_calls(p)]
+    assert not calls, "file I/O where docs/ARCHITECTURE.md says never:\n" + "\n".join(calls)
+
+
+def test_the_rule_checkers_find_what_they_look_for(tmp_path):
+    graph = {"helpers.metrics.x": {"helpers.models.loading"}, "helpers.models.loading": set()}
+    assert broken_rules(graph, {"helpers.metrics": ["helpers.models"]}) == [
+        "helpers.metrics.x imports helpers.models.loading (docs/ARCHITECTURE.md: helpers.metrics never imports "
+        "helpers.models)"]
+    assert broken_rules(graph, {"helpers.metrics": ["helpers.runner"]}) == []
+    f = PACKAGE / "metrics" / "safety.py"                         # a real module of the package: no file I/O
+    assert _file_calls(f) == []
+    bad = tmp_path / "bad.py"
+    bad.write_text("import pandas as pd\ndef f(p):\n    return pd.read_csv(p), open(p).read()\n")
+    assert [c.split(": ", 1)[1] for c in _file_calls(bad)] == ["read_csv(...)", "open(...)"]
+

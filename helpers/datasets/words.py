@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import json
 import re
+from functools import lru_cache
+from importlib import resources
 
 import pandas as pd
 
@@ -91,3 +93,12 @@ def load_kurita(name: str = "kurita-lists") -> pd.DataFrame:
     df = pd.DataFrame(rows, columns=KURITA_COLUMNS)
     df.attrs["dataset"] = name
     return df
+
+
+@lru_cache(maxsize=None)
+def gender_terms() -> pd.DataFrame:
+    """The gendered term lists of the IMDB gender-swap test (``gender_terms.csv`` shipped in this
+    package, transcribed from Jentzsch & Turan's code): ``list`` (pro, weat, all), ``direction``
+    (f2m, m2f), ``source``, ``target`` (:mod:`helpers.metrics.gender_swap`)."""
+    with resources.files("helpers.datasets").joinpath("gender_terms.csv").open(encoding="utf-8") as fh:
+        return pd.read_csv(fh, dtype=str, keep_default_na=False)

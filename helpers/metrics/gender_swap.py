@@ -25,12 +25,10 @@ of the review is not swapped and replacements can chain.
 from __future__ import annotations
 
 import re
-from functools import lru_cache
-from importlib import resources
 
 import numpy as np
-import pandas as pd
 
+from helpers.datasets.words import gender_terms
 from helpers.errors import InputError
 from helpers.stats import wilcoxon_signed_rank
 
@@ -40,19 +38,13 @@ TERM_LISTS = ("pro", "weat", "all")
 _DIRECTIONS = {"male": "f2m", "female": "m2f"}
 
 
-@lru_cache(maxsize=None)
-def _table() -> pd.DataFrame:
-    with resources.files("helpers.datasets").joinpath("gender_terms.csv").open(encoding="utf-8") as fh:
-        return pd.read_csv(fh, dtype=str, keep_default_na=False)
-
-
 def term_pairs(terms: str = "all", to: str = "female") -> dict[str, str]:
     """``{source: target}`` that makes a text ``to`` (``"male"`` or ``"female"``), in list order."""
     if terms not in TERM_LISTS:
         raise InputError(f"terms must be one of {', '.join(TERM_LISTS)}, got {terms!r}")
     if to not in _DIRECTIONS:
         raise InputError(f"to must be 'male' or 'female', got {to!r}")
-    t = _table()
+    t = gender_terms()
     part = t[(t["list"] == terms) & (t["direction"] == _DIRECTIONS[to])]
     return dict(zip(part["source"], part["target"]))
 
