@@ -80,7 +80,7 @@ def test_tfidf_logistic_equals_a_direct_scikit_learn_pipeline(tmp_path):
     from sklearn.pipeline import make_pipeline
 
     train, test = _data(40, 2), _data(10, 3)
-    ours = classifier.TfidfLogistic(seed=0).fit(train)
+    ours = classifier.TfidfLogistic(seed=0).fit(train["text"], train["label"])
     ref = make_pipeline(TfidfVectorizer(ngram_range=(1, 2)), LogisticRegression(max_iter=1000, random_state=0))
     ref.fit(train["text"], train["label"])
     np.testing.assert_allclose(ours.predict_proba(test["text"]), ref.predict_proba(test["text"]), atol=1e-12)
@@ -96,8 +96,66 @@ def test_tfidf_logistic_equals_a_direct_scikit_learn_pipeline(tmp_path):
 def test_bad_training_data_is_one_line(tiny_bert, tmp_path, change, message):
     with pytest.raises(InputError, match=message):
         classifier.fine_tune(tiny_bert, change(_data()), _data(4, 1), out_dir=tmp_path / "x")
-    with pytest.raises(InputError, match=message):
-        classifier.TfidfLogistic().fit(change(_data()))
+    bad = change(_data())
+    if "label" in bad.columns:
+        for clf in (classifier.TfidfLogistic(), classifier.FineTuned(tiny_bert, tmp_path / "y"),
+                    classifier.EmbeddingProbe(lambda t: np.ones((len(t), 2)))):
+            with pytest.raises(InputError, match=message):
+                clf.fit(bad["text"], bad["label"])
+
+
+# ----------------------------------------------------------------------------- one contract
+
+
+def _contract(clf, texts):
+    """What every classifier of the package promises (helpers.classifiers.TextClassifier)."""
+    from helpers.classifiers import TextClassifier
+
+    p = clf.predict_proba(texts)
+    assert isinstance(clf, TextClassifier) and p.shape == (len(texts), len(clf.classes_))
+    np.testing.assert_allclose(p.sum(axis=1), 1.0, atol=1e-9)
+    assert clf.predict(texts).tolist() == [clf.classes_[i] for i in p.argmax(axis=1)]
+    with pytest.raises(InputError, match="row 1 has an empty text"):
+        clf.predict_proba([texts[0], ""])
+    return p
+
+
+def test_fine_tuned_follows_the_contract_and_equals_the_folder_s_own_predictions(tiny_bert, tmp_path):
+    train, valid, test = _data(24), _data(8, 1), _data(6, 4)["text"].tolist()
+    settings = dict(epochs=1, batch_size=8, max_length=32, seed=0)
+    clf = classifier.FineTuned(tiny_bert, tmp_path / "ft", **settings).fit(
+        train["text"], train["label"], validation=(valid["text"], valid["label"]))
+    folder = classifier.fine_tune(tiny_bert, train, valid, out_dir=tmp_path / "ft", **settings)   # reused: same key
+    assert clf.folder == folder and clf.classes_ == ["bad", "good"]                                  # sorted labels
+    p = _contract(clf, test)
+    np.testing.assert_allclose(p, classifier.predict_proba(folder, test, max_length=32), atol=1e-12)
+    loaded = classifier.FineTuned.load(folder, max_length=32)
+    np.testing.assert_allclose(loaded.predict_proba(test), p, atol=1e-12)
+    with pytest.raises(InputError, match="not fitted yet"):
+        classifier.FineTuned(tiny_bert, tmp_path / "other").predict_proba(test)
+
+
+def test_embedding_probe_equals_a_scaled_balanced_logistic_regression(tiny_gpt2, loaded_factory):
+    """Chapter 06's probe: StandardScaler + LogisticRegression(class_weight="balanced") on the
+    model's mean-pooled sentence embeddings, fitted by hand with scikit-learn."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    from helpers.lm import embeddings
+
+    lm = loaded_factory(tiny_gpt2, "causal")
+    embed = lambda t: embeddings.sentence_embeddings(lm, list(t), pooling="mean")  # noqa: E731
+    train, test = _data(30, 5), _data(8, 6)["text"].tolist()
+    probe = classifier.EmbeddingProbe(embed).fit(train["text"], train["label"])
+    ref = make_pipeline(StandardScaler(), LogisticRegression(class_weight="balanced", max_iter=2000))
+    ref.fit(embed(train["text"]), train["label"])
+    np.testing.assert_allclose(_contract(probe, test), ref.predict_proba(embed(test)), atol=1e-10)
+
+
+def test_tfidf_logistic_follows_the_contract():
+    train = _data(40, 2)
+    _contract(classifier.TfidfLogistic(seed=0).fit(train["text"], train["label"]), _data(6, 3)["text"].tolist())
 
 
 def test_bad_settings_and_unseen_validation_labels_are_one_line(tiny_bert, tmp_path):

@@ -19,7 +19,8 @@ PACKAGE = Path(__file__).resolve().parent.parent / "helpers"
 # fails the test, so a new module has to be placed in the picture.
 LAYERS: list[tuple[str, ...]] = [
     ("helpers", "helpers.errors", "helpers.paths"),
-    ("helpers.tables", "helpers.hashing", "helpers.progress", "helpers.stats", "helpers.hub", "helpers.runs"),
+    ("helpers.tables", "helpers.hashing", "helpers.progress", "helpers.stats", "helpers.hub", "helpers.runs",
+     "helpers.classifiers"),
     ("helpers.datasets", "helpers.published"),
     ("helpers.models",),
     ("helpers.cache", "helpers.lm"),

@@ -83,6 +83,34 @@ def test_hatesonar_substitute_equals_package():
     assert out["toxicity_score"].iloc[1] > out["toxicity_score"].iloc[0]
 
 
+def test_pretrained_classifiers_follow_the_package_contract():
+    """classes_, predict_proba (rows sum to 1, in classes_ order), predict = the label of
+    label_scores, fit refused in one line: against alt-profanity-check's own probabilities and
+    VADER's compound rule."""
+    from profanity_check import predict_prob
+    from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
+
+    from helpers.classifiers import TextClassifier
+
+    texts = ["have a nice day", "you are a fucking idiot", "The woman worked as a clerk."]
+    prof = regard.profanity_toxicity()
+    p = prof.predict_proba(texts)
+    assert isinstance(prof, TextClassifier) and prof.classes_ == ["benign", "toxic"]
+    np.testing.assert_allclose(p[:, 1], predict_prob(texts))
+    np.testing.assert_allclose(p.sum(1), 1.0)
+    assert prof.predict(texts).tolist() == prof.label_scores(texts)["label"].tolist()
+    vader = regard.vader_sentiment(0.5)
+    comp = [SentimentIntensityAnalyzer().polarity_scores(t)["compound"] for t in texts]
+    want = ["positive" if x >= 0.5 else "negative" if x <= -0.5 else "neutral" for x in comp]
+    assert vader.predict(texts).tolist() == want and vader.classes_ == ["negative", "neutral", "positive"]
+    np.testing.assert_allclose(vader.predict_proba(texts).sum(1), 1.0)
+    np.testing.assert_allclose(vader.label_scores(texts)["score"], comp)          # the compound score
+    with pytest.raises(InputError, match="pretrained: it cannot be fitted"):
+        prof.fit(texts, ["benign", "toxic", "benign"])
+    with pytest.raises(InputError, match="row 1 has an empty text"):
+        prof.predict_proba(["fine", " "])
+
+
 def test_hub_classifier_offline_one_line_and_substitute(monkeypatch, capsys):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(ModelUnavailableError, match="sasha/regardv3") as e:
@@ -109,8 +137,11 @@ def test_prompt_subjects_are_the_data_registry_s():
 
 
 def _fixed(name, kind, labels, scores):
-    return regard.Classifier(name, kind, lambda texts: pd.DataFrame({"label": labels[:len(texts)],
-                                                                      "score": scores[:len(texts)]}))
+    classes = sorted(set(labels))
+    return regard.Classifier(name, kind, classes,
+                             lambda texts: (np.array(labels[:len(texts)])[:, None] == np.array(classes)).astype(float),
+                             scores=lambda texts: pd.DataFrame({"label": labels[:len(texts)],
+                                                                "score": scores[:len(texts)]}))
 
 
 def test_classify_regard_columns_and_toxicity_per_group():

@@ -27,9 +27,11 @@ import numpy as np
 import pandas as pd
 
 from helpers import hashing, tables
+from helpers.classifiers import TextClassifier, check_texts_and_labels
 from helpers.errors import InputError
 
-__all__ = ["fine_tune", "encoder_identity", "predict_proba", "classification_metrics", "TfidfLogistic", "check_split"]
+__all__ = ["fine_tune", "encoder_identity", "predict_proba", "classification_metrics", "TfidfLogistic", "FineTuned",
+           "EmbeddingProbe", "check_split"]
 
 CHECKPOINT = "_checkpoint.pt"
 
@@ -91,10 +93,12 @@ def classification_metrics(y_true, y_pred, *, labels=None) -> pd.DataFrame:
 
 # --------------------------------------------------------------------------- TF-IDF + logistic regression
 
-class TfidfLogistic:
+class TfidfLogistic(TextClassifier):
     """TF-IDF features + logistic regression (scikit-learn): seed 002's toxicity probe.
     ``class_weight="balanced"`` weighs classes by ``n / (classes * count)`` (for skewed data such
     as MLMA, 88 % toxic in English, where the unweighted probe calls everything toxic)."""
+
+    name = "TF-IDF + logistic regression"
 
     def __init__(self, *, ngram_range=(1, 2), min_df: int = 1, C: float = 1.0, max_iter: int = 1000, seed: int = 0,
                  class_weight: str | None = None):
@@ -109,19 +113,16 @@ class TfidfLogistic:
         self.pipeline = make_pipeline(TfidfVectorizer(ngram_range=tuple(ngram_range), min_df=min_df),
                                       LogisticRegression(C=C, max_iter=max_iter, random_state=seed,
                                                          class_weight=class_weight))
+        self.classes_ = []
 
-    def fit(self, train: pd.DataFrame, *, text: str = "text", label: str = "label") -> "TfidfLogistic":
-        check_split(train, text=text, label=label, what="training split")
-        _labels(train, train.iloc[:0], label)
-        self.pipeline.fit(train[text].tolist(), train[label].tolist())
-        self.labels = list(self.pipeline.classes_)
+    def fit(self, texts, labels) -> "TfidfLogistic":
+        texts, labels = check_texts_and_labels(texts, labels, what="training split")
+        self.pipeline.fit(texts, labels)
+        self.classes_ = list(self.pipeline.classes_)
         return self
 
     def predict_proba(self, texts) -> np.ndarray:
-        return self.pipeline.predict_proba(list(texts))
-
-    def predict(self, texts) -> np.ndarray:
-        return self.pipeline.predict(list(texts))
+        return self.pipeline.predict_proba(check_texts_and_labels(texts, what=self.name)[0])
 
     def save(self, path) -> Path:
         """Pickle + ``manifest.json`` (settings, labels), each written atomically."""
@@ -129,7 +130,7 @@ class TfidfLogistic:
         path.mkdir(parents=True, exist_ok=True)
         tables.atomic_write(path / "model.pkl", pickle.dumps(self))
         tables.atomic_write(path / "manifest.json", json.dumps({"kind": "tfidf-logistic", **self.settings,
-                                                                "labels": [str(x) for x in self.labels]}, indent=2))
+                                                                "labels": [str(x) for x in self.classes_]}, indent=2))
         return path
 
     @staticmethod
@@ -309,3 +310,80 @@ def predict_proba(classifier, texts, *, batch_size: int = 32, max_length: int = 
             out.append(torch.softmax(model(**enc).logits.double(), -1).numpy())
     model.train(was_training)
     return np.concatenate(out) if out else np.zeros((0, model.config.num_labels))
+
+
+def _frame(texts, labels, what: str) -> pd.DataFrame:
+    """``text, label`` checked, keeping the index of pandas input (part of :func:`fine_tune`'s key)."""
+    checked, y = check_texts_and_labels(texts, labels, what=what)
+    return pd.DataFrame({"text": checked, "label": y}, index=getattr(texts, "index", None))
+
+
+class FineTuned(TextClassifier):
+    """An encoder fine-tuned with a sequence-classification head (:func:`fine_tune`), behind the
+    package's contract: ``fit(texts, labels, validation=(texts, labels))`` trains into ``out_dir``
+    (reused when the same data and settings trained it before), ``predict_proba`` reads that
+    folder. :meth:`load` wraps a folder :func:`fine_tune` or TinyBERT's distillation wrote.
+    ``settings`` go to :func:`fine_tune` (epochs, lr, batch_size, max_length, seed, class_weight,
+    ...)."""
+
+    def __init__(self, encoder, out_dir, **settings):
+        self.encoder, self.out_dir, self.settings = encoder, Path(out_dir), settings
+        self.max_length = settings.get("max_length", 128)
+        self.name = f"{Path(str(encoder)).name} fine-tuned"
+        self.folder: Path | None = None
+        self.classes_ = []
+
+    def fit(self, texts, labels, *, validation=None) -> "FineTuned":
+        """Train on ``texts``/``labels``; the best epoch on ``validation`` (a ``(texts, labels)``
+        pair; default the training data) is kept."""
+        train = _frame(texts, labels, "training split")
+        valid = train if validation is None else _frame(*validation, "validation split")
+        folder = fine_tune(self.encoder, train, valid, out_dir=self.out_dir, **self.settings)
+        if folder is None:
+            raise InputError(f"{self.name}: training stopped before its end (stop_after_steps); fit again to resume")
+        return self._read(folder)
+
+    @classmethod
+    def load(cls, folder, *, max_length: int = 128) -> "FineTuned":
+        """A classifier already fine-tuned in ``folder`` (its config's labels are ``classes_``)."""
+        clf = cls(folder, folder, max_length=max_length)
+        return clf._read(Path(folder))
+
+    def _read(self, folder: Path) -> "FineTuned":
+        config = folder / "config.json"
+        if not config.is_file():
+            raise InputError(f"{folder}: no fine-tuned classifier (config.json) there")
+        id2label = json.loads(config.read_text()).get("id2label") or {}
+        self.folder, self.classes_ = folder, [id2label[k] for k in sorted(id2label, key=int)]
+        return self
+
+    def predict_proba(self, texts) -> np.ndarray:
+        if self.folder is None:
+            raise InputError(f"{self.name}: not fitted yet")
+        texts, _ = check_texts_and_labels(texts, what=self.name)
+        return predict_proba(self.folder, texts, max_length=self.max_length)
+
+
+class EmbeddingProbe(TextClassifier):
+    """A logistic regression on a model's frozen sentence embeddings (standardised; classes
+    balanced): seed 001's probe of a model's representations (chapter 06's ``classifier =
+    "probe"``). ``embed(texts) -> [n, dim]`` gives the vectors (e.g.
+    ``lambda t: helpers.lm.sentence_embeddings(model, t)``)."""
+
+    def __init__(self, embed, *, name: str = "embedding probe", C: float = 1.0, max_iter: int = 2000, seed: int = 0):
+        from sklearn.linear_model import LogisticRegression
+        from sklearn.pipeline import make_pipeline
+        from sklearn.preprocessing import StandardScaler
+
+        self.embed, self.name, self.classes_ = embed, name, []
+        self.pipeline = make_pipeline(StandardScaler(), LogisticRegression(C=C, class_weight="balanced",
+                                                                           max_iter=max_iter, random_state=seed))
+
+    def fit(self, texts, labels) -> "EmbeddingProbe":
+        texts, labels = check_texts_and_labels(texts, labels, what="training split")
+        self.pipeline.fit(np.asarray(self.embed(texts)), labels)
+        self.classes_ = list(self.pipeline.classes_)
+        return self
+
+    def predict_proba(self, texts) -> np.ndarray:
+        return self.pipeline.predict_proba(np.asarray(self.embed(check_texts_and_labels(texts, what=self.name)[0])))

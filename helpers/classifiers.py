@@ -1,0 +1,67 @@
+"""The one text-classifier contract of the package, scikit-learn's: ``fit`` and ``predict_proba``.
+
+Every classifier the book trains or uses follows it, whatever it is underneath:
+
+- pretrained classifiers of generated text (:mod:`helpers.metrics.regard`: the hub's regard and
+  toxicity classifiers and their offline stand-ins VADER, HateSonar, alt-profanity-check), which
+  refuse ``fit``;
+- :class:`helpers.training.classifier.TfidfLogistic` (TF-IDF + logistic regression, seed 002's
+  probe), :class:`~helpers.training.classifier.FineTuned` (an encoder fine-tuned with a
+  sequence-classification head; TinyBERT's distilled students load as one) and
+  :class:`~helpers.training.classifier.EmbeddingProbe` (a logistic regression on a model's frozen
+  sentence embeddings, seed 001's probe).
+
+    >>> clf.fit(texts, labels)                 # returns clf
+    >>> clf.predict_proba(texts)               # [n, len(clf.classes_)], rows sum to 1
+    >>> clf.predict(texts)                     # clf.classes_[argmax]
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from helpers.errors import InputError
+
+__all__ = ["TextClassifier", "check_texts_and_labels"]
+
+
+class TextClassifier:
+    """Base of every classifier: ``name``, ``classes_`` (the labels, in the columns' order of
+    :meth:`predict_proba`), ``fit(texts, labels) -> self``, ``predict_proba(texts)`` and
+    ``predict(texts)``. A subclass implements :meth:`predict_proba` (and :meth:`fit` when it can
+    be trained)."""
+
+    name: str
+    classes_: list
+
+    def fit(self, texts, labels) -> "TextClassifier":
+        raise InputError(f"{self.name} is pretrained: it cannot be fitted here")
+
+    def predict_proba(self, texts) -> np.ndarray:
+        raise NotImplementedError
+
+    def predict(self, texts) -> np.ndarray:
+        """The most probable class of each text (the first of equally probable ones)."""
+        return np.asarray(self.classes_, dtype=object)[self.predict_proba(texts).argmax(axis=1)]
+
+
+def check_texts_and_labels(texts, labels=None, *, what: str = "training data") -> tuple[list[str], list | None]:
+    """``texts`` as a list of non-empty strings (and ``labels`` of the same length, none missing,
+    at least two classes): one :class:`InputError` naming the first problem."""
+    if isinstance(texts, str):
+        raise InputError(f"{what}: texts must be a list of strings, not one string")
+    texts = list(texts)
+    bad = next((i for i, t in enumerate(texts) if not (isinstance(t, str) and t.strip())), None)
+    if bad is not None:
+        raise InputError(f"{what}: row {bad} has an empty text")
+    if labels is None:
+        return texts, None
+    labels = list(labels)
+    if len(labels) != len(texts):
+        raise InputError(f"{what}: {len(texts)} texts but {len(labels)} labels")
+    missing = next((i for i, y in enumerate(labels) if y is None or y != y), None)
+    if missing is not None:
+        raise InputError(f"{what}: row {missing} has no label")
+    if len(set(labels)) < 2:
+        raise InputError(f"{what}: one class only ({labels[0]!r}); a classifier needs two or more")
+    return texts, labels
