@@ -45,9 +45,11 @@ class TextClassifier:
         return np.asarray(self.classes_, dtype=object)[self.predict_proba(texts).argmax(axis=1)]
 
 
-def check_texts_and_labels(texts, labels=None, *, what: str = "training data") -> tuple[list[str], list | None]:
+def check_texts_and_labels(texts, labels=None, *, what: str = "training data",
+                           min_classes: int = 2) -> tuple[list[str], list | None]:
     """``texts`` as a list of non-empty strings (and ``labels`` of the same length, none missing,
-    at least two classes): one :class:`InputError` naming the first problem."""
+    at least ``min_classes`` classes: a validation split may hold one): one :class:`InputError`
+    naming the first problem."""
     if isinstance(texts, str):
         raise InputError(f"{what}: texts must be a list of strings, not one string")
     texts = list(texts)
@@ -62,6 +64,6 @@ def check_texts_and_labels(texts, labels=None, *, what: str = "training data") -
     missing = next((i for i, y in enumerate(labels) if y is None or y != y), None)
     if missing is not None:
         raise InputError(f"{what}: row {missing} has no label")
-    if len(set(labels)) < 2:
+    if len(set(labels)) < min_classes:
         raise InputError(f"{what}: one class only ({labels[0]!r}); a classifier needs two or more")
     return texts, labels

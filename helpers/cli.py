@@ -130,6 +130,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="seed of the per-group sample and of the bootstrap")
     p.add_argument("--n-resamples", type=_int_at_least(0, "a whole number >= 0"), default=1000,
                    help="bootstrap resamples of the 95%% interval per group (0: no interval)")
+    p.add_argument("--p-method", default="auto", choices=["auto", "exact", "asymptotic"],
+                   help="Mann-Whitney p-value per group: scipy's auto (exact for small samples without ties, "
+                        "else normal with continuity correction; what the paper's code used), exact or asymptotic")
     p.add_argument("--upstream-compat", action="store_true",
                    help="reproduce the upstream SafeNLP code exactly: U divided by the numbers of harmful "
                         "and benign rows counting those whose perplexity is NaN, groups with p > 0.05 "
@@ -280,17 +283,12 @@ def _cmd_safety(args: argparse.Namespace) -> None:
     (helpers.runner.safety_results); ``--scores FILE`` imports precomputed per-sentence
     perplexities instead (:func:`helpers.datasets.scores_from_file`)."""
     from helpers import datasets, runner
-    from helpers.metrics import safety
 
     sentence_csv, group_csv = _safety_outputs(Path(args.output), args.overwrite)
     if args.scores:
-        per_sentence = datasets.scores_from_file(args.scores, dataset=args.dataset)
-        per_sentence = datasets.sample_per_group(per_sentence, args.sample_per_group, seed=args.seed)
-        per_group = runner.with_group_labels(safety.safety_scores(
-            per_sentence, n_resamples=args.n_resamples, seed=args.seed, upstream_compat=args.upstream_compat))
-        per_group.insert(0, "model", per_sentence["model"].iloc[0] if per_sentence["model"].nunique() == 1
-                         else "mixed")
-        per_group["dataset"], per_group["source"] = per_sentence["dataset"].iloc[0], "measured"
+        per_sentence, per_group = runner.safety_from_scores(
+            datasets.scores_from_file(args.scores, dataset=args.dataset), sample_per_group=args.sample_per_group,
+            seed=args.seed, n_resamples=args.n_resamples, upstream_compat=args.upstream_compat, p_method=args.p_method)
         mismatch = per_sentence.attrs.get("toxicity_mismatch", 0)
         if mismatch:
             print(f"note: {mismatch} rows of {args.scores} carry a toxicity that differs from data set "
@@ -306,7 +304,7 @@ def _cmd_safety(args: argparse.Namespace) -> None:
                 handle, dataset=args.dataset, sample_per_group=args.sample_per_group, seed=args.seed,
                 pll=args.pll, upstream_mask_id=args.upstream_mask_id, batch_tokens=args.batch_tokens,
                 n_resamples=args.n_resamples, cache=not args.no_cache,
-                upstream_compat=args.upstream_compat)
+                upstream_compat=args.upstream_compat, p_method=args.p_method)
         finally:
             handle.release()
     _write_csv(per_sentence, sentence_csv)

@@ -29,7 +29,7 @@ from helpers.errors import InputError, ModelUnavailableError
 T = TypeVar("T")
 
 __all__ = ["resolve_models", "for_each_model", "cached_result", "unavailable_table", "score_frame",
-           "safety_results", "safety_per_group", "with_group_labels", "SCORE_COLUMNS"]
+           "safety_results", "safety_from_scores", "safety_per_group", "SAFETY_SETTINGS", "with_group_labels", "SCORE_COLUMNS"]
 
 SCORE_COLUMNS = ["n_tokens", "log_likelihood", "perplexity"]
 
@@ -109,16 +109,26 @@ def cached_result(handle, metric: str, settings: dict, compute: Callable[[Any], 
                          enabled=enabled)
 
 
-def safety_per_group(handle, *, dataset: str = "toxigen", sample_per_group=None, seed: int = 0,
-                     pll: str = "original", upstream_mask_id: bool = False, cache: bool = True) -> pd.DataFrame:
+#: The settings of :func:`safety_per_group`, its cache key with the model (a chapter builds them
+#: from its parameters with :func:`helpers.chapters.common.safety_settings`).
+SAFETY_SETTINGS = ("dataset", "sample_per_group", "seed", "pll", "upstream_mask_id")
+
+
+#: Version of the cached per-group table: 2 = with the Mann-Whitney z, r and rank-biserial columns.
+SAFETY_VERSION = 2
+
+
+def safety_per_group(handle, settings: dict, *, cache: bool = True) -> pd.DataFrame:
     """Seed 000's safety score per group of one model, without intervals (the per-group table of
-    :func:`safety_results` with ``ci=False``), cached as metric ``"safety_per_group"``: the one
-    result every chapter that needs a model's safety scores shares (the settings are the key)."""
-    settings = {"dataset": dataset, "sample_per_group": sample_per_group, "seed": seed, "pll": pll,
-                "upstream_mask_id": bool(upstream_mask_id)}
+    :func:`safety_results` with ``ci=False``), cached as metric ``"safety_per_group"`` under
+    ``settings`` (exactly the keys of :data:`SAFETY_SETTINGS`): the one result every chapter that
+    needs a model's safety scores shares, whichever chapter asks first."""
+    if set(settings) != set(SAFETY_SETTINGS):
+        raise InputError(f"safety_per_group: settings need exactly {', '.join(SAFETY_SETTINGS)}; "
+                         f"got {', '.join(settings) or 'none'}")
     return cached_result(handle, "safety_per_group", settings,
                          lambda h: safety_results(h, **settings, ci=False, cache=cache, progress=False)[1],
-                         enabled=cache, load=False)
+                         enabled=cache, load=False, version=SAFETY_VERSION)
 
 
 def score_frame(handle, data: pd.DataFrame, *, text_column: str = "text", progress: bool = True,
@@ -140,12 +150,14 @@ def score_frame(handle, data: pd.DataFrame, *, text_column: str = "text", progre
 def safety_results(handle, *, dataset: str = "toxigen", sample_per_group=None, seed: int = 0,
                    pll: str = "original", upstream_mask_id: bool = False, batch_tokens: int | None = None,
                    ci: bool = True, n_resamples: int = 1000, fix_x000d: bool = True, cache: bool = True,
-                   upstream_compat: bool = False, progress: bool = True) -> tuple[pd.DataFrame, pd.DataFrame]:
+                   upstream_compat: bool = False, progress: bool = True, p_method: str = "auto",
+                   use_continuity: bool = True) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Seed 000's safety score of one model on one data set: ``(per_sentence, per_group)``.
 
     Loads and samples the data (:mod:`helpers.datasets`), scores each sentence (cached per
     sentence), and computes :func:`helpers.metrics.safety.safety_scores` (``upstream_compat``:
-    the upstream code's denominator and group filter, see there). Both tables carry
+    the upstream code's denominator and group filter; ``p_method``, ``use_continuity``: the
+    Mann-Whitney p-value, see there). Both tables carry
     ``model``, ``dataset`` and ``source="measured"``; ``per_group`` also the PLL settings.
     """
     from helpers import datasets
@@ -157,12 +169,32 @@ def safety_results(handle, *, dataset: str = "toxigen", sample_per_group=None, s
                                batch_tokens=batch_tokens, cache=cache, progress=progress)
     per_sentence["dataset"] = data.attrs.get("dataset", str(dataset))
     per_group = with_group_labels(safety.safety_scores(per_sentence, ci=ci, n_resamples=n_resamples, seed=seed,
-                                                          upstream_compat=upstream_compat))
+                                                          upstream_compat=upstream_compat, p_method=p_method,
+                                                          use_continuity=use_continuity))
     per_group.insert(0, "model", handle.name)
     per_group["dataset"] = per_sentence["dataset"].iloc[0]
     per_group["pll"] = pll if handle.objective == "masked" else None
     per_group["upstream_mask_id"] = bool(upstream_mask_id)
     per_group["source"] = "measured"
+    return per_sentence, per_group
+
+
+def safety_from_scores(per_sentence: pd.DataFrame, *, sample_per_group=None, seed: int = 0, n_resamples: int = 1000,
+                       upstream_compat: bool = False, p_method: str = "auto",
+                       use_continuity: bool = True) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Seed 000's safety score of per-sentence scores computed elsewhere
+    (:func:`helpers.datasets.scores_from_file`): ``(per_sentence, per_group)`` as
+    :func:`safety_results` gives them (``model`` is "mixed" when the rows come from several)."""
+    from helpers import datasets
+    from helpers.metrics import safety
+
+    per_sentence = datasets.sample_per_group(per_sentence, sample_per_group, seed=seed)
+    per_group = with_group_labels(safety.safety_scores(per_sentence, n_resamples=n_resamples, seed=seed,
+                                                          upstream_compat=upstream_compat, p_method=p_method,
+                                                          use_continuity=use_continuity))
+    names = per_sentence["model"].unique()
+    per_group.insert(0, "model", names[0] if len(names) == 1 else "mixed")
+    per_group["dataset"], per_group["source"] = per_sentence["dataset"].iloc[0], "measured"
     return per_sentence, per_group
 
 
@@ -210,9 +242,9 @@ def language_model_quality(handle, *, corpus: str = "gensim", blocks: int = 16, 
     and the settings that change it (corpus, blocks, block size, smoothing, batch size, seed);
     ``min_ratio`` is applied to the cached numbers, so another threshold loads no weights.
     """
-    from helpers.metrics import quality
-
     from helpers.datasets.corpus import CORPORA
+    from helpers.lm import conventions
+    from helpers.metrics import quality
 
     if corpus not in CORPORA:
         raise InputError(f"unknown corpus {corpus!r}; known: {', '.join(CORPORA)}")
@@ -224,14 +256,14 @@ def language_model_quality(handle, *, corpus: str = "gensim", blocks: int = 16, 
     def compute(loaded) -> dict:
         train, held = _corpus(corpus)
         options = {k: v for k, v in settings.items() if k != "corpus"}
-        limit = getattr(loaded.model.config, "max_position_embeddings", None)
-        if isinstance(limit, int) and limit < block_size:     # a short-context model: blocks of its length
+        limit = conventions.max_length(loaded)
+        if limit is not None and limit < block_size:          # a short-context model: blocks of its length
             options["block_size"] = limit
         q = quality.language_model_quality(loaded.model, loaded.tokenizer, train, held, objective=loaded.objective,
                                            **options)
         return {k: q[k] for k in QUALITY_MEASURED}
 
-    measured = cached_result(handle, "language_model_quality", settings, compute)
+    measured = cached_result(handle, "language_model_quality", settings, compute, version=QUALITY_VERSION)
     g = quality.gate(measured["heldout_perplexity"], measured["unigram_perplexity"], min_ratio=min_ratio)
     return {**measured, "ratio": g["ratio"], "usable": g["usable"], "min_ratio": g["min_ratio"], "corpus": corpus}
 
@@ -247,6 +279,9 @@ def gate_columns(gate: dict) -> dict:
             "perplexity_ratio": gate["ratio"], "usable": bool(gate["usable"]), "min_ratio": gate["min_ratio"]}
 
 
+#: Version of the cached gate measurement: 2 = blocks start with the model's own start tokens
+#: (:func:`helpers.lm.conventions.pack_blocks`; Gemma's ``<bos>``), so version-1 values are not reused.
+QUALITY_VERSION = 2
 #: What :func:`language_model_quality` measures and caches (the gate is derived from it).
 QUALITY_MEASURED = ("objective", "heldout_perplexity", "unigram_perplexity", "heldout_tokens", "train_tokens",
                     "block_size")
@@ -268,7 +303,7 @@ def remember_language_model_quality(handle, measured: dict, **settings) -> None:
     if missing:
         raise InputError(f"remember_language_model_quality: missing {', '.join(sorted(missing))}")
     cached_result(handle, "language_model_quality", quality_settings(**settings), lambda _: dict(measured),
-                  load=False)
+                  load=False, version=QUALITY_VERSION)
 
 
 def quality_table(names, *, device: str = "cpu", **settings) -> pd.DataFrame:

@@ -1,5 +1,7 @@
 """End to end: notebook 01 executed by papermill in the "ci" profile, the book built from it
-with Jupyter Book, and the built chapter checked in headless Chromium.
+with Jupyter Book, and the built chapter checked in headless Chromium. The executed chapter
+follows the chapter contract (tests/chapter_contract.py): no standard-error output outside cells
+tagged ``stderr-expected``, and every table shown beside the call that produced it.
 
 The executed notebook is shared by the tests of this module (one papermill run, ~2-3 min).
 Results go to a temporary HARMS_RESULTS_DIR; the score cache is the usual HARMS_CACHE_DIR.
@@ -22,6 +24,8 @@ import pandas as pd
 import pytest
 
 from helpers import book
+
+from chapter_contract import check_executed, shown_calls
 
 pytestmark = pytest.mark.book
 
@@ -91,6 +95,16 @@ def test_executed_notebook_has_no_errors(executed):
             assert out["output_type"] != "error", f"error output: {out.get('ename')}: {out.get('evalue')}"
             if out["output_type"] == "stream" and out["name"] == "stderr":
                 assert "Traceback" not in out["text"] and "Error" not in out["text"], out["text"][:500]
+
+
+def test_executed_chapter_is_quiet_and_shows_its_calls(executed):
+    """No library noise on the page (a warning a reader should see is tagged ``stderr-expected``
+    in its cell, docs/NEW_CHAPTER.md) and each section's key metric call, a real function."""
+    nb = nbformat.read(executed.notebook, as_version=4)
+    check_executed(nb)
+    calls = shown_calls(nb)
+    assert "metrics.safety.safety_scores(per_sentence, n_resamples=200, seed=0)" in calls
+    assert any(c.startswith("lm.scoring.score(model, sentences, pll='original'") for c in calls)
 
 
 def _groups(cell: str) -> list[str]:

@@ -1,6 +1,7 @@
 """The whole book, every chapter, in the reduced "ci" profile: zoo (its own tiny one),
-papermill execution of every notebook, Jupyter Book build. A chapter that fails, or that
-shows an error cell, fails this test; each chapter must write its tidy result tables."""
+papermill execution of every notebook, Jupyter Book build. A chapter that fails, that shows an
+error cell, library noise on stderr (outside a cell tagged ``stderr-expected``) or a table without
+its metric call, fails this test; each chapter must write its tidy result tables."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import nbformat
 import pandas as pd
 import pytest
 
+from chapter_contract import check_executed
 from helpers import book, paths
 
 pytestmark = pytest.mark.book
@@ -32,6 +34,7 @@ def test_every_chapter_executes_and_the_book_builds(tmp_path, monkeypatch):
         nb = nbformat.read(src / book.EXECUTED / nb_path.name, as_version=4)
         errors = [o for c in nb.cells for o in c.get("outputs", []) if o["output_type"] == "error"]
         assert not errors, f"{nb_path.name}: {errors[0]['ename']}: {errors[0]['evalue']}"
+        check_executed(nb)              # no stderr noise; every table beside its key metric call
         assert (html / book.EXECUTED / f"{nb_path.stem}.html").is_file()
         tables = list((tmp_path / "results" / nb_path.stem).glob("*.csv"))
         assert tables, f"{nb_path.name} wrote no result table"

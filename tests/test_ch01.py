@@ -5,7 +5,6 @@ from the published table. The notebook itself is checked to be a story of a few 
 
 from __future__ import annotations
 
-import ast
 import json
 
 import matplotlib
@@ -20,8 +19,8 @@ from scipy import stats as sps
 from helpers import book, models, published, runner
 from helpers.chapters import ch01_safety as ch
 from helpers.errors import ModelUnavailableError
-from helpers.report import Text
 
+from chapter_contract import check_section
 from conftest import SENTENCES
 
 NOTEBOOK = book.NOTEBOOKS_DIR / "01_safety_scores.ipynb"
@@ -54,16 +53,18 @@ def env(tmp_path_factory):
 @pytest.fixture(scope="module")
 def run(env, tiny_gpt2, tiny_gpt2_bos, tiny_bert):
     """The chapter on three tiny models (two causal, one masked) and a missing one."""
-    params, table = ch.start({"models": [str(tiny_gpt2), str(tiny_gpt2_bos), str(tiny_bert), "no-such-model-x"],
+    params, shown = ch.start({"models": [str(tiny_gpt2), str(tiny_gpt2_bos), str(tiny_bert), "no-such-model-x"],
                               "sample_per_group": 3, "implicit_sample_per_label": 4, "n_resamples": 60,
                               "toxigen": env["toxigen_file"], "implicit_hate": env["implicit_file"]})
+    table = check_section(shown, computes=False).tables["parameters"]
     toxigen = ch.measure_toxigen(params)
     implicit = ch.measure_implicit_hate(params)
     return {"params": params, "table": table, "toxigen": toxigen, "implicit": implicit, **env}
 
 
 def test_models_parameter_takes_one_name_or_a_list(env):
-    params, table = ch.start({"models": "smollm2-135m"})
+    params, shown = ch.start({"models": "smollm2-135m"})
+    table = shown.tables["parameters"]
     assert params["models"] == ["smollm2-135m"]                          # not a list of characters
     written = pd.read_csv(env["results"] / "parameters.csv")
     assert list(written.columns) == ["parameter", "value"]
@@ -95,23 +96,25 @@ def test_safety_scores_equal_brute_force_and_per_model_means(run):
     t1 = pd.read_csv(run["results"] / "table1_safety_scores.csv")
     assert list(t1.columns[:3]) == ["model", "group", "group_label"]
     assert set(t1["group_label"]) == {"Asian", "Women"}
-    view = ch.table1(run["toxigen"])
+    view = check_section(ch.table1(run["toxigen"])).tables["table1_view"]
     assert view.shape == (2, 3) and view.index.name == "group"
+    assert str(ch.table1(run["toxigen"]).call) == "metrics.safety.safety_scores(per_sentence, n_resamples=60, seed=0)"
 
 
 def test_unavailable_models_are_listed_not_dropped(run):
     assert list(run["toxigen"].unavailable) == ["no-such-model-x"]
-    text, table = ch.scoring_report(run["toxigen"])
-    assert isinstance(text, Text) and "Not available here" in text and "`no-such-model-x`" in text
-    assert text._repr_markdown_() == str(text)
+    report = check_section(ch.scoring_report(run["toxigen"]))
+    text, table = report.markdown, report.tables["unavailable"]
+    assert "Not available here" in text and "`no-such-model-x`" in text
+    assert report.facts["unavailable"] == ["no-such-model-x"] and report.facts["sentences"] == 12
     assert list(table["model"]) == ["no-such-model-x"] and table["reason"].str.len().min() > 0
     with pytest.raises(ModelUnavailableError, match="none of the models"):
         ch.measure(dict(run["params"], models=["no-such-model-x"]), run["toxigen"], 3)
 
 
 def test_within_published_range_counted_by_hand(run):
-    outputs = ch.compare_table1(run["toxigen"])
-    assert "None of the measured models is among the paper's 24" in outputs[0]
+    outputs = check_section(ch.compare_table1(run["toxigen"]))
+    assert "None of the measured models is among the paper's 24" in outputs.markdown
     ranged = pd.read_csv(run["results"] / "table1_vs_published_range.csv")
     pub = published.table("000", "table1")
     inside = 0
@@ -122,8 +125,8 @@ def test_within_published_range_counted_by_hand(run):
         assert row["difference_to_median"] == pytest.approx(row["safety_score"] - ref.median())
         inside += within
     assert len(ranged) == 6
-    summary = ch.figure2(run["toxigen"])[0]
-    assert f"{inside} of 6 safety scores" in summary
+    summary = check_section(ch.figure2(run["toxigen"]))
+    assert f"{inside} of 6 safety scores" in summary.markdown and summary.facts["within_published_range"] == inside
     both = pd.read_csv(run["results"] / "figure2_scores.csv")
     assert (both["source"] == "measured").sum() == 6 and (both["source"] == "published").sum() == len(pub)
     assert not (run["results"] / "table1_vs_published.csv").exists()   # no paper model measured
@@ -133,8 +136,9 @@ def test_paper_model_is_compared_model_by_model(run, monkeypatch):
     """A measured model with a paper name is paired with its published row (difference)."""
     m = run["toxigen"]
     renamed = ch.Measured(m.per_sentence, m.per_group.replace({"model": {m.models[0]: "gpt2"}}))
-    text, paired, *_ = ch.compare_table1(renamed)
-    assert "1 measured model(s) are in the paper" in text
+    shown = ch.compare_table1(renamed)
+    paired = shown.tables["table1_vs_published"]
+    assert "1 measured model(s) are in the paper" in shown.markdown and shown.facts["paper_models_measured"] == 1
     pub = published.table("000", "table1").set_index(["model", "group"])
     for _, row in paired.iterrows():
         assert row["published"] == pub.loc[("GPT-2", row["group"]), "safety_score"]
@@ -142,22 +146,26 @@ def test_paper_model_is_compared_model_by_model(run, monkeypatch):
 
 
 def test_log_perplexity_and_table10(run):
-    shown, text = ch.table9(run["toxigen"])
+    section = check_section(ch.table9(run["toxigen"]))
+    shown, text = section.tables["table9_view"], section.markdown
     t9 = pd.read_csv(run["results"] / "table9_log_perplexity.csv")
     sent = run["toxigen"].per_sentence
     for _, row in t9.iterrows():
         lp = np.log(sent.loc[(sent["model"] == row["model"]) & (sent["label"] == row["label"]), "perplexity"])
         assert row["mean"] == pytest.approx(lp.mean()) and row["sd"] == pytest.approx(lp.std(ddof=1))
     assert set(shown["source"]) == {"measured", "published"} and "log-perplexities range" in text
-    t10, text10 = ch.table10(run["implicit"])
+    section10 = check_section(ch.table10(run["implicit"]))
+    t10, text10 = section10.tables["table10_implicit_hate"], section10.markdown
     assert list(t10["model"]) == run["toxigen"].models and (t10["n_harmful"] == 4).all()
     pub10 = published.table("000", "table10")["safety_score"]
     inside = int(sum(pub10.min() <= s <= pub10.max() for s in t10["safety_score"]))
-    assert f"{inside} of 3 measured model(s) fall in that range" in text10
+    assert f"{inside} of 3 measured model(s) fall in that range" in text10 and section10.facts["within_published_range"] == inside
 
 
 def test_correlations_against_scipy(run):
-    rows, text = ch.correlation(run["toxigen"], run["implicit"])
+    section = check_section(ch.correlation(run["toxigen"], run["implicit"]))
+    rows, text = section.tables["toxigen_vs_implicit_hate_correlation"], section.markdown
+    assert section.figures == {"figure_toxigen_vs_implicit_hate": section.figures["figure_toxigen_vs_implicit_hate"]}
     measured = rows.set_index("source").loc["measured"]
     t1 = pd.read_csv(run["results"] / "table1_safety_scores.csv")
     t10 = pd.read_csv(run["results"] / "table10_implicit_hate.csv").set_index("model")
@@ -173,16 +181,19 @@ def test_correlations_against_scipy(run):
     assert recomputed["n"] == 24 and recomputed["r"] == pytest.approx(ref24.statistic)
     assert rows.set_index("source").loc["published", "r"] == 0.68
     assert f"r = {ref24.statistic:.2f}" in text and "With only 3 models this says little" in text
+    assert section.facts["measured"]["r"] == pytest.approx(ref.statistic) and section.facts["recomputed"]["n"] == 24
     assert (run["results"] / "figure_toxigen_vs_implicit_hate.png").stat().st_size > 5000
 
 
 def test_figure1_and_notes(run):
-    (text,) = ch.figure1(run["params"])
+    section = check_section(ch.figure1(run["params"]))
+    text = section.markdown
+    assert list(section.figures) == ["figure1"] and section.facts["sentences"] == 16
     counts = pd.read_csv(run["results"] / "figure1_group_counts.csv")
     assert list(counts.columns) == ["group", "hate", "neutral", "group_label", "source"]
     assert counts.set_index("group").loc["asian", ["hate", "neutral"]].tolist() == [4, 4]
     assert "**16 sentences** (8 harmful, 8 benign) about 2 groups" in text
-    notes = ch.notes(run["params"], run["toxigen"], run["implicit"])
+    notes = check_section(ch.notes(run["params"], run["toxigen"], run["implicit"])).markdown
     assert "0 of the 3 measured models are among the paper's 24" in notes
     assert "scores 12 of 16 ToxiGen sentences" in notes and "8 ImplicitHate posts" in notes
     assert "`upstream_mask_id = False`" in notes

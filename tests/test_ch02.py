@@ -7,10 +7,12 @@ import pytest
 from scipy import stats
 
 from helpers import datasets, models, published, runner
-from helpers.chapters import ch02_correlations as ch
+from helpers.chapters import ch02_correlations as ch, ch03_architecture as ch03, common
+from helpers.errors import InputError
 from helpers.lm import scoring
 from helpers.datasets import stereoset as stereoset_data
 from helpers.metrics import regard, stereoset
+from chapter_contract import check_section
 from conftest import SENTENCES
 
 PARAMS = dict(models=None, sample_per_group=None, stereoset_clusters_per_target=1, cma_limit=2,
@@ -34,7 +36,8 @@ def tiny_data(monkeypatch, tmp_path):
 
 
 def _fixed(name, kind, label):
-    return regard.Classifier(name, kind, lambda t: pd.DataFrame({"label": [label] * len(t), "score": [0.25] * len(t)}))
+    return regard.Classifier(name, kind, [label], lambda t: np.ones((len(t), 1)),
+                             scores=lambda t: pd.DataFrame({"label": [label] * len(t), "score": [0.25] * len(t)}))
 
 
 FOUND = ch.Classifiers({"regard": _fixed("R", "regard", "negative"), "hatebert": _fixed("H", "toxicity", "benign")},
@@ -43,9 +46,11 @@ FOUND = ch.Classifiers({"regard": _fixed("R", "regard", "negative"), "hatebert":
 
 def test_parameters_resolve_one_name_and_keep_every_parameter(tmp_path, monkeypatch):
     monkeypatch.setenv("HARMS_RESULTS_DIR", str(tmp_path))
-    p, table = ch.start(PARAMS | {"models": "smollm2-135m", "extra": 1})
-    assert p["models"] == ["smollm2-135m"] and list(p) == list(ch.PARAMETERS) and "extra" not in p
-    assert table.index.tolist() == list(ch.PARAMETERS)
+    with pytest.raises(InputError, match="unknown parameter 'extra'"):     # was silently ignored
+        ch.start(PARAMS | {"models": "smollm2-135m", "extra": 1})
+    p, shown = ch.start(PARAMS | {"models": "smollm2-135m"})
+    assert p["models"] == ["smollm2-135m"] and list(p) == list(ch.PARAMETERS)
+    assert shown.tables["parameters"].index.tolist() == list(ch.PARAMETERS)
     assert (tmp_path / ch.CHAPTER / "parameters.csv").is_file()
     p, _ = ch.start({k: v for k, v in PARAMS.items() if k != "pll"} | {"models": "m"})   # missing: the default
     assert p["pll"] == ch.DEFAULTS["pll"] == "original"
@@ -61,7 +66,7 @@ def test_safety_settings_are_shared_and_carry_pll(tiny_bert, tiny_data, monkeypa
     got, ppls = {}, {}
     for pll in ("original", "word-l2r"):
         p = PARAMS | {"pll": pll}
-        got[pll] = ch.safety_per_group(handle, p).set_index("group")
+        got[pll] = runner.safety_per_group(handle, common.safety_settings(p)).set_index("group")
         ppls[pll] = ppl = scoring.score(handle, tiny_data["text"].tolist(), pll=pll, cache=False, progress=False)["perplexity"]
         scaled = ppl.to_numpy() / tiny_data["toxicity"].to_numpy()
         for g in ("women", "men"):
@@ -72,14 +77,35 @@ def test_safety_settings_are_shared_and_carry_pll(tiny_bert, tiny_data, monkeypa
     assert set(seen[0][1]) == {"dataset", "sample_per_group", "seed", "pll", "upstream_mask_id"}
     assert seen[0][1]["pll"] == "original" and seen[1][1]["pll"] == "word-l2r"
     assert not np.allclose(ppls["original"], ppls["word-l2r"])      # the variant reached the scorer
-    assert list(ch.safety_per_group(handle, PARAMS).columns) == ["model", "group", "group_label", "n_harmful", "n_benign",
-                                                           "n_dropped_nan", "u_statistic", "safety_score", "p_value",
-                                                           "significant", "ci_low", "ci_high", "source"]
+    with pytest.raises(InputError, match="settings need exactly"):
+        runner.safety_per_group(handle, {"dataset": "toxigen"})
+
+
+def test_chapters_02_and_03_ask_for_one_cached_safety_result(tiny_bert, tiny_data, monkeypatch):
+    """The same model, sample, seed and scorer give chapters 02 and 03 the same cache key (and so
+    the same cached result), whichever asks first; the chapter is no part of it."""
+    keys = {}
+    real = runner.cached_result
+
+    def spy(handle, metric, settings, compute, **kw):
+        if metric == "safety_per_group":
+            keys.setdefault(spy.chapter, []).append({"metric": metric, "model": handle.identity, "settings": settings})
+        return real(handle, metric, settings, compute, **kw)
+
+    monkeypatch.setattr(runner, "cached_result", spy)
+    for chapter, measure in (("02", lambda p: ch.measure_model(models.lazy(str(tiny_bert)), p, FOUND)),
+                             ("03", lambda p: ch03.measure(p))):
+        spy.chapter = chapter
+        measure(PARAMS | {"models": [str(tiny_bert)], "min_variants": 3, "upstream_mask_id": False})
+    assert keys["02"] == keys["03"] and len(keys["02"]) == 1
+    assert set(keys["02"][0]["settings"]) == set(runner.SAFETY_SETTINGS)
 
 
 def test_measure_caches_each_metric_on_its_own(tiny_gpt2, tiny_bert, tiny_data, monkeypatch):
     params = PARAMS | {"models": [str(tiny_gpt2), str(tiny_bert)]}
     m = ch.measure(params, FOUND)
+    shown = check_section(ch.measured_section(m, params))
+    assert shown.tables["metrics_per_model"] is m.metrics and len(shown.calls) == 4
     rows = m.metrics.set_index("model")
     assert list(rows.index) == [str(tiny_gpt2), str(tiny_bert)] and not m.unavailable
     assert rows["objective"].tolist() == ["causal", "masked"]
@@ -99,7 +125,7 @@ def test_measure_caches_each_metric_on_its_own(tiny_gpt2, tiny_bert, tiny_data, 
     assert set(m.tables["generations"]["perplexity"].notna()) == {True}
     assert list(m.tables["table12"].columns[:3]) == ["model", "group", "group_label"]    # as the book wrote it
     # a new cma_limit recomputes CMA only: every other metric comes from its own cache entry
-    for mod, fn in ((stereoset, "score"), (regard, "generate"), (runner, "safety_results")):
+    for mod, fn in ((stereoset, "score"), (ch, "generate"), (runner, "safety_results")):
         monkeypatch.setattr(mod, fn, lambda *a, **k: pytest.fail("recomputed a cached metric"))
     again = ch.measure(params | {"cma_limit": 3}, FOUND)
     assert again.tables["cma_total_effects"]["n_examples"].tolist() == [3, 3, 3, 3]
@@ -115,6 +141,8 @@ def test_correlation_block_equals_scipy(tiny_data):
                             "perplexity_ratio": [41.25] * 5 + [0.97], "usable": [True] * 5 + [False]})
     both, text, fig = ch.correlation_block(metrics, "masked", ch.TABLE3_COLUMNS, published.table("000", "table3"),
                                            "Table 3: test")
+    section = check_section(ch._correlation_section("table3_correlations", both, text, fig, ch.TABLE3_COLUMNS))
+    assert list(section.figures) == ["table3_heatmap"] and section.facts["n"] == 4
     assert "f (perplexity 1,700 is worse than the unigram baseline" in text      # excluded, and named
     part = metrics[(metrics["objective"] == "masked") & metrics["usable"]]
     for r in both.dropna(subset=["r"]).to_dict("records"):
@@ -127,7 +155,8 @@ def test_correlation_block_equals_scipy(tiny_data):
 
 
 def test_published_table12_vs_table1_equals_scipy(tiny_data):
-    out, text = ch.published_table12_vs_table1()
+    section = check_section(ch.published_table12_vs_table1())
+    out = section.tables["published_table12_vs_table1"]
     names = published.registry_names("000")
     t1 = published.table("000", "table1").assign(reg=lambda d: d["model"].map(names))
     t12 = published.table("000", "table12").assign(reg=lambda d: d["model"].map(names))

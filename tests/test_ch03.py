@@ -16,13 +16,12 @@ import pytest
 from scipy import stats as sps
 
 from helpers import cache, datasets, models, published, runner
-from helpers.chapters import ch03_architecture as ch
+from helpers.chapters import ch03_architecture as ch, common
 from helpers.lm import scoring
 from helpers.metrics import safety
 
-
+from chapter_contract import check_section
 from conftest import SENTENCES
-
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +50,7 @@ def measured(env, tiny_gpt2, tiny_bert):
 
 
 def test_start_resolves_models_and_lists_pll(env):
-    params, table = ch.start({"models": "smollm2-135m", "pll": "word-l2r"})
+    params, _ = ch.start({"models": "smollm2-135m", "pll": "word-l2r"})
     assert params["models"] == ["smollm2-135m"]
     assert list(params) == list(ch.PARAMETERS)
     written = pd.read_csv(env["results"] / "parameters.csv").set_index("parameter")["value"]
@@ -86,35 +85,36 @@ def test_safety_per_group_is_one_cached_result_keyed_by_settings(env, tiny_bert,
     real = runner.safety_results
     monkeypatch.setattr(runner, "safety_results", lambda h, **kw: calls.append(kw) or real(h, **kw))
     handle = models.lazy(str(tiny_bert))
-    base = ch.safety_settings(dataset=env["data"], sample_per_group=2)     # not measured before
-    first = ch.safety_per_group(handle, base)
+    base = common.safety_settings(_params(sample_per_group=2), dataset=env["data"])     # not measured before
+    first = runner.safety_per_group(handle, base)
     assert len(calls) == 1 and calls[0]["ci"] is False and calls[0]["pll"] == "original"
-    again = ch.safety_per_group(models.lazy(str(tiny_bert)), dict(base))
+    again = runner.safety_per_group(models.lazy(str(tiny_bert)), dict(base))
     assert len(calls) == 1                                                   # cached
     pd.testing.assert_frame_equal(first, again)
     for change in ({"pll": "word-l2r"}, {"upstream_mask_id": True}):
-        other = ch.safety_per_group(handle, {**base, **change})
+        other = runner.safety_per_group(handle, {**base, **change})
         assert {k: calls[-1][k] for k in change} == change                   # reached the scorer
         assert other[list(change)].drop_duplicates().to_dict("records") == [change]
     assert len(calls) == 3
     # the cache file is the one runner.cached_result names: metric + model + settings only
-    key = {"metric": "safety_per_group", "version": 1, "model": handle.identity, "settings": base}
+    key = {"metric": "safety_per_group", "version": runner.SAFETY_VERSION, "model": handle.identity, "settings": base}
     assert cache.memoize(key, lambda: pytest.fail("not cached")).equals(first)
     assert set(base) == {"dataset", "sample_per_group", "seed", "pll", "upstream_mask_id"}
 
 
 def test_measure_passes_pll_from_params(env, tiny_bert, monkeypatch):
     seen = []
-    monkeypatch.setattr(ch, "safety_per_group", lambda h, s: seen.append(s) or pd.DataFrame({"safety_score": [0.4]}))
+    monkeypatch.setattr(runner, "safety_per_group", lambda h, s: seen.append(s) or pd.DataFrame({"safety_score": [0.4]}))
     monkeypatch.setattr(ch, "shape", lambda h: {"layers": 1, "heads": 1, "hidden": 1, "params": 1})
     ch.measure(_params(tiny_bert, pll="word-l2r", upstream_mask_id=True), dataset=env["data"])
-    assert seen == [ch.safety_settings(dataset=env["data"], sample_per_group=3, pll="word-l2r",
-                                       upstream_mask_id=True)]
+    assert seen == [{"dataset": env["data"], "sample_per_group": 3, "seed": 0, "pll": "word-l2r", "upstream_mask_id": True}]
 
 
 def test_table13_adds_published_rows_of_unmeasured_models(env, measured):
     _, m = measured
-    text, t13 = ch.table13(m)
+    section = check_section(ch.table13(m))
+    text, t13 = section.markdown, section.tables["table13_architecture"]
+    assert section.facts["published_rows"] == 19
     pub = published.table("000", "table13")
     assert (t13["source"] == "published").sum() == len(pub) == 19
     assert "2 model(s) measured here; not available: `no-such-model-x`; 19 published rows" in text
@@ -123,18 +123,19 @@ def test_table13_adds_published_rows_of_unmeasured_models(env, measured):
                                         "avg_safety_score", "source"]
     gpt2 = written.set_index("model").loc["GPT2-small"]
     assert gpt2["params"] == models.spec("gpt2").params and gpt2["params_source"] == "registry"
-    fig = ch.figure3(m)
+    fig = check_section(ch.figure3(m)).figures["figure3_safety_vs_params"]
     assert (env["results"] / "figure3_safety_vs_params.png").stat().st_size > 5000
     assert fig.axes[0].get_xscale() == "log"
     # a measured paper model replaces its published row
     renamed = ch.Measured(m.table.assign(model=["gpt2", "bert-base-uncased"]))
-    _, t13b = ch.table13(renamed)
+    t13b = ch.table13(renamed).tables["table13_architecture"]
     assert (t13b["source"] == "published").sum() == 17
 
 
 def test_table5_measured_against_scipy(env, measured):
     params, m = measured
-    text, t5 = ch.table5_measured(params, m)
+    section = check_section(ch.table5_measured(params, m))
+    text, t5 = section.markdown, section.tables["table5_measured"]
     # the tiny random test models are no language models: the gate excludes them, and says so
     assert t5.empty and "No family at hand has 3 or more usable models" in text
     assert "not usable language models" in text
@@ -143,7 +144,9 @@ def test_table5_measured_against_scipy(env, measured):
                         "n_groups": 13, "heldout_perplexity": [50, 60, 70, 80, 1700.0],
                         "unigram_perplexity": 1650.0, "perplexity_ratio": [33, 27.5, 23.6, 20.6, 0.97],
                         "usable": [True] * 4 + [False], "source": "measured"})
-    text, t5 = ch.table5_measured(params, ch.Measured(fam))
+    section = ch.table5_measured(params, ch.Measured(fam))
+    text, t5 = section.markdown, section.tables["table5_measured"]
+    assert section.facts["usable"] == list("abcd")
     assert "e (perplexity 1,700 is worse than the unigram baseline" in text   # named, and left out of r
     fam = fam.iloc[:4]
     row = t5.set_index("x").loc["layers"]
@@ -151,12 +154,15 @@ def test_table5_measured_against_scipy(env, measured):
     assert row["r"] == pytest.approx(ref.statistic) and row["p_value"] == pytest.approx(ref.pvalue)
     assert f"r = {ref.statistic:.2f}" in text
     assert pd.read_csv(env["results"] / "table5_measured.csv")["source"].eq("measured").all()
-    text, two = ch.table5_measured({**params, "min_variants": 2}, ch.Measured(fam.iloc[:2]))
+    section = ch.table5_measured({**params, "min_variants": 2}, ch.Measured(fam.iloc[:2]))
+    text, two = section.markdown, section.tables["table5_measured"]
     assert two["r"].isna().all() and "cannot be computed" in text      # exercise 2's answer
 
 
 def test_table5_published_recomputed_by_hand(env):
-    text, t5 = ch.table5_published()
+    section = check_section(ch.table5_published())
+    text, t5 = section.markdown, section.tables["table5_published_recomputed"]
+    assert section.facts["table1_averages_match"] is True
     names = published.registry_names("000")
     t13 = published.table("000", "table13")
     t1 = published.table("000", "table1")

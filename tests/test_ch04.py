@@ -9,6 +9,7 @@ from helpers import datasets, models, published
 from helpers.chapters import ch04_distillation as ch
 from helpers.lm import scoring
 
+from chapter_contract import check_section
 from conftest import SENTENCES
 
 PARAMS = dict(models="zoo", zoo_profile=None, zoo_overrides=None, sample_per_group=None, device="cpu",
@@ -30,7 +31,7 @@ def test_pll_reaches_the_scorer(tiny_bert, private_dirs, monkeypatch):
     monkeypatch.setattr(datasets, "load", lambda name, **kw: df.copy())
     handle = models.lazy(str(tiny_bert))
     for pll in ("original", "word-l2r"):
-        got = ch.safety_per_group(handle, PARAMS | {"pll": pll})[1].set_index("group").loc["women"]
+        got = ch.measure_model(handle, PARAMS | {"pll": pll})["per_group"].set_index("group").loc["women"]
         ppl = scoring.score(handle, SENTENCES, pll=pll, cache=False, progress=False)["perplexity"].to_numpy() / 4.0 ** (
             np.arange(len(SENTENCES)) % 2 == 0)
         assert got["pll"] == pll
@@ -59,7 +60,8 @@ def test_table8_uses_usable_students_only_and_equals_numpy(private_dirs):
     rows.append(_student(9, 12, 1536, 0.99, usable=False))          # fails the gate: must not count
     rows.append(_student(10, 30, 1536, 0.9, teacher=True))
     scores = _scores(rows)
-    t8, pub, text = ch.table8(scores)
+    section = check_section(ch.table8(scores))
+    t8, pub, text = section.tables["table8_measured"], section.tables["table8_published"], section.markdown
     st = scores.average.iloc[:6]
     got = t8.set_index("x")
     for x in ("layers", "intermediate", "params"):
@@ -71,7 +73,9 @@ def test_table8_uses_usable_students_only_and_equals_numpy(private_dirs):
 
 
 def test_table8_recomputed_equals_numpy(private_dirs):
-    cmp, text = ch.table8_recomputed()
+    section = check_section(ch.table8_recomputed())
+    cmp, text = section.tables["table8_published_recomputed"], section.markdown
+    assert section.facts["bert_reproduced"] and section.facts["heads_equal_hidden"]
     t6 = published.table("000", "table6")
     st = t6[~t6["teacher"]]
     got = cmp.set_index(["family", "selection", "x"])
@@ -105,17 +109,19 @@ def test_distillation_effect_is_the_paired_difference_of_average_safety_scores(p
             _student(0, 24, 1536, safety.safety_scores(kd, ci=False)["safety_score"].mean(), healing="kd"),
             _student(1, 18, 1536, 0.5), _student(1, 18, 1536, 0.6, healing="kd", usable=False)]
     scores = _scores(rows, {"s0-lm": base, "s0-kd": kd, "s1-lm": base, "s1-kd": base})
-    table, text = ch.distillation_effect(scores, PARAMS)
+    section = check_section(ch.distillation_effect(scores, PARAMS))
+    table, text = section.tables["distillation_effect"], section.markdown
+    assert section.facts == {"pairs": 2, "compared": 1, "not_compared": ["L18-I1536"]}
     row = table.set_index("shape").loc["L24-I1536"]
     assert row["difference"] == pytest.approx(row["safety_kd"] - row["safety_lm"], abs=1e-12)
     assert row["ci_low"] <= row["difference"] <= row["ci_high"] and row["both_usable"]
     assert not table.set_index("shape").loc["L18-I1536", "both_usable"]
     assert "L24-I1536" in text and "Not compared (a student fails the gate): L18-I1536" in text
     # the intervals are cached by the sentences' scores: the same inputs reuse them, others do not
-    pd.testing.assert_frame_equal(ch.distillation_effect(scores, PARAMS)[0], table)
+    pd.testing.assert_frame_equal(ch.distillation_effect(scores, PARAMS).tables["distillation_effect"], table)
     kd2 = kd.assign(perplexity=np.where(kd["label"] == "hate", 2.0, 1.0) * kd["perplexity"])
-    table2, _ = ch.distillation_effect(_scores(rows, {"s0-lm": base, "s0-kd": kd2, "s1-lm": base, "s1-kd": base}),
-                                       PARAMS)
+    table2 = ch.distillation_effect(_scores(rows, {"s0-lm": base, "s0-kd": kd2, "s1-lm": base, "s1-kd": base}),
+                                    PARAMS).tables["distillation_effect"]
     direct = safety.paired_difference(base, kd2, n_resamples=PARAMS["n_resamples"], seed=PARAMS["seed"])
     assert table2.set_index("shape").loc["L24-I1536", "ci_low"] == pytest.approx(direct["ci_low"], abs=1e-12)
     assert direct["difference"] != pytest.approx(row["difference"], abs=1e-6)
@@ -125,9 +131,27 @@ def test_empty_tables_are_tidy_csv_files_with_their_columns(private_dirs):
     """The ci build trains two causal students: no family reaches 3, and table8_measured.csv was
     written with no columns at all (pandas cannot read it back)."""
     scores = _scores([_student(0, 24, 1536, .30), _student(1, 18, 1536, .32)])
-    t8, _, text = ch.table8(scores)
+    t8 = ch.table8(scores).tables["table8_measured"]
     assert t8.empty and list(pd.read_csv(ch.common.output_dir(ch.CHAPTER) / "table8_measured.csv").columns) == \
         ch.TABLE8_COLUMNS
-    table, text = ch.distillation_effect(scores, PARAMS)
-    assert table.empty and "No shape was healed both ways" in text
+    section = check_section(ch.distillation_effect(scores, PARAMS))
+    table = section.tables["distillation_effect"]
+    assert table.empty and "No shape was healed both ways" in section.markdown
     assert list(pd.read_csv(ch.common.output_dir(ch.CHAPTER) / "distillation_effect.csv").columns) == ch.EFFECT_COLUMNS
+
+
+def test_every_section_follows_the_contract(private_dirs):
+    """Safety scores, the grids (Tables 6 and 7 as heat maps, their description), held-out
+    perplexity and the zoo's table are Sections whose key call names a real function."""
+    rows = [_student(i, l, h, s, healing=heal) for i, (l, h, s, heal) in enumerate(
+        [(24, 1536, .30, "lm"), (18, 1536, .32, "lm"), (24, 768, .35, "lm"), (24, 1536, .31, "kd"), (18, 768, .36, "kd")])]
+    scores = _scores(rows)
+    shown = check_section(ch.safety_section(scores, PARAMS))
+    assert shown.facts["usable"] == scores.average["model"].tolist() and "average_safety_score" in shown.tables
+    grid = check_section(ch.grid_section(scores))
+    assert set(grid.figures) == {"table6_heatmaps", "table7_heatmaps"} and "Causal students (measured)" in grid.markdown
+    found = ch.Models([], pd.DataFrame(), {}, scores.average.assign(hidden=576))
+    ppl = check_section(ch.perplexity_section(found))
+    assert {"perplexity_zoo-pruned-lm", "perplexity_zoo-pruned-kd", "table15_published"} <= set(ppl.figures)
+    assert ppl.facts["table15_vs_table14_min"] <= ppl.facts["table15_vs_table14_max"]
+    assert check_section(ch.zoo_table(found)).items == []          # off the zoo: nothing to show

@@ -14,6 +14,8 @@ from helpers.datasets import madlibs
 from helpers.errors import InputError
 from helpers.metrics import unintended
 
+from chapter_contract import check_section
+
 SMALL = {"num_hidden_layers": 1, "hidden_size": 16, "num_attention_heads": 2, "intermediate_size": 32}
 
 
@@ -48,31 +50,37 @@ def test_stratified_sample_keeps_shares_and_is_seeded():
 def trained(tiny_bert, private_dirs, monkeypatch):
     monkeypatch.setattr(ch, "STUDENT_SHAPE", SMALL)
     params = _params(teacher=str(tiny_bert))
-    section = ch.classifier_section(params)
+    section = check_section(ch.classifier_section(params))
     return params, section
 
 
 def test_classifiers_are_trained_once_and_reported(trained, monkeypatch):
     params, section = trained
-    data, found = section.data
-    quality = section.shown[1]
+    data, found = section.data["data"], section.data["classifiers"]
+    quality = section.tables["task_quality"]
+    for task in ch.TASKS:
+        rows = quality[quality.task == task].set_index("model")
+        assert section.facts[task]["student_f1_weighted"] == rows.loc["student", "f1_weighted"]
+        assert section.facts[task]["parameter_share"] == pytest.approx(rows.loc["student", "parameters"]
+                                                                       / rows.loc["teacher", "parameters"])
     assert set(quality["model"]) == {"teacher", "student"} and set(quality["task"]) == set(ch.TASKS)
     assert (quality["parameters"][quality.model == "student"].to_numpy()
             < quality["parameters"][quality.model == "teacher"].to_numpy()).all()
     calls = []
-    monkeypatch.setattr(ch.classifier, "fine_tune", lambda *a, **k: calls.append(1) or found.teacher["hate"])
-    monkeypatch.setattr(ch.tinybert, "distill_classifier", lambda *a, **k: calls.append(1) or found.student["hate"])
+    monkeypatch.setattr(ch.classifier, "fine_tune", lambda *a, **k: calls.append(1) or found.teacher["hate"].folder)
+    monkeypatch.setattr(ch.tinybert, "distill_classifier",
+                        lambda *a, **k: calls.append(1) or found.student["hate"].folder)
     ch.train_classifiers(params, data)       # the real functions reuse the cache; the stubs count the calls
     assert len(calls) == 4
 
 
 def test_augment_reaches_every_students_distillation(trained, monkeypatch):
     params, section = trained
-    data, found = section.data
+    data, found = section.data["data"], section.data["classifiers"]
     seen = []
-    monkeypatch.setattr(ch.classifier, "fine_tune", lambda *a, **k: found.teacher["hate"])
+    monkeypatch.setattr(ch.classifier, "fine_tune", lambda *a, **k: found.teacher["hate"].folder)
     monkeypatch.setattr(ch.tinybert, "distill_classifier",
-                        lambda *a, **k: seen.append(k["augment"]) or found.student["hate"])
+                        lambda *a, **k: seen.append(k["augment"]) or found.student["hate"].folder)
     ch.train_classifiers(params | {"augment": {"n_aug": 2}}, data)
     assert seen == [{"n_aug": 2}] * len(ch.TASKS)
     ch.train_classifiers(params, data)
@@ -81,12 +89,13 @@ def test_augment_reaches_every_students_distillation(trained, monkeypatch):
 
 def test_unintended_section_equals_direct_metric_calls(trained):
     params, section = trained
-    found = section.data[1]
+    found = section.data["classifiers"]
     u = ch.unintended_bias(params, found)
     member = madlibs.mentions(u.sample["text"], u.terms)
     y = (u.sample["label"] == "toxic").astype(int).to_numpy()
-    p = ch.classifier.predict_proba(found.teacher["hate"], u.sample["text"], max_length=params["max_length"])
+    p = ch.classifier.predict_proba(found.teacher["hate"].folder, u.sample["text"], max_length=params["max_length"])
     assert np.allclose(u.scores["teacher"], p[:, 1])                       # label order: non-toxic, toxic
+    assert found.teacher["hate"].classes_ == found.student["hate"].classes_ == ["non-toxic", "toxic"]
     assert u.thresholds["teacher"] == pytest.approx(unintended.equal_error_threshold(y, p[:, 1]))   # the default
     direct = unintended.equality_differences(unintended.identity_metrics(y, p[:, 1], member,
                                                                           threshold=u.thresholds["teacher"]))
@@ -98,14 +107,29 @@ def test_unintended_section_equals_direct_metric_calls(trained):
 
 
 def test_swap_and_seat_sections(trained):
+    """... and SEAT loads each classifier's encoder without transformers' report of the dropped
+    classification head (four "BertModel LOAD REPORT ... UNEXPECTED" tables on the built page),
+    with transformers' own log level back afterwards (its real warnings are kept)."""
+    import logging
+
+    from transformers.utils import logging as hf_logging
+
     params, section = trained
-    swap = ch.swap_section(params, section)
-    table5 = swap.shown[0]
+    swap = check_section(ch.swap_section(params, section))
+    table5 = swap.tables["table5_gender_swap"]
     assert set(table5["terms"]) == {"pro", "weat", "all"} and (table5["n"] <= params["swap_sample"]).all()
     assert (table5["absolute_bias"] >= table5["total_bias"].abs() - 1e-12).all()
-    seat = ch.seat_section(params, section)
-    per_test = seat.data
-    assert per_test.groupby(["task", "model"]).size().nunique() == 1 and len(seat.verdicts) == 2
+    level, records, handler = hf_logging.get_verbosity(), [], logging.Handler()
+    handler.emit = records.append
+    logging.getLogger("transformers").addHandler(handler)
+    try:
+        seat = check_section(ch.seat_section(params, section))
+    finally:
+        logging.getLogger("transformers").removeHandler(handler)
+    assert not [r.getMessage() for r in records if "LOAD REPORT" in r.getMessage()]
+    assert hf_logging.get_verbosity() == level
+    per_test = seat.data["per_test"]
+    assert per_test.groupby(["task", "model"]).size().nunique() == 1 and len(seat.data["verdicts"]) == 2
 
 
 def test_verdict_table_marks_models_off_the_gate_and_the_conclusion_counts():
@@ -118,6 +142,11 @@ def test_verdict_table_marks_models_off_the_gate_and_the_conclusion_counts():
                                          "not interpreted (a model fails the quality gate)"]
     text = ch.conclusion(table)
     assert "on 1, **reduced** it on 1" in text and "1 are not interpreted" in text and "Amplified: a." in text
+    section = check_section(ch.verdict_section(ch.Section(data={"verdicts": None}), ch.Section(data={"verdicts": rows})))
+    assert section.markdown == text and section.tables["verdicts"].equals(table)
+    counts = table["verdict"].value_counts()
+    assert section.facts == {"measures": 4, "not_interpreted": 1, "amplified": counts["amplified"],
+                             "reduced": counts["reduced"], "no_detectable_difference": counts["no detectable difference"]}
 
 
 def test_published_side_by_side_maps_the_seeds_vocabulary(private_dirs):
@@ -132,11 +161,12 @@ def test_published_side_by_side_maps_the_seeds_vocabulary(private_dirs):
 
 def test_unintended_section_writes_its_figures_and_seed_comparisons(trained):
     params, section = trained
-    out = ch.unintended_section(params, section)
+    out = check_section(ch.unintended_section(params, section))
     results = ch.common.output_dir(ch.CHAPTER)
     for name in ("table3_vs_seed", "table4_vs_seed", "table4_equality_differences_substring", "pairwise_fpr_tests"):
         assert (results / f"{name}.csv").is_file(), name
-    assert len(list(results.glob("figure*.png"))) == 5 and out.verdicts is not None
+    assert len(list(results.glob("figure*.png"))) == 5 and set(out.figures) == {f"figure{k}" for k in range(1, 6)}
+    assert out.data["verdicts"] is out.tables["table4_equality_differences"]
 
 
 def test_bootstraps_are_memoised_by_their_inputs(private_dirs, monkeypatch):
@@ -169,3 +199,7 @@ def test_language_model_sections_on_a_tiny_teacher_and_student(tiny_gpt2, tmp_pa
     assert (vs["difference"].abs() < 1e-9).all()
     table = ch.verdict_table(vl, vc, vs)
     assert (table["verdict"] == "not interpreted (a model fails the quality gate)").all()
+    section = check_section(ch.lm_section(params | {"lm_models": [str(tiny_gpt2), str(student)]}))
+    assert section.data["verdicts"].equals(pd.concat([vl, vc, vs], ignore_index=True))      # the same, cached
+    assert [str(c).split("(")[0] for c in section.calls][:2] == ["metrics.quality.language_model_quality",
+                                                                 "metrics.logprob_bias.bec_pro_associations"]

@@ -9,11 +9,13 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from helpers import models, runner
+from helpers import models
 from helpers.chapters import ch06_intrinsic_extrinsic as ch
 from helpers.chapters.common import Section
 from helpers.errors import InputError
 from helpers.metrics import logprob_bias, regard
+
+from chapter_contract import check_section
 
 SMALL = dict(contexts_per_word=2, ceat_samples=20, stereoset_clusters_per_target=1, prompts_per_group=2,
              max_new_tokens=4, classifier_train=40, toxd_per_identity=6, stereotype_train=60,
@@ -35,7 +37,7 @@ def _usable_gate(names, encoders=()) -> Section:
     table = pd.DataFrame({"model": names, "objective": ["encoder" if e else "causal" for e in enc],
                           "usable": [np.nan if e else True for e in enc], "heldout_perplexity": 10.0,
                           "unigram_perplexity": 100.0, "ratio": 10.0, "min_ratio": 2.0})
-    return Section([], None, table)
+    return Section(data=table)
 
 
 def _encoder_copy(path, out):
@@ -76,8 +78,8 @@ def chapter(tiny_gpt2, tiny_gpt2_bos, tiny_roberta, tiny_bert, tmp_path_factory,
     params, _ = ch.start(dict(ch.DEFAULTS) | SMALL | {"models": names, "stereotype_encoder": str(tiny_bert)})
     gate = _usable_gate(names, encoders=[encoder])
     measured = ch.measure(params, gate)
-    intrinsic = ch.intrinsic_section(params, measured)
-    extrinsic = ch.extrinsic_section(params, measured)
+    intrinsic = check_section(ch.intrinsic_section(params, measured))
+    extrinsic = check_section(ch.extrinsic_section(params, measured))
     yield params, gate, measured, intrinsic, extrinsic
     mp.undo()
 
@@ -114,7 +116,7 @@ def test_bold_scores_are_group_means_of_vader_labels_for_causal_models_only(chap
     assert set(scores["model"]) == set(params["models"])                        # tiny_roberta by Gibbs sampling
     assert set(gens.loc[gens.model == params["models"][3], "sampler"]) == {"gibbs"}
     assert gens.groupby(["model", "group"]).size().eq(params["prompts_per_group"]).all()
-    vader = regard.vader_sentiment(0.5).predict(gens["continuation"].tolist())["label"]
+    vader = regard.vader_sentiment(0.5).label_scores(gens["continuation"].tolist())["label"]
     value = vader.map({"positive": 1.0, "neutral": 0.0, "negative": -1.0})
     empty = gens["continuation"].str.strip() == ""
     want = value[~empty].groupby([gens["model"][~empty], gens["group"][~empty]]).mean()
@@ -140,7 +142,7 @@ def test_toxd_substitute_is_the_probes_fpr_per_madlibs_identity(chapter):
 
 def test_variances_and_correlations_follow_numpy_and_scipy(chapter):
     params, gate, measured, intrinsic, extrinsic = chapter
-    corr = ch.correlation_section(params, gate, intrinsic, extrinsic)
+    corr = check_section(ch.correlation_section(params, gate, intrinsic, extrinsic))
     variances, table = corr.data
     scores = pd.concat([intrinsic.data, extrinsic.data[0]])
     one = scores[(scores.metric == "ILPS") & (scores.domain == "race") & (scores.model == params["models"][1])]
@@ -154,15 +156,18 @@ def test_variances_and_correlations_follow_numpy_and_scipy(chapter):
     toxd = table[(table.intrinsic == "CEAT") & (table.extrinsic == "ToxD") & (table.method == "pearson")]
     assert (toxd["n"] == 5).all()                                # the encoder too
     assert np.isfinite(row["r"]) and row["r"] == pytest.approx(stats.pearsonr(wide["ILPS"], wide["B-Tox"]).statistic)
-    shown = pd.concat([x for x in corr.shown if isinstance(x, pd.DataFrame)])
+    shown = pd.concat(corr.tables.values())
     assert "paper_r" in shown.columns and shown["paper_r"].notna().any()
     from statsmodels.stats.multitest import multipletests
 
-    pearson = next(x for x in corr.shown if isinstance(x, pd.DataFrame) and "p_adjusted" in x.columns)
+    pearson = corr.tables["correlations_vs_paper"]
     tested = pearson[pearson["p_value"].notna()]
     reject, adjusted, _, _ = multipletests(tested["p_value"], method="holm")
     np.testing.assert_allclose(tested["p_adjusted"], adjusted)
-    verdict = next(x.data for x in corr.shown if "Holm's correction" in str(getattr(x, "data", "")))
+    verdict = corr.markdown
+    assert corr.facts["tested"] == len(tested) and corr.facts["p_below_05"] == int((tested["p_value"] < 0.05).sum())
+    assert [(f["intrinsic"], f["extrinsic"], f["domain"]) for f in corr.facts["survive_holm"]] == \
+        list(zip(tested["intrinsic"][reject], tested["extrinsic"][reject], tested["domain"][reject]))
     verb = "survives" if reject.sum() == 1 else "survive"
     assert f"{int(reject.sum())} {verb} Holm's correction for {len(tested)} tests" in verdict
     for r in tested[reject].itertuples():
@@ -171,11 +176,11 @@ def test_variances_and_correlations_follow_numpy_and_scipy(chapter):
 
 def test_ablations_and_a_warm_rerun_that_loads_nothing(chapter, monkeypatch):
     params, gate, measured, _, extrinsic = chapter
-    temp = ch.temperature_section(params, measured)
+    temp = check_section(ch.temperature_section(params, measured))
     assert temp.data["temperature"].tolist() == [0.5, 1.0]
     assert (temp.data["n"] == len(ch.TEMPERATURE_PROMPTS) * params["temperature_generations"]).all()
     assert set(measured.temperature["model"]) == {params["models"][0]}
-    noisy = ch.noise_section(params, extrinsic)
+    noisy = check_section(ch.noise_section(params, extrinsic))
     assert noisy.data["repeats"].tolist() == [1] + [ch.NOISE_REPEATS] * 8
     assert noisy.data["paper_percent"].notna().all()
 
@@ -190,7 +195,7 @@ def test_ablations_and_a_warm_rerun_that_loads_nothing(chapter, monkeypatch):
 
 def test_group_alignment_restricts_stereoset_to_the_four_shared_race_groups(chapter):
     params, gate, measured, intrinsic, extrinsic = chapter
-    got = ch.alignment_section(params, gate, intrinsic, extrinsic).data
+    got = check_section(ch.alignment_section(params, gate, intrinsic, extrinsic)).data
     assert set(got["intrinsic"]) == {"StereoSet", "StereoSet (aligned)"} and (got["n"] == 4).all()
     ss = intrinsic.data[(intrinsic.data.metric == "StereoSet") & (intrinsic.data.domain == "race")]
     four = ss[ss.group.isin(ch.ALIGNED_RACE)].groupby("model")["score"].apply(lambda v: np.var(v.to_numpy()))
@@ -204,7 +209,7 @@ def test_group_alignment_restricts_stereoset_to_the_four_shared_race_groups(chap
 
 def test_polar_religion_prompts_are_dropped_before_rescoring(chapter):
     params, gate, measured, intrinsic, extrinsic = chapter
-    got = ch.polarity_section(params, gate, intrinsic, extrinsic)
+    got = check_section(ch.polarity_section(params, gate, intrinsic, extrinsic))
     table = got.data
     assert set(table["setting"]) <= {"all prompts", "polar prompts dropped"} and "all prompts" in set(table["setting"])
     full = table[table.setting == "all prompts"]
@@ -222,10 +227,11 @@ def test_b_stereo_is_the_stereotype_classifiers_mean_probability(chapter):
     assert set(train["label"]) == {"stereotype", "non-stereotype"} and not set(train["text"]) & set(valid["text"])
     assert len(train) + len(valid) == pytest.approx(params["stereotype_train"], abs=2)
     scores, gens = extrinsic.data
-    folder, metrics = ch.stereotype_classifier(params)
-    assert {"accuracy", "f1_weighted"} <= set(metrics["metric"])
+    clf, metrics = ch.stereotype_classifier(params)
+    assert {"accuracy", "f1_weighted"} <= set(metrics["metric"]) and clf.classes_ == ["non-stereotype", "stereotype"]
     one = gens[gens.model == params["models"][0]]
-    p = predict_proba(folder, one["continuation"].where(one["continuation"].str.strip() != "", "."), max_length=64)[:, 1]
+    p = predict_proba(clf.folder, one["continuation"].where(one["continuation"].str.strip() != "", "."),
+                      max_length=64)[:, 1]                       # the folder's own predictions, label sorted second
     want = pd.Series(p, index=one.index).where(one["continuation"].str.strip() != "").groupby(one["group"]).mean()
     got = scores[(scores.metric == "B-Stereo") & (scores.model == params["models"][0])].set_index("group")["score"]
     np.testing.assert_allclose(got.loc[want.index], want.to_numpy(), rtol=1e-6)
@@ -235,7 +241,7 @@ def test_source_alignment_generates_from_stereoset_contexts_per_race_target(chap
     params, gate, measured, intrinsic, extrinsic = chapter
     src = measured.source_generations
     assert set(src["domain"]) == {"race"} and src.groupby(["model", "group"]).size().le(params["prompts_per_group"]).all()
-    got = ch.source_section(params, gate, intrinsic, extrinsic, measured).data
+    got = check_section(ch.source_section(params, gate, intrinsic, extrinsic, measured)).data
     assert set(got["extrinsic"]) == {"B-Stereo", "B-Stereo (StereoSet contexts)"} and (got["n"] == 4).all()
 
 

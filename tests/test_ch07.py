@@ -91,3 +91,20 @@ def test_pattern_and_group_files_that_are_damaged_are_one_line(monkeypatch, tmp_
     with pytest.raises(InputError, match="is empty") as e:
         data.load_groups(language="fr")
     assert "male_fr.txt" in str(e.value) and "\n" not in str(e.value)
+
+
+def test_every_section_follows_the_contract(tiny_gpt2, private_dirs):
+    """Each section is a Section whose key call names a real function; the counts the prose states
+    are its facts, and the probed sentences, the fill-ins and the tables are what later sections get."""
+    from chapter_contract import check_section
+
+    params, _ = ch.start(dict(languages=["en"], models=[str(tiny_gpt2)], n_heads=1, per_group=1, k=[1, 3]))
+    classifiers = check_section(ch.classifier_section(params))
+    sentences = check_section(ch.sentences_section(params, classifiers))
+    assert sentences.facts["sentences"] == {"en": 378} and sentences.facts["probed"] == {"en": len(sentences.data["en"])}
+    fills = check_section(ch.fill_section(params, classifiers, sentences))
+    table5 = fills.tables["table5_percent_at_k"]
+    assert set(table5["model"]) == {str(tiny_gpt2)} and not table5["interpreted"].any()   # a tiny model fails the gate
+    assert str(fills.calls[1]).startswith("lm.fill.top_k(model, templates, 3, whole_words=True, skip={fill.NON_WORDS}")
+    for section in (ch.group_section, ch.words_section, ch.annotation_section):
+        check_section(section(params, fills))

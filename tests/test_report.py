@@ -107,3 +107,19 @@ def test_log_perplexity_sentence_counts():
     assert "range from 2.00 to 9.50" in text and "from 1.90 to 3.00" in text
     assert "1 of 2 measured models lie within the published range" in text and "Above it: b" in text
     assert "higher mean log-perplexity for 1 of 2 measured models, and for 2 of the paper's 3" in text
+
+
+def test_one_markdown_type():
+    """Prose is report.Text everywhere: a Section turns its strings into it, and no chapter module
+    keeps a second Markdown wrapper (common.markdown, ch05-07's ``_md`` returned IPython objects)."""
+    import importlib
+    import pkgutil
+
+    import helpers.chapters
+    from helpers.chapters.common import Section
+
+    for info in pkgutil.iter_modules(helpers.chapters.__path__):
+        module = importlib.import_module(f"helpers.chapters.{info.name}")
+        assert not hasattr(module, "_md") and not hasattr(module, "markdown"), info.name
+    kind, _, value = Section("**3 of 4** scores").items[0]
+    assert kind == "markdown" and type(value) is report.Text and value._repr_markdown_() == "**3 of 4** scores"

@@ -62,8 +62,13 @@ def test_for_each_model_lists_unavailable_models_and_releases_weights(tiny_gpt2)
     assert table.columns.tolist() == ["model", "reason"] and len(table) == 1
 
 
+def _settings(data, **over) -> dict:
+    return {"dataset": str(data), "sample_per_group": None, "seed": 0, "pll": "original", "upstream_mask_id": False,
+            **over}
+
+
 def test_safety_per_group_equals_mann_whitney_and_reuses_scores_without_loading(env, tiny_gpt2, monkeypatch):
-    first = runner.safety_per_group(models.lazy(str(tiny_gpt2)), dataset=str(env), seed=0)
+    first = runner.safety_per_group(models.lazy(str(tiny_gpt2)), _settings(env))
     # independent computation: U / (n m) of the toxicity-scaled perplexities, per group
     per_sentence, _ = runner.safety_results(models.lazy(str(tiny_gpt2)), dataset=str(env), ci=False)
     scaled = per_sentence["perplexity"] / per_sentence["toxicity"]
@@ -83,8 +88,18 @@ def test_safety_per_group_equals_mann_whitney_and_reuses_scores_without_loading(
         raise AssertionError("weights loaded although every sentence score is cached")
 
     monkeypatch.setattr(models.LazyModel, "load", no_load)
-    again = runner.safety_per_group(models.lazy(str(tiny_gpt2)), dataset=str(env), seed=0)
+    again = runner.safety_per_group(models.lazy(str(tiny_gpt2)), _settings(env))
     pd.testing.assert_frame_equal(first, again)
+
+
+def test_safety_per_group_takes_exactly_its_settings(env, tiny_gpt2):
+    """One signature, one key shape: settings missing a key, or with one more, would be another
+    cache entry for the same result (or a keyword safety_results does not take)."""
+    handle = models.lazy(str(tiny_gpt2))
+    for bad in ({"dataset": str(env)}, _settings(env, n_resamples=10)):
+        with pytest.raises(InputError, match="settings need exactly dataset, sample_per_group, seed, pll, "
+                                             "upstream_mask_id"):
+            runner.safety_per_group(handle, bad)
 
 
 def test_cached_result_is_keyed_by_metric_and_settings(env, tiny_gpt2):

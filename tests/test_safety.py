@@ -176,6 +176,17 @@ def test_scores_from_csv_joined_by_id_and_cli(tmp_path):
         assert per_group.loc[g, "safety_score"] == pytest.approx(brute_force_safety(h, b))
     per_sentence = datasets.load(out / "per_sentence.csv")  # round trip: ;-joined groups
     assert len(per_sentence) == 10
+    for method in ("exact", "asymptotic"):                  # --p-method reaches scipy's mannwhitneyu
+        again = tmp_path / method
+        assert cli.main(["safety", "--scores", str(scores), "--dataset", str(data), "--output", str(again),
+                         "--p-method", method]) == 0
+        got = pd.read_csv(again / "per_group.csv").set_index("group")
+        for g in ("women", "lgbtq"):
+            idx = [i for i, r in enumerate(rows) if g in r["target_groups"]]
+            h = [ppl[i] / 4.0 for i in idx if i % 2]
+            b = [ppl[i] / 1.0 for i in idx if not i % 2]
+            want = stats.mannwhitneyu(h, b, alternative="two-sided", method=method).pvalue
+            assert got.loc[g, "p_value"] == pytest.approx(want)
 
 
 @pytest.mark.parametrize("content, message", [

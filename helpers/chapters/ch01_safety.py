@@ -2,13 +2,14 @@
 
 The logic of ``notebooks/01_safety_scores.ipynb``: the notebook holds the story and calls
 these functions in order, each of which writes its result tables (and figure) under
-``results/01_safety_scores/`` and returns what the page shows: :class:`helpers.report.Text`
-(Markdown prose generated from the numbers) and DataFrames.
+``results/01_safety_scores/`` and returns what the page shows, a
+:class:`helpers.chapters.common.Section` (Markdown prose generated from the numbers, tables,
+figures, the key metric call and the facts the prose states).
 
     >>> from helpers.chapters import ch01_safety as ch
-    >>> params, table = ch.start({"models": "smollm2-135m", "sample_per_group": 8})
-    >>> toxigen = ch.measure_toxigen(params)          # Table 1 (per model and group)
-    >>> ch.table1(toxigen)                            # the pivoted view of the page
+    >>> params, shown = ch.start({"models": "smollm2-135m", "sample_per_group": 8})
+    >>> toxigen_scores = ch.measure_toxigen(params)   # Table 1 (per model and group)
+    >>> ch.table1(toxigen_scores)                     # the pivoted view of the page
 
 Measured per group: :func:`helpers.runner.safety_results` (seed 000 eqs. 1–3 with a
 bootstrap interval; the per-sentence scores are cached). Published: seed 000 Tables 1, 2,
@@ -25,11 +26,11 @@ import pandas as pd
 
 from helpers import datasets, models as registry, plots, published, report, runner, stats
 from helpers.chapters import common
-from helpers.chapters.common import save, save_figure
+from helpers.chapters.common import Section, call, save, save_figure
 from helpers.errors import ModelUnavailableError
+from helpers.lm import scoring
 from helpers.metrics import safety
 from helpers.published import recompute
-from helpers.report import Text
 
 CHAPTER = "01_safety_scores"
 #: The notebook's parameters, in the order of its parameters table (``parameters.csv``).
@@ -48,29 +49,31 @@ def upstream_compat_supported() -> bool:
     return "upstream_compat" in inspect.signature(runner.safety_results).parameters
 
 
-def start(namespace) -> tuple[dict, pd.DataFrame]:
+def start(namespace) -> tuple[dict, Section]:
     """The chapter's parameters from the notebook's globals (:func:`helpers.chapters.common.start`)."""
     return common.start(CHAPTER, namespace, PARAMETERS, DEFAULTS)
 
 # ----------------------------------------------------------------------------- the data
 
 
-def figure1(params: dict) -> tuple[Text]:
+def figure1(params: dict) -> Section:
     """Seed 000 Figure 1 (harmful and benign sentences per group): the figure
     (``figure1.png``), its counts (``figure1_group_counts.csv``) and a sentence on the data."""
     data = datasets.load(params["toxigen"])
     counts = datasets.group_counts(data)
     counts["group_label"] = counts["group"].map(datasets.GROUP_LABELS).fillna(counts["group"])
-    save_figure(plots.group_counts_bar(counts, title="Figure 1: harmful and benign sentences per group"),
-                CHAPTER, "figure1")
+    fig = save_figure(plots.group_counts_bar(counts, title="Figure 1: harmful and benign sentences per group"),
+                      CHAPTER, "figure1")
     save(counts.assign(source="measured"), CHAPTER, "figure1_group_counts")
-    n_hate, n_neutral = (data["label"] == "hate").sum(), (data["label"] == "neutral").sum()
-    return (Text(
-        f"The data hold **{len(data):,} sentences** ({n_hate:,} harmful, {n_neutral:,} benign) "
-        f"about {counts['group'].nunique()} groups; the paper reports {PAPER_SENTENCES:,} sentences after its "
-        f"filtering ({len(data) - PAPER_SENTENCES:+,} here: the public copy of the subset, see the data "
-        f"registry). {data.attrs.get('x000d_rows', 0)} sentences contained the spreadsheet artefact `_x000D_`, "
-        "replaced by a space before scoring."),)
+    facts = {"sentences": len(data), "harmful": int((data["label"] == "hate").sum()),
+             "benign": int((data["label"] == "neutral").sum()), "groups": counts["group"].nunique(),
+             "paper_sentences": PAPER_SENTENCES, "x000d_rows": data.attrs.get("x000d_rows", 0)}
+    text = (f"The data hold **{facts['sentences']:,} sentences** ({facts['harmful']:,} harmful, "
+            f"{facts['benign']:,} benign) about {facts['groups']} groups; the paper reports {PAPER_SENTENCES:,} "
+            f"sentences after its filtering ({facts['sentences'] - PAPER_SENTENCES:+,} here: the public copy of the "
+            f"subset, see the data registry). {facts['x000d_rows']} sentences contained the spreadsheet artefact "
+            "`_x000D_`, replaced by a space before scoring.")
+    return Section(("figure1", fig), text, call=call(datasets.group_counts, "data"), facts=facts)
 
 
 # ----------------------------------------------------------------------------- measuring
@@ -84,6 +87,7 @@ class Measured:
     per_sentence: pd.DataFrame
     per_group: pd.DataFrame
     unavailable: dict[str, str] = field(default_factory=dict)
+    options: dict = field(default_factory=dict)   # what runner.safety_results was called with
 
     @property
     def models(self) -> list[str]:
@@ -103,7 +107,14 @@ def measure(params: dict, dataset: str, sample, **options) -> Measured:
     if not results:
         raise ModelUnavailableError(f"none of the models could be loaded: {unavailable}")
     return Measured(pd.concat([s for s, _ in results.values()], ignore_index=True),
-                    pd.concat([g for _, g in results.values()], ignore_index=True), unavailable)
+                    pd.concat([g for _, g in results.values()], ignore_index=True), unavailable, options)
+
+
+def _scores_call(m: Measured):
+    """The per-group scores' call (:func:`helpers.metrics.safety.safety_scores`) with the
+    options the measurement passed on."""
+    return call(safety.safety_scores, "per_sentence",
+                **{k: m.options[k] for k in ("n_resamples", "seed", "upstream_compat") if k in m.options})
 
 
 def measure_toxigen(params: dict) -> Measured:
@@ -134,25 +145,30 @@ def family(name: str) -> str:
         return name
 
 
-def scoring_report(m: Measured) -> tuple:
-    """A sentence naming the measured models (with their family) and the unavailable ones,
-    followed by the table of unavailable models and their reasons when there are any."""
-    text = Text(f"Measured {len(m.models)} model(s) on {m.per_sentence['id'].nunique():,} sentences: "
-                + ", ".join(f"`{n}` ({family(n)})" for n in m.models) + "."
-                + ("" if not m.unavailable else " **Not available here:** "
-                   + "; ".join(f"`{n}`" for n in m.unavailable) + " (see the table below)."))
-    return (text, runner.unavailable_table(m.unavailable)) if m.unavailable else (text,)
+def scoring_report(m: Measured) -> Section:
+    """The scoring call, a sentence naming the measured models (with their family) and the
+    unavailable ones, followed by the table of unavailable models and their reasons when there
+    are any."""
+    facts = {"models": m.models, "sentences": m.per_sentence["id"].nunique(), "unavailable": list(m.unavailable)}
+    text = (f"Measured {len(m.models)} model(s) on {facts['sentences']:,} sentences: "
+            + ", ".join(f"`{n}` ({family(n)})" for n in m.models) + "."
+            + ("" if not m.unavailable else " **Not available here:** "
+               + "; ".join(f"`{n}`" for n in m.unavailable) + " (see the table below)."))
+    shown = [text] + ([("unavailable", runner.unavailable_table(m.unavailable))] if m.unavailable else [])
+    score_options = {k: m.options[k] for k in ("pll", "upstream_mask_id") if k in m.options}
+    return Section(call(scoring.score, "model", "sentences", **score_options), *shown, facts=facts)
 
 
 # ----------------------------------------------------------------------------- Table 1
 
 
-def table1(m: Measured) -> pd.DataFrame:
-    """Table 1 as shown: safety score with its 95% interval, groups × models."""
+def table1(m: Measured) -> Section:
+    """Table 1 as shown (``table1_view``): safety score with its 95% interval, groups × models."""
     cells = [report.fmt_ci(s, lo, hi) for s, lo, hi in
              zip(m.per_group["safety_score"], m.per_group["ci_low"], m.per_group["ci_high"])]
-    return (m.per_group.assign(score=cells).pivot(index="group_label", columns="model", values="score")
+    view = (m.per_group.assign(score=cells).pivot(index="group_label", columns="model", values="score")
             .rename_axis(index="group", columns=None))
+    return Section(("table1_view", view), call=_scores_call(m))
 
 
 def published_with_registry_names(name: str) -> pd.DataFrame:
@@ -162,7 +178,7 @@ def published_with_registry_names(name: str) -> pd.DataFrame:
     return pub.assign(model=pub["model"].map(published.registry_names("000")).fillna(pub["model"]))
 
 
-def compare_table1(m: Measured) -> tuple:
+def compare_table1(m: Measured) -> Section:
     """Measured Table 1 next to the published one: model by model for the paper's models
     (``table1_vs_published.csv``, only when there are any) and, for every measured score,
     the range of the paper's 24 models in the same group (``table1_vs_published_range.csv``)."""
@@ -172,34 +188,42 @@ def compare_table1(m: Measured) -> tuple:
     ranged = report.against_range(m.per_group[["model", "group", "group_label", "safety_score", "significant"]],
                                   pub1)
     save(ranged.assign(source="measured"), CHAPTER, "table1_vs_published_range")
+    facts = {"paper_models_measured": paired["model"].nunique()}
     if len(paired):
         save(paired.assign(source="measured-vs-published"), CHAPTER, "table1_vs_published")
-        first = (Text(f"**{paired['model'].nunique()} measured model(s) are in the paper.** Mean absolute "
-                      f"difference {paired['difference'].abs().mean():.3f}, largest "
-                      f"{paired['difference'].abs().max():.3f}."), paired)
+        facts |= {"mean_abs_difference": paired["difference"].abs().mean(),
+                  "max_abs_difference": paired["difference"].abs().max()}
+        first = [f"**{facts['paper_models_measured']} measured model(s) are in the paper.** Mean absolute "
+                 f"difference {facts['mean_abs_difference']:.3f}, largest {facts['max_abs_difference']:.3f}.",
+                 ("table1_vs_published", paired)]
     else:
-        first = (Text("None of the measured models is among the paper's 24, so there is no model-by-model "
-                      "difference to show; each measured score is set against the published range of its group."),)
+        first = ["None of the measured models is among the paper's 24, so there is no model-by-model "
+                 "difference to show; each measured score is set against the published range of its group."]
     cells = [f"{s:.3f} ({d:+.3f})" for s, d in zip(ranged["safety_score"], ranged["difference_to_median"])]
     view = ranged.assign(cell=cells).pivot(index="group_label", columns="model", values="cell")[m.models]
     rng = report.published_range(pub1).assign(group_label=lambda d: d["group"].map(datasets.GROUP_LABELS))
     view.insert(0, "published: median [min, max]", rng.set_index("group_label").apply(
         lambda r: f"{r.published_median:.3f} [{r.published_min:.3f}, {r.published_max:.3f}]", axis=1))
-    return (*first, Text("Measured safety score per group (difference to the published median in parentheses), "
-                         "next to the median and range of the paper's 24 models:"),
-            view.rename_axis(index="group", columns=None))
+    return Section(*first, "Measured safety score per group (difference to the published median in parentheses), "
+                   "next to the median and range of the paper's 24 models:",
+                   ("table1_vs_published_range_view", view.rename_axis(index="group", columns=None)),
+                   call=call(published.table, "'000'", "'table1'"), facts=facts)
 
 
-def figure2(m: Measured) -> tuple[Text]:
+def figure2(m: Measured) -> Section:
     """Seed 000 Figure 2 with the measured models beside the published ones (``figure2.png``,
     ``figure2_scores.csv``) and the paragraph comparing them (:func:`report.safety_summary`)."""
     pub1 = published.table("000", "table1")
     cols = ["model", "group", "safety_score", "source"]
     both = pd.concat([m.per_group[cols], pub1[cols]], ignore_index=True)
-    save_figure(plots.safety_boxplot(both, title="Figure 2: safety score per group, measured and published"),
-                CHAPTER, "figure2")
+    fig = save_figure(plots.safety_boxplot(both, title="Figure 2: safety score per group, measured and published"),
+                      CHAPTER, "figure2")
     save(both, CHAPTER, "figure2_scores")
-    return (Text(report.safety_summary(m.per_group, pub1, labels=datasets.GROUP_LABELS)),)
+    ranged = report.against_range(m.per_group.dropna(subset=["safety_score"]), pub1)
+    facts = {"scores": len(ranged), "within_published_range": int(ranged["within_published_range"].sum()),
+             "median": m.per_group["safety_score"].median(), "published_median": pub1["safety_score"].median()}
+    return Section(("figure2", fig), report.safety_summary(m.per_group, pub1, labels=datasets.GROUP_LABELS),
+                   call=call(published.table, "'000'", "'table1'"), facts=facts)
 
 
 # ----------------------------------------------------------------------------- Tables 2 and 9
@@ -209,7 +233,7 @@ def _mean_sd(means, sds) -> list[str]:
     return [report.fmt_mean_sd(a, b) for a, b in zip(means, sds)]
 
 
-def table9(m: Measured) -> tuple:
+def table9(m: Measured) -> Section:
     """Seed 000 Tables 9 and 2: mean ± sd of the log-perplexity of benign and harmful
     sentences per measured model (``table9_log_perplexity.csv``), the paper's family means
     below them, and a sentence comparing them with the paper's per-model values."""
@@ -225,15 +249,19 @@ def table9(m: Measured) -> tuple:
                            "harmful": _mean_sd(pub2["harmful_mean"], pub2["harmful_sd"])},
                           index=pd.MultiIndex.from_arrays([pub2["family"], ["(family mean)"] * len(pub2)],
                                                           names=["family", "model"])).assign(source="published")
-    text = Text(report.log_perplexity_sentence(logppl, published.table("000", "table9"))
-                + " Per-model published values (Table 9) are in the CSV of the published tables.")
-    return pd.concat([ours, theirs]), text
+    text = (report.log_perplexity_sentence(logppl, published.table("000", "table9"))
+            + " Per-model published values (Table 9) are in the CSV of the published tables.")
+    means = logppl.pivot_table(index="model", columns="label", values="mean")
+    facts = {"harmful_higher": int((means["hate"] > means["neutral"]).sum()) if {"hate", "neutral"} <= set(means)
+             else 0, "models": len(means)}
+    return Section(("table9_view", pd.concat([ours, theirs])), text,
+                   call=call(safety.log_perplexity_summary, "per_sentence"), facts=facts)
 
 
 # ----------------------------------------------------------------------------- Table 10
 
 
-def table10(ih: Measured) -> tuple:
+def table10(ih: Measured) -> Section:
     """Seed 000 Table 10 (ImplicitHate, one score per model) and a sentence placing the
     measured scores in the range of the paper's 24 (and model by model where shared)."""
     cols = ["model", "n_harmful", "n_benign", "safety_score", "ci_low", "ci_high", "p_value", "source"]
@@ -242,12 +270,13 @@ def table10(ih: Measured) -> tuple:
     paired = (report.side_by_side(t10, published_with_registry_names("table10"), on=["model"])
               .dropna(subset=["measured", "published"]))
     lo, hi = pub10["safety_score"].min(), pub10["safety_score"].max()
-    inside = t10["safety_score"].between(lo, hi)
-    return t10, Text(
-        f"Published ImplicitHate scores of the 24 models range from {lo:.3f} to {hi:.3f}; "
-        f"{int(inside.sum())} of {len(t10)} measured model(s) fall in that range."
-        + (f" For the {len(paired)} model(s) also in the paper, the mean absolute difference is "
-           f"{paired['difference'].abs().mean():.3f}." if len(paired) else ""))
+    facts = {"published_min": lo, "published_max": hi, "within_published_range": int(t10["safety_score"]
+             .between(lo, hi).sum()), "models": len(t10), "paper_models_measured": len(paired)}
+    text = (f"Published ImplicitHate scores of the 24 models range from {lo:.3f} to {hi:.3f}; "
+            f"{facts['within_published_range']} of {len(t10)} measured model(s) fall in that range."
+            + (f" For the {len(paired)} model(s) also in the paper, the mean absolute difference is "
+               f"{paired['difference'].abs().mean():.3f}." if len(paired) else ""))
+    return Section(("table10_implicit_hate", t10), text, call=_scores_call(ih), facts=facts)
 
 
 # ----------------------------------------------------------------------------- ToxiGen vs ImplicitHate
@@ -271,7 +300,7 @@ def _published_view() -> pd.DataFrame:
                       [["model", "implicit_hate_safety"]], on="model")
 
 
-def correlation(toxigen: Measured, ih: Measured) -> tuple:
+def correlation(toxigen: Measured, ih: Measured) -> Section:
     """Pearson r between the ToxiGen (mean over groups) and ImplicitHate safety scores:
     over the measured models, recomputed from the paper's Tables 1 and 10, and as the paper
     states it (``toxigen_vs_implicit_hate_correlation.csv``); the scatter of both
@@ -285,13 +314,13 @@ def correlation(toxigen: Measured, ih: Measured) -> tuple:
          **{k: recomputed[k] for k in ("n", "r", "p_value", "ci_low", "ci_high", "method")}},
         {"view": "paper's text", "source": "published", "n": 24, "r": PAPER_CORRELATION},
     ]), CHAPTER, "toxigen_vs_implicit_hate_correlation")
-    save_figure(plots.paired_scatter(pd.concat([pairs.assign(label=pairs["model"]),
-                                                _published_view().assign(source="published", label="")]),
-                                     x="toxigen_mean_safety", y="implicit_hate_safety", label="label",
-                                     xlabel="ToxiGen safety score (mean over groups)",
-                                     ylabel="ImplicitHate safety score",
-                                     title="ToxiGen vs ImplicitHate safety score per model"),
-                CHAPTER, "figure_toxigen_vs_implicit_hate")
+    fig = save_figure(plots.paired_scatter(pd.concat([pairs.assign(label=pairs["model"]),
+                                                                      _published_view().assign(source="published", label="")]),
+                                           x="toxigen_mean_safety", y="implicit_hate_safety", label="label",
+                                           xlabel="ToxiGen safety score (mean over groups)",
+                                           ylabel="ImplicitHate safety score",
+                                           title="ToxiGen vs ImplicitHate safety score per model"),
+                      CHAPTER, "figure_toxigen_vs_implicit_hate")
     text = (report.correlation_sentence(measured, "between the measured ToxiGen and ImplicitHate scores") + " "
             + report.correlation_sentence(recomputed, "recomputed from the paper's Tables 1 and 10"))
     if pd.notna(recomputed["r"]):
@@ -299,20 +328,23 @@ def correlation(toxigen: Measured, ih: Measured) -> tuple:
                  + (" (they agree to two decimals)." if abs(recomputed["r"] - PAPER_CORRELATION) < 0.005 else
                     ", so the stated value is not what its own tables give (it may have been computed on "
                     "other per-model summaries than the mean over groups)."))
-    return rows, Text(text)
+    facts = {"measured": measured, "recomputed": {k: recomputed[k] for k in ("n", "r", "p_value", "ci_low", "ci_high")},
+             "paper_r": PAPER_CORRELATION}
+    return Section(("toxigen_vs_implicit_hate_correlation", rows), ("figure_toxigen_vs_implicit_hate", fig), text,
+                   call=call(stats.correlation, "toxigen_mean_safety", "implicit_hate_safety"), facts=facts)
 
 
 # ----------------------------------------------------------------------------- discussion
 
 
-def notes(params: dict, toxigen: Measured, ih: Measured) -> Text:
+def notes(params: dict, toxigen: Measured, ih: Measured) -> Section:
     """"What matches, what does not, and why": models, sampling, mask id, significance."""
     n_paper = len(set(toxigen.models) & set(registry.paper_models()))
     n_data = len(datasets.load(params["toxigen"]))
     mask = ("reproduces that behaviour (`upstream_mask_id = True`)." if params["upstream_mask_id"] else
             "uses each tokenizer's own mask token (`upstream_mask_id = False`); the paper's masked-model "
             "numbers may differ for that reason alone.")
-    return Text("\n".join([
+    return Section("\n".join([
         f"- **Models.** {n_paper} of the {len(toxigen.models)} measured models are among the paper's 24. "
         + ("The paper's models are hub models, which cannot be obtained on the machine that built this page; "
            "the measured models are different models (small modern causal LMs shipped as Python packages, and "
@@ -327,16 +359,17 @@ def notes(params: dict, toxigen: Measured, ih: Measured) -> Text:
         "`[MASK]`), which is a different token for RoBERTa, ALBERT, ELECTRA or cased BERT. This build " + mask,
         "- **Significance.** Every group is kept with its p-value and interval; the upstream code dropped "
         "groups with p > 0.05 without saying so.",
-    ]))
+    ]), facts={"paper_models_measured": n_paper, "sentences_scored": toxigen.per_sentence["id"].nunique(),
+               "sentences": n_data})
 
 
 # ----------------------------------------------------------------------------- the quality gate
 
 
-def quality(params: dict) -> tuple:
+def quality(params: dict) -> Section:
     """Held-out perplexity, unigram baseline, their ratio and the book's quality gate for every
     model (:func:`helpers.runner.quality_table`), saved as ``language_model_quality.csv``, after
     a sentence naming the models that fail it (shown in the tables, never interpreted)."""
     table = save(runner.quality_table(params["models"], device=params["device"], min_ratio=params["min_ratio"]),
                  CHAPTER, "language_model_quality")
-    return Text(report.gate_sentence(table)), table
+    return common.gate_section(table, "language_model_quality", min_ratio=params["min_ratio"])

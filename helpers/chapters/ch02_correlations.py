@@ -11,7 +11,8 @@ Every metric of a model is cached on its own (:func:`helpers.runner.cached_resul
 metric, model identity and that metric's settings, never by chapter): ``safety_per_group``
 (shared with chapters 03 and 04), ``stereoset``, ``cma`` and ``regard_generations``. Each
 section function writes its tables under ``results/02_correlations/`` and returns what the
-notebook shows: tables, figures and generated Markdown.
+notebook shows, a :class:`helpers.chapters.common.Section` (tables, figures, generated Markdown,
+the key metric call and the facts the prose states).
 """
 
 from __future__ import annotations
@@ -23,8 +24,10 @@ import pandas as pd
 
 from helpers import datasets, models as registry, plots, published, report, runner, stats
 from helpers.chapters import common
+from helpers.chapters.common import Section, call
 from helpers.datasets import cma as cma_data, stereoset as stereoset_data
-from helpers.metrics import cma, regard, stereoset
+from helpers.lm.generation import generate
+from helpers.metrics import cma, regard, safety, stereoset
 
 CHAPTER = "02_correlations"
 PARAMETERS = ("models", "sample_per_group", "stereoset_clusters_per_target", "cma_limit", "cma_masking_approach",
@@ -43,7 +46,7 @@ TABLE3_COLUMNS = ["CMA-WG", "CMA-WB", "SS", "Safety score"]
 TABLE4_COLUMNS = ["RoBERTa-ToxiGen", "HateBERT", "Regard", "CMA-WG", "CMA-WB", "Safety score"]
 
 
-def start(namespace) -> tuple[dict, pd.DataFrame]:
+def start(namespace) -> tuple[dict, Section]:
     """The chapter's parameters from the notebook's globals (:func:`helpers.chapters.common.start`)."""
     return common.start(CHAPTER, namespace, PARAMETERS, DEFAULTS)
 
@@ -72,6 +75,12 @@ def classifiers(params: dict) -> Classifiers:
     return Classifiers(found, table, note)
 
 
+def classifier_section(found: Classifiers) -> Section:
+    """The classifiers' table (``classifiers.csv``)."""
+    return Section(("classifiers", found.table), call=call(regard.classifier, "which", allow_substitute=True),
+                   facts={"substitutes": found.table.loc[found.table["substitute_for"] != "—", "metric"].tolist()})
+
+
 # ---------------------------------------------------------------- one model, one metric each
 
 def _named(df: pd.DataFrame, name: str) -> pd.DataFrame:
@@ -81,18 +90,6 @@ def _named(df: pd.DataFrame, name: str) -> pd.DataFrame:
     out.insert(0, "model", name)
     out["source"] = "measured"
     return out
-
-
-def safety_settings(params: dict) -> dict:
-    """Settings of the shared ``safety_per_group`` result (chapters 02, 03 and 04)."""
-    return {"dataset": "toxigen", "sample_per_group": params["sample_per_group"], "seed": params["seed"],
-            "pll": params["pll"], "upstream_mask_id": False}
-
-
-def safety_per_group(handle, params: dict) -> pd.DataFrame:
-    """Safety score per group (seed 000 eq. 3) without intervals, cached as ``safety_per_group``:
-    model, the per-group columns of :func:`helpers.metrics.safety.safety_scores`, source."""
-    return _named(runner.safety_per_group(handle, **safety_settings(params))[SAFETY_COLUMNS], handle.name)
 
 
 def stereoset_settings(params: dict) -> dict:
@@ -152,7 +149,7 @@ def regard_generations(handle, params: dict, found: Classifiers) -> tuple[pd.Dat
          "classifiers": {k: c.name for k, c in found.by_key.items()}}
 
     def compute(lm):
-        gen = regard.generate(lm, regard.prompts(s["groups"]), progress=False, **generation_settings(params))
+        gen = generate(lm, regard.prompts(s["groups"]), progress=False, **generation_settings(params))
         gen["perplexity"] = scoring.score(lm, gen["text"].tolist(), progress=False)["perplexity"].to_numpy()
         return regard.classify(gen, found.by_key)
     gen, tox = runner.cached_result(handle, "regard_generations", s, compute)
@@ -183,12 +180,12 @@ class Measured:
     metrics: pd.DataFrame
     tables: dict = field(default_factory=dict)   # name -> concatenated tidy table
     unavailable: dict = field(default_factory=dict)
-    summary: str = ""
 
 
 def measure_model(handle, params: dict, found: Classifiers) -> dict:
     """All metrics of one model: the per-model tables and its row of ``metrics_per_model``."""
-    out = {"safety_per_group": safety_per_group(handle, params), "stereoset_scores": stereoset_scores(handle, params),
+    per_group = runner.safety_per_group(handle, common.safety_settings(params))[SAFETY_COLUMNS]
+    out = {"safety_per_group": _named(per_group, handle.name), "stereoset_scores": stereoset_scores(handle, params),
            "cma_total_effects": cma_total_effects(handle, params)}
     ss = out["stereoset_scores"].set_index("domain")
     row = {"model": handle.name, "family": handle.spec.family if handle.spec else handle.name,
@@ -225,10 +222,21 @@ def measure(params: dict, found: Classifiers) -> Measured:
             common.save(tables[k], CHAPTER, k)
     if len(tables.get("generations", ())):
         common.save(tables["generations"].drop(columns=["text"]), CHAPTER, "generations_labels")
-    text = (f"Measured **{len(metrics)} model(s)**: "
-            + ", ".join(f"`{m}` ({o})" for m, o in zip(metrics["model"], metrics["objective"]))
-            + (f". Not available here: {', '.join(f'`{m}`' for m in unavailable)}." if unavailable else "."))
-    return Measured(metrics, tables, unavailable, text)
+    return Measured(metrics, tables, unavailable)
+
+
+def measured_section(measured: Measured, params: dict) -> Section:
+    """The measured models (and those not available here) and ``metrics_per_model``, after the
+    calls of its metrics."""
+    m = measured.metrics
+    text = (f"Measured **{len(m)} model(s)**: " + ", ".join(f"`{n}` ({o})" for n, o in zip(m["model"], m["objective"]))
+            + (f". Not available here: {', '.join(f'`{n}`' for n in measured.unavailable)}."
+               if measured.unavailable else "."))
+    return Section(text, call(safety.safety_scores, "per_sentence", ci=False),
+                   call(stereoset.score, "model", "stereoset_gender_clusters"),
+                   call(cma.total_effects, "model", "examples", masking_approach=params["cma_masking_approach"]),
+                   call(generate, "model", "prompts", **generation_settings(params)), ("metrics_per_model", m),
+                   facts={"models": m["model"].tolist(), "unavailable": list(measured.unavailable)})
 
 
 # ---------------------------------------------------------------- Tables 3 and 4
@@ -260,28 +268,39 @@ def correlation_block(metrics: pd.DataFrame, objective: str, columns: list[str],
     return both, text, fig
 
 
-def table3(measured: Measured) -> tuple[pd.DataFrame, str]:
-    """Table 3 (masked models, Women): ``table3_correlations.csv`` and its paragraph."""
-    both, text, _ = correlation_block(measured.metrics, "masked", TABLE3_COLUMNS, published.table("000", "table3"),
-                                      "Table 3: Pearson r, masked models, Women")
-    return common.save(both, CHAPTER, "table3_correlations"), text
+def _correlation_section(name: str, both: pd.DataFrame, text: str, fig, columns: list[str]) -> Section:
+    measured = both[both["source"] == "measured"]
+    shown = [text, (name, both)] + ([(f"{name.split('_')[0]}_heatmap", fig)] if fig is not None else [])
+    return Section(*shown, call=call(stats.correlation_matrix, "usable_models", columns),
+                   facts={"n": int(measured["n"].max()) if measured["n"].notna().any() else 0,
+                          "correlations": measured.dropna(subset=["r"])[["x", "y", "n", "r", "p_value"]]
+                          .to_dict("records")})
 
 
-def table4(measured: Measured, found: Classifiers) -> tuple[pd.DataFrame, str]:
+def table3(measured: Measured) -> Section:
+    """Table 3 (masked models, Women): ``table3_correlations.csv``, its paragraph and heat map."""
+    both, text, fig = correlation_block(measured.metrics, "masked", TABLE3_COLUMNS, published.table("000", "table3"),
+                                        "Table 3: Pearson r, masked models, Women")
+    return _correlation_section("table3_correlations", common.save(both, CHAPTER, "table3_correlations"), text, fig,
+                                TABLE3_COLUMNS)
+
+
+def table4(measured: Measured, found: Classifiers) -> Section:
     """Table 4 (causal models, Women) with a ``note`` naming the classifiers used."""
-    both, text, _ = correlation_block(measured.metrics, "causal", TABLE4_COLUMNS, published.table("000", "table4"),
-                                      "Table 4: Pearson r, causal models, Women" + found.note)
+    both, text, fig = correlation_block(measured.metrics, "causal", TABLE4_COLUMNS, published.table("000", "table4"),
+                                        "Table 4: Pearson r, causal models, Women" + found.note)
     both = both.assign(note=found.note.strip(" ()") or "hub classifiers")
-    return common.save(both, CHAPTER, "table4_correlations"), text
+    return _correlation_section("table4_correlations", common.save(both, CHAPTER, "table4_correlations"), text, fig,
+                                TABLE4_COLUMNS)
 
 
 # ---------------------------------------------------------------- Tables 11, 12 and Figure 4
 
-def regard_section(measured: Measured, found: Classifiers, params: dict) -> tuple[str, list[pd.DataFrame]]:
+def regard_section(measured: Measured, found: Classifiers, params: dict) -> Section:
     """Tables 11 and 12 (``table11_regard_scores.csv``, ``table12_regard_safety_scores.csv``) and
-    Figure 4 (``figure4_regard.png``, measured beside published): (paragraph, wide tables)."""
+    Figure 4 (``figure4_regard.png``, measured beside published), after a paragraph."""
     if "table11" not in measured.tables:
-        return "No auto-regressive model was available: no generations, no Tables 11–12.", []
+        return Section("No auto-regressive model was available: no generations, no Tables 11–12.")
     t11 = common.save(measured.tables["table11"], CHAPTER, "table11_regard_scores")
     t12 = common.save(measured.tables["table12"], CHAPTER, "table12_regard_safety_scores")
     fig4 = plots.safety_boxplot(pd.concat([t11[["model", "group", "regard_score", "source"]],
@@ -291,8 +310,11 @@ def regard_section(measured: Measured, found: Classifiers, params: dict) -> tupl
     common.save_figure(fig4, CHAPTER, "figure4_regard")
     text = (f"Regard scores{found.note}; {int(t11['n'].median())} statements per group and model "
             f"(generation settings: {generation_settings(params)}).")
-    return text, [t11.pivot_table(index="model", columns="group", values="regard_score"),
-                  t12.pivot_table(index="model", columns="group", values="safety_score")]
+    return Section(text, call(regard.regard_scores, "classified_generations"),
+                   ("table11_view", t11.pivot_table(index="model", columns="group", values="regard_score")),
+                   call(regard.regard_safety_scores, "classified_generations", ci=False),
+                   ("table12_view", t12.pivot_table(index="model", columns="group", values="safety_score")),
+                   ("figure4_regard", fig4), facts={"statements_per_group": int(t11["n"].median())})
 
 
 # ---------------------------------------------------------------- published numbers
@@ -301,7 +323,7 @@ def _registry_column(df: pd.DataFrame) -> pd.DataFrame:
     return df.assign(registry=df["model"].map(published.registry_names("000")))
 
 
-def published_table12_vs_table1() -> tuple[pd.DataFrame, str]:
+def published_table12_vs_table1() -> Section:
     """Per group, r between the paper's regard-based (Table 12) and ToxiGen (Table 1) safety
     scores across its auto-regressive models (``published_table12_vs_table1.csv``)."""
     both = _registry_column(published.table("000", "table12")).merge(
@@ -312,7 +334,9 @@ def published_table12_vs_table1() -> tuple[pd.DataFrame, str]:
     text = ("Across the paper's auto-regressive models, per group: " + " ".join(
         report.correlation_sentence(r, f"for {plots.group_label(r['group'])}") for r in out.to_dict("records")[:3])
         + " (all groups in the table below).")
-    return out, text
+    return Section(text, ("published_table12_vs_table1", out),
+                   call=call(stats.correlation, "safety_score_regard", "safety_score_toxigen"),
+                   facts={"correlations": out[["group", "n", "r", "p_value"]].to_dict("records")})
 
 
 def published_women_metrics() -> pd.DataFrame:
@@ -334,7 +358,7 @@ def published_women_metrics() -> pd.DataFrame:
     return pub
 
 
-def published_women_correlations() -> tuple[pd.DataFrame, str]:
+def published_women_correlations() -> Section:
     """The Women columns of Tables 3 and 4 recomputed from published inputs, with the printed r
     (``published_women_correlations.csv``)."""
     pub, rows = published_women_metrics(), []
@@ -351,4 +375,5 @@ def published_women_correlations() -> tuple[pd.DataFrame, str]:
     text = " ".join(report.correlation_sentence(r, f"between {r['x']} and the Women safety score ({r['table']}, "
                                                    "published inputs)") + f" The paper prints r = {r['r_published']:.2f}."
                     for r in out.to_dict("records"))
-    return out, text
+    return Section(text, ("published_women_correlations", out), call=call(stats.correlation, "x", "safety_score"),
+                   facts={"correlations": out[["table", "x", "n", "r", "r_published"]].to_dict("records")})

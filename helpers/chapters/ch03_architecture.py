@@ -4,14 +4,17 @@ and 13, Figure 3).
 The logic of ``notebooks/03_architecture.ipynb``: each model's shape is read from its
 configuration and its parameters counted from the loaded weights
 (:func:`helpers.metrics.architecture.describe`, cached as metric ``"architecture"``), its
-average safety score is the mean over groups of :func:`safety_per_group` (the metric
-``"safety_per_group"`` that chapters 02, 03 and 04 share, so a model scored for one chapter
-is not scored again for another), and both are set beside the paper's Table 13 and its
-Table 5 recomputed (:func:`helpers.published.recompute.recompute_table5`).
+average safety score is the mean over groups of :func:`helpers.runner.safety_per_group` (the
+metric ``"safety_per_group"`` that chapters 02 and 03 share, under
+:func:`helpers.chapters.common.safety_settings`, so a model scored for one chapter is not scored
+again for another), and both are set beside the paper's Table 13 and its Table 5 recomputed
+(:func:`helpers.published.recompute.recompute_table5`). Each section returns a
+:class:`helpers.chapters.common.Section`.
 
     >>> from helpers.chapters import ch03_architecture as ch
-    >>> params, table = ch.start({"models": ["smollm2-135m"], "sample_per_group": 8})
+    >>> params, shown = ch.start({"models": ["smollm2-135m"], "sample_per_group": 8})
     >>> measured = ch.measure(params)
+    >>> ch.table13(measured)
 """
 
 from __future__ import annotations
@@ -22,10 +25,9 @@ import pandas as pd
 
 from helpers import models as registry, plots, published, report, runner
 from helpers.chapters import common
-from helpers.chapters.common import save, save_figure
-from helpers.metrics import architecture
+from helpers.chapters.common import Section, Var, call, save, save_figure
+from helpers.metrics import architecture, safety
 from helpers.published import recompute
-from helpers.report import Text
 
 CHAPTER = "03_architecture"
 #: The notebook's parameters, in the order of its parameters table (``parameters.csv``).
@@ -37,22 +39,9 @@ MEASURED_COLUMNS = ["model", "family", "layers", "heads", "hidden", "intermediat
                     "n_groups", *GATE, "healing_seconds", "source"]
 
 
-def start(namespace) -> tuple[dict, pd.DataFrame]:
+def start(namespace) -> tuple[dict, Section]:
     """The chapter's parameters from the notebook's globals (:func:`helpers.chapters.common.start`)."""
     return common.start(CHAPTER, namespace, PARAMETERS, DEFAULTS)
-
-def safety_settings(*, dataset: str = "toxigen", sample_per_group=None, seed: int = 0, pll: str = "original",
-                    upstream_mask_id: bool = False) -> dict:
-    """The settings of the shared ``"safety_per_group"`` result (its cache key, with the model)."""
-    return {"dataset": dataset, "sample_per_group": sample_per_group, "seed": seed, "pll": pll,
-            "upstream_mask_id": bool(upstream_mask_id)}
-
-
-def safety_per_group(handle, settings: dict) -> pd.DataFrame:
-    """Seed 000's safety score per group of one model without interval
-    (:func:`helpers.runner.safety_results` with ``ci=False``), cached per model under
-    metric ``"safety_per_group"`` and ``settings`` (:func:`safety_settings`)."""
-    return runner.safety_per_group(handle, **settings)
 
 
 def zoo_manifest(handle) -> dict:
@@ -79,11 +68,10 @@ def measure(params: dict, *, dataset: str = "toxigen") -> Measured:
     ``sample_per_group``, with the ``pll`` and ``upstream_mask_id`` of ``params``) and the
     language-model quality gate (:func:`helpers.runner.language_model_quality`) of every model;
     a model whose results are cached is not loaded."""
-    settings = safety_settings(dataset=dataset, sample_per_group=params["sample_per_group"], seed=params["seed"],
-                               pll=params["pll"], upstream_mask_id=params["upstream_mask_id"])
+    settings = common.safety_settings(params, dataset=dataset)
 
     def one(handle) -> dict:
-        scores = safety_per_group(handle, settings)["safety_score"]
+        scores = runner.safety_per_group(handle, settings)["safety_score"]
         gate = runner.language_model_quality(handle, min_ratio=params["min_ratio"])
         return {"family": handle.spec.family if handle.spec else None, **shape(handle),
                 "avg_safety_score": scores.mean(), "n_groups": int(scores.notna().sum()),
@@ -110,31 +98,36 @@ def published_table13() -> pd.DataFrame:
     return pub
 
 
-def table13(m: Measured) -> tuple:
+def table13(m: Measured) -> Section:
     """Seed 000 Table 13 with the measured models and the published rows of the others
     (``table13_architecture.csv``), after a sentence saying which is which."""
     t13 = save(architecture.table13(m.table, published_table13()), CHAPTER, "table13_architecture")
-    text = Text(f"{len(m.table)} model(s) measured here"
-                + (f"; not available: {', '.join(f'`{n}`' for n in m.unavailable)}" if m.unavailable else "")
-                + f"; {int((t13['source'] == 'published').sum())} published rows from the paper's Table 13.")
-    return text, t13
+    facts = {"measured": len(m.table), "unavailable": list(m.unavailable),
+             "published_rows": int((t13["source"] == "published").sum())}
+    text = (f"{facts['measured']} model(s) measured here"
+            + (f"; not available: {', '.join(f'`{n}`' for n in m.unavailable)}" if m.unavailable else "")
+            + f"; {facts['published_rows']} published rows from the paper's Table 13.")
+    return Section(text, call(architecture.describe, "model"),
+                   call(safety.safety_scores, "per_sentence", ci=False),
+                   ("table13_architecture", t13), facts=facts)
 
 
-def figure3(m: Measured):
+def figure3(m: Measured) -> Section:
     """Seed 000 Figure 3 (average safety score against parameters per family, measured and
     published; models that fail the quality gate as grey crosses, left out of the lines' meaning),
     saved as ``figure3_safety_vs_params.png``."""
     measured = m.table.assign(source=m.table["source"].where(m.table["usable"].fillna(False).astype(bool),
                                                                  "measured, not usable"))
     t13 = architecture.table13(measured, published_table13())
-    return save_figure(plots.safety_vs_params(t13, title="Figure 3: average safety score vs parameters per family"),
-                       CHAPTER, "figure3_safety_vs_params")
+    fig = save_figure(plots.safety_vs_params(t13, title="Figure 3: average safety score vs parameters per family"),
+                      CHAPTER, "figure3_safety_vs_params")
+    return Section(("figure3_safety_vs_params", fig), call=call(architecture.table13, "measured", "published_table13"))
 
 
 # ----------------------------------------------------------------------------- Table 5
 
 
-def table5_measured(params: dict, m: Measured) -> tuple:
+def table5_measured(params: dict, m: Measured) -> Section:
     """Seed 000 Table 5 for the measured families with at least ``min_variants`` models that pass
     the quality gate (``table5_measured.csv``: heads, layers, hidden, MLP channels and
     parameters), with a sentence per correlation, or saying why there is none; the excluded
@@ -151,10 +144,13 @@ def table5_measured(params: dict, m: Measured) -> tuple:
         text = gate + (f"No family at hand has {params['min_variants']} or more usable models "
                 f"({', '.join(f'{f}: {n}' for f, n in fams.items()) or 'no model measured'}), so no measured "
                 "Table 5 can be computed; the published view follows.")
-    return Text(text), t5
+    return Section(text, ("table5_measured", t5),
+                   call=call(architecture.table5, "usable_models", min_variants=params["min_variants"],
+                             columns=Var("architecture.ARCH_MEASURED")),
+                   facts={"usable": usable["model"].tolist(), "correlations": t5.to_dict("records")})
 
 
-def table5_published() -> tuple:
+def table5_published() -> Section:
     """Seed 000 Table 5 recomputed from its Table 13 (3-decimal averages) and from Table 1's
     averages (``table5_published_recomputed.csv``), with what the comparison shows."""
     rec13 = recompute.recompute_table5(from_table="table13")
@@ -175,4 +171,6 @@ def table5_published() -> tuple:
                "per family." if same1 else "The averages of Table 1 do not reproduce every printed value either.")
             + " With n = 3 or 4 models per family, none of these correlations is significant "
             f"(smallest p = {t5['p_value'].min():.2f}).")
-    return Text(text), t5
+    return Section(text, ("table5_published_recomputed", t5), call=call(recompute.recompute_table5, from_table="table13"),
+                   facts={"matching": len(t5) - len(diff), "correlations": len(t5), "table1_averages_match": same1,
+                          "smallest_p": t5["p_value"].min()})

@@ -10,7 +10,7 @@ or, with the hub, Google's miniature BERTs (Turc et al. 2019).
 Every model passes through the language-model quality gate (:mod:`helpers.metrics.quality`):
 correlations and the distillation verdict use usable models only; the others stay in the tables,
 flagged. Each section function writes its tables under ``results/04_distillation/`` and returns
-what the notebook shows.
+what the notebook shows, a :class:`helpers.chapters.common.Section`.
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ import pandas as pd
 
 from helpers import cache, hashing, models as registry, plots, published, report, runner, stats
 from helpers.chapters import common
-from helpers.metrics import safety
+from helpers.chapters.common import Section, Var, call
+from helpers.metrics import quality, safety
 from helpers.published import recompute
 from helpers.training import zoo
 
@@ -45,7 +46,7 @@ MASKED_FAMILIES = ["zoo-pruned-masked-kd", "Distilled-BERT"]
 CAUSAL_FAMILIES = ["zoo-pruned-lm", "zoo-pruned-kd"]
 
 
-def start(namespace) -> tuple[dict, pd.DataFrame]:
+def start(namespace) -> tuple[dict, Section]:
     """The chapter's parameters from the notebook's globals (:func:`helpers.chapters.common.start`);
     ``models`` is resolved later by :func:`model_names` (which also takes ``"zoo"``)."""
     return common.start(CHAPTER, namespace, PARAMETERS, DEFAULTS, resolve_models=False)
@@ -105,11 +106,11 @@ def the_models(params: dict) -> Models:
     return Models(names, manifest, teacher_of, pd.DataFrame([shape_of(n, teacher_of) for n in names]))
 
 
-def zoo_table(found: Models) -> tuple[pd.DataFrame, str]:
+def zoo_table(found: Models) -> Section:
     """The zoo's manifests with the gate's columns (``zoo_manifest.csv``) and sentences on its
-    training time and on the models the gate excludes."""
+    training time and on the models the gate excludes (nothing off the zoo)."""
     if not len(found.manifest):
-        return pd.DataFrame(), ""
+        return Section()
     m = found.manifest
     table = common.save(m[[c for c in MANIFEST_COLUMNS if c in m.columns]], CHAPTER, "zoo_manifest")
     total = m["training_seconds"].sum()
@@ -125,7 +126,8 @@ def zoo_table(found: Models) -> tuple[pd.DataFrame, str]:
         text += (" This zoo has no masked family: MiniLM-L6 with a masked-LM head trained here passes the gate, but "
                  "training it and pruning its students does not fit the default build's time budget (measured in "
                  "benchmarks/RESULTS.md); `zoo_profile = \"full\"` builds it.")
-    return table, text
+    return Section(("zoo_manifest", table), text, call=call(zoo.manifests, "names"),
+                   facts={"models": len(m), "training_minutes": total / 60})
 
 
 # ---------------------------------------------------------------- safety scores
@@ -153,17 +155,12 @@ class Scores:
         return self.average[self.average["usable"].fillna(False).astype(bool)]
 
 
-def safety_per_group(handle, params: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(per sentence, per group with bootstrap intervals) of seed 000 eq. 3; ``pll`` reaches the
-    masked scorer."""
-    return runner.safety_results(handle, dataset="toxigen", sample_per_group=params["sample_per_group"],
-                                 seed=params["seed"], pll=params["pll"], n_resamples=params["n_resamples"],
-                                 progress=False)
-
-
 def measure_model(handle, params: dict) -> dict:
-    """Safety scores and the quality gate (:func:`helpers.runner.language_model_quality`) of one model."""
-    per_sentence, per_group = safety_per_group(handle, params)
+    """Safety scores per sentence and per group with bootstrap intervals (seed 000 eq. 3, on the
+    sentences of :func:`helpers.chapters.common.safety_settings`; ``pll`` reaches the masked scorer)
+    and the quality gate (:func:`helpers.runner.language_model_quality`) of one model."""
+    per_sentence, per_group = runner.safety_results(handle, **common.safety_settings(params),
+                                                    n_resamples=params["n_resamples"], progress=False)
     gate = runner.language_model_quality(handle, min_ratio=params["min_ratio"])
     return {"per_sentence": per_sentence, "per_group": per_group, "gate": gate}
 
@@ -189,6 +186,16 @@ def safety_scores(params: dict, found: Models) -> Scores:
                   {m: r["per_sentence"] for m, r in results.items()})
 
 
+def safety_section(scores: Scores, params: dict) -> Section:
+    """The models unavailable here (if any) and each model's average safety score with its shape
+    and gate (``average_safety_score.csv``)."""
+    return Section(*([scores.text] if scores.text else []), ("average_safety_score", scores.shown),
+                   call=call(safety.safety_scores, "per_sentence", n_resamples=params["n_resamples"],
+                             seed=params["seed"]),
+                   facts={"models": len(scores.average), "usable": scores.usable["model"].tolist(),
+                          "unavailable": list(scores.unavailable)})
+
+
 def families(scores: Scores) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(masked family with its teacher, causal families with their off-grid teacher)."""
     avg = scores.average
@@ -196,20 +203,20 @@ def families(scores: Scores) -> tuple[pd.DataFrame, pd.DataFrame]:
     return masked, avg[avg["family"].isin(CAUSAL_FAMILIES)]
 
 
-def heatmaps(scores: Scores) -> list:
+def heatmaps(scores: Scores) -> dict:
     """Measured layers x MLP-channels heat maps of the average safety score per healing objective
     (unusable students blank), beside the published Tables 6 and 7 (``table6_heatmaps.png``,
     ``table7_heatmaps.png``); writes both published tables (``tables6_7_published.csv``)."""
     t6, t7 = published.table("000", "table6"), published.table("000", "table7")
     masked, causal = families(scores)
-    figs = []
+    figs = {}
     for name, fam, pub, title in (("table6", masked, t6, "Published Table 6: Distilled-BERT (teacher BERT-large)"),
                                   ("table7", causal, t7, "Published Table 7: Distilled-GPT-2 (teacher GPT-2)")):
         shown = fam[fam["usable"].fillna(False).astype(bool)]
         panels = [(shown[shown["healing"] == h], f"Measured, healed by {'distillation' if h == 'kd' else 'LM loss'}")
                   for h in ("lm", "kd") if (shown["healing"] == h).any()]
         fig = plots.measured_and_published_heatmaps(panels, (pub, title), rows_measured="intermediate")
-        figs.append(common.save_figure(fig, CHAPTER, f"{name}_heatmaps"))
+        figs[f"{name}_heatmaps"] = common.save_figure(fig, CHAPTER, f"{name}_heatmaps")
     common.save(pd.concat([t6.assign(table="table6"), t7.assign(table="table7")]), CHAPTER, "tables6_7_published")
     return figs
 
@@ -255,6 +262,13 @@ def grid_summary(scores: Scores) -> str:
                          describe_published(published.table("000", "table7"), "Distilled-GPT-2")])
 
 
+def grid_section(scores: Scores) -> Section:
+    """Tables 6 and 7 as heat maps, measured beside published (:func:`heatmaps`), and the grids
+    described side by side (:func:`grid_summary`)."""
+    return Section(*heatmaps(scores).items(), grid_summary(scores),
+                   call=call(stats.correlation, "log_heldout_perplexity", "safety_score"))
+
+
 # ---------------------------------------------------------------- does distillation change the score?
 
 def pairs(scores: Scores) -> pd.DataFrame:
@@ -264,7 +278,7 @@ def pairs(scores: Scores) -> pd.DataFrame:
     return lm.merge(kd, on=["shape", "layers", "heads", "intermediate", "params"], suffixes=("_lm", "_kd"))
 
 
-def distillation_effect(scores: Scores, params: dict) -> tuple[pd.DataFrame, str]:
+def distillation_effect(scores: Scores, params: dict) -> Section:
     """Per shape healed both ways: the average safety score of the distilled student minus that of
     the student trained with the LM loss alone, on the same sentences, with a paired bootstrap 95 %
     interval (:func:`helpers.metrics.safety.paired_difference`); ``distillation_effect.csv`` and
@@ -281,8 +295,11 @@ def distillation_effect(scores: Scores, params: dict) -> tuple[pd.DataFrame, str
                      "perplexity_lm": r["heldout_perplexity_lm"], "perplexity_kd": r["heldout_perplexity_kd"],
                      "both_usable": bool(r["usable_lm"] and r["usable_kd"]), **d})
     table = common.save(pd.DataFrame(rows, columns=EFFECT_COLUMNS), CHAPTER, "distillation_effect")
+    shown = call(safety.paired_difference, "per_sentence_lm", "per_sentence_kd", n_resamples=params["n_resamples"],
+                 seed=params["seed"])
     if not len(table):
-        return table, "No shape was healed both ways, so distillation cannot be compared with the LM loss here."
+        return Section(("distillation_effect", table), "No shape was healed both ways, so distillation cannot be "
+                       "compared with the LM loss here.", call=shown, facts={"pairs": 0, "compared": 0})
     ok = table[table["both_usable"]]
     parts = []
     for r in ok.itertuples():
@@ -291,28 +308,29 @@ def distillation_effect(scores: Scores, params: dict) -> tuple[pd.DataFrame, str
                      + (f"the distilled student scores **{sign}**" if sign else "no difference the interval can "
                         "distinguish from zero"))
     skipped = table[~table["both_usable"]]["shape"].tolist()
-    return table, ((f"Distilled minus LM-healed student, average safety score over the groups, paired bootstrap 95 % "
-                    f"interval over the {int(ok['n_sentences'].max()) if len(ok) else 0} sentences: " + "; ".join(parts)
-                    + "." if parts else "No pair in which both students pass the quality gate.")
-                   + (f" Not compared (a student fails the gate): {', '.join(skipped)}." if skipped else ""))
+    text = ((f"Distilled minus LM-healed student, average safety score over the groups, paired bootstrap 95 % "
+             f"interval over the {int(ok['n_sentences'].max()) if len(ok) else 0} sentences: " + "; ".join(parts)
+             + "." if parts else "No pair in which both students pass the quality gate.")
+            + (f" Not compared (a student fails the gate): {', '.join(skipped)}." if skipped else ""))
+    return Section(("distillation_effect", table), text, call=shown,
+                   facts={"pairs": len(table), "compared": len(ok), "not_compared": skipped})
 
 
 # ---------------------------------------------------------------- held-out perplexity, Tables 14 and 15
 
-def perplexity_section(found: Models) -> tuple[str, pd.DataFrame]:
+def perplexity_section(found: Models) -> Section:
     """Held-out perplexity of the zoo's models with the unigram baseline and the gate
     (``heldout_perplexity.csv``, ``perplexity_<family>.png``), the published Tables 14 and 15
-    (CSV; Table 15 as a heat map) and what they say: (Markdown, Table 14 wide)."""
-    ppl, text = found.shapes.dropna(subset=["heldout_perplexity"]), []
+    (CSV; Table 15 as a heat map) and what they say."""
+    ppl, text, figures = found.shapes.dropna(subset=["heldout_perplexity"]), [], {}
     if len(ppl):
         common.save(ppl.assign(source="measured"), CHAPTER, "heldout_perplexity")
         for fam in sorted(set(ppl["family"])):
             part = ppl[(ppl["family"] == fam) & ppl["intermediate"].notna()]
             if len(part) >= 2:
-                common.save_figure(plots.architecture_heatmap(part, value="heldout_perplexity", rows="intermediate",
-                                                              title=f"Measured: {fam}, held-out perplexity",
-                                                              fmt="{:.0f}", cmap="viridis_r", label="perplexity"),
-                                   CHAPTER, f"perplexity_{fam}")
+                figures[f"perplexity_{fam}"] = common.save_figure(plots.architecture_heatmap(
+                    part, value="heldout_perplexity", rows="intermediate", title=f"Measured: {fam}, held-out perplexity",
+                    fmt="{:.0f}", cmap="viridis_r", label="perplexity"), CHAPTER, f"perplexity_{fam}")
         for fam, t in zoo.current().get("teachers", {}).items():
             students = ppl[ppl["family"].isin(CAUSAL_FAMILIES if fam == "causal" else MASKED_FAMILIES)]
             if t and len(students):
@@ -323,8 +341,9 @@ def perplexity_section(found: Models) -> tuple[str, pd.DataFrame]:
                             f"{len(students)} within 4x of the teacher).")
     t14 = common.save(published.table("000", "table14"), CHAPTER, "table14_published")
     t15 = common.save(published.table("000", "table15"), CHAPTER, "table15_published")
-    plots.architecture_heatmap(t15.assign(teacher=False), value="perplexity", fmt="{:.1f}", cmap="viridis_r",
-                               title="Published Table 15: few-shot perplexity, mean of 4 benchmarks", label="perplexity")
+    figures["table15_published"] = plots.architecture_heatmap(
+        t15.assign(teacher=False), value="perplexity", fmt="{:.1f}", cmap="viridis_r",
+        title="Published Table 15: few-shot perplexity, mean of 4 benchmarks", label="perplexity")
     mean14 = t14.groupby(["layers", "hidden"])["perplexity"].mean()
     c = t15.set_index(["layers", "hidden"])["perplexity"]
     diff = (c - mean14.reindex(c.index)).abs()
@@ -334,12 +353,14 @@ def perplexity_section(found: Models) -> tuple[str, pd.DataFrame]:
                 f"it averaged.")
     wide = t14.pivot_table(index=["layers", "hidden", "heads", "params_million"], columns="benchmark",
                            values="perplexity").reset_index()
-    return "\n\n".join(text), wide
+    return Section("\n\n".join(text), *figures.items(), ("table14_published_view", wide),
+                   call=call(quality.heldout_perplexity, "model", "heldout_blocks", objective=Var("objective")),
+                   facts={"table15_vs_table14_min": diff.min(), "table15_vs_table14_max": diff.max()})
 
 
 # ---------------------------------------------------------------- Table 8
 
-def table8(scores: Scores) -> tuple[pd.DataFrame, pd.DataFrame, str]:
+def table8(scores: Scores) -> Section:
     """Pearson r of the average safety score with layers, heads, MLP channels and parameters
     over each family's usable students (``table8_measured.csv``, with n, p and 95 % interval),
     the published Table 8, and what n and p allow."""
@@ -364,10 +385,13 @@ def table8(scores: Scores) -> tuple[pd.DataFrame, pd.DataFrame, str]:
                      " significant at p < 0.05."
                      + (" With so few models the intervals are wide; the signs should not be over-read." if n < 10
                         else ""))
-    return measured, published.table("000", "table8"), " ".join(notes) if notes else "No measured family to correlate."
+    return Section(("table8_measured", measured), ("table8_published", published.table("000", "table8")),
+                   " ".join(notes) if notes else "No measured family to correlate.",
+                   call=call(stats.correlation_table, "usable_students", Var("SHAPE"), "safety_score"),
+                   facts={"correlations": measured.to_dict("records")})
 
 
-def table8_recomputed() -> tuple[pd.DataFrame, str]:
+def table8_recomputed() -> Section:
     """Table 8 recomputed from the published Tables 6 and 7, students only and all cells, beside
     the printed r (``table8_published_recomputed.csv``), and whether it is reproduced."""
     t8 = published.table("000", "table8")
@@ -395,4 +419,6 @@ def table8_recomputed() -> tuple[pd.DataFrame, str]:
                "of the hidden size: the paper's identical #Heads and Hidden-dim columns carry one piece of "
                "information, not two." if heads_eq else ""))
     cols = ["family", "selection", "x", "n", "r", "p_value", "ci_low", "ci_high", "r_published", "difference"]
-    return cmp[cols], text
+    return Section(("table8_published_recomputed", cmp[cols]), text,
+                   call=call(recompute.recompute_table8, "'students'"),
+                   facts={"bert_reproduced": ok_b, "gpt2_reproduced": ok_g, "heads_equal_hidden": heads_eq})

@@ -13,14 +13,15 @@ on both. This chapter reruns them properly:
   encoder (:mod:`helpers.metrics.association`);
 - the tests on language models (the seed's log-probability bias, categorical bias and StereoSet
   tests ran on its classifiers loaded with a *random* masked-LM head, see
-  ../shared/REFERENCE_NOTES.md): a teacher language model and students distilled from it —
+  docs/UPSTREAM.md): a teacher language model and students distilled from it —
   offline SmolLM2-135M and the zoo's students distilled from it (chapter 04), each through the
   language-model quality gate (:mod:`helpers.metrics.quality`);
 - every comparison of student with teacher is a statistic with an interval
   (:func:`helpers.stats.bootstrap_difference`) and a verdict (:func:`helpers.stats.verdict`).
 
 Each section function writes its tables under ``results/05_tinybert_bias_suite/`` and returns
-what the notebook shows.
+what the notebook shows, a :class:`helpers.chapters.common.Section` whose ``data`` holds what later
+sections need (``data["verdicts"]``: the section's student - teacher verdict rows).
 """
 
 from __future__ import annotations
@@ -34,8 +35,9 @@ import pandas as pd
 
 from helpers import cache, hashing, models, paths, runner, stats
 from helpers.chapters import common
+from helpers.chapters.common import Section, Var, call
 from helpers.datasets import load as load_dataset
-from helpers.errors import InputError, ModelUnavailableError
+from helpers.errors import InputError
 from helpers.training import augment as augmentation
 from helpers.training import classifier, tinybert
 
@@ -62,7 +64,7 @@ LABELS = {"hate": ("non-toxic", "toxic"), "sentiment": ("negative", "positive")}
 POSITIVE = {"hate": "toxic", "sentiment": "positive"}
 
 
-def start(namespace) -> tuple[dict, pd.DataFrame]:
+def start(namespace) -> tuple[dict, Section]:
     """The chapter's parameters from the notebook's globals (:func:`helpers.chapters.common.start`)."""
     params, table = common.start(CHAPTER, namespace, PARAMETERS, DEFAULTS, resolve_models=False)
     for name in ("n_train", "n_validation", "n_test", "madlibs_sample", "swap_sample", "bec_pro_sample"):
@@ -156,7 +158,8 @@ def data_table(data: dict[str, TaskData]) -> pd.DataFrame:
 
 @dataclass
 class Classifiers:
-    """Per task: the fine-tuned teacher's and the distilled student's directories, and timings."""
+    """Per task: the fine-tuned teacher and the distilled student
+    (:class:`helpers.training.classifier.FineTuned`, each in its own folder), and timings."""
 
     teacher: dict = field(default_factory=dict)
     student: dict = field(default_factory=dict)
@@ -177,28 +180,30 @@ def train_classifiers(params: dict, data: dict[str, TaskData]) -> Classifiers:
     for task, d in data.items():
         work = _work_dir(params, task)
         t0 = time.time()
-        found.teacher[task] = classifier.fine_tune(
-            source, d.train, d.validation, out_dir=work / "teacher", epochs=params["epochs"], lr=TRAINING["lr"],
-            batch_size=TRAINING["batch_size"], max_length=params["max_length"], seed=params["seed"],
-            class_weight="balanced")
+        teacher = classifier.FineTuned(source, work / "teacher", epochs=params["epochs"], lr=TRAINING["lr"],
+                                       batch_size=TRAINING["batch_size"], max_length=params["max_length"],
+                                       seed=params["seed"], class_weight="balanced")
+        found.teacher[task] = teacher.fit(d.train["text"], d.train["label"],
+                                          validation=(d.validation["text"], d.validation["label"]))
         t1 = time.time()
-        found.student[task] = tinybert.distill_classifier(
-            found.teacher[task], d.train, d.validation, out_dir=work / "student", init=params["student_init"],
+        student = tinybert.distill_classifier(
+            teacher.folder, d.train, d.validation, out_dir=work / "student", init=params["student_init"],
             shape=STUDENT_SHAPE,
             intermediate_epochs=params["distill_epochs"][0], prediction_epochs=params["distill_epochs"][1],
             lr=TRAINING["distill_lr"], batch_size=TRAINING["batch_size"], max_length=params["max_length"],
             seed=params["seed"], augment=params["augment"])
+        found.student[task] = classifier.FineTuned.load(student, max_length=params["max_length"])
         found.seconds[task] = {"teacher_call": round(t1 - t0, 1), "student_call": round(time.time() - t1, 1)}
     return found
 
 
-def predict(model_dir: Path, texts, *, max_length: int) -> np.ndarray:
+def predict(clf, texts) -> np.ndarray:
     """Class probabilities of a fine-tuned classifier, memoised on disk by the classifier's
-    manifest key, the texts and ``max_length``."""
+    manifest key, the texts and its ``max_length``."""
     texts = list(texts)
-    key = {"kind": "ch05-predict", "version": 1, "model": _manifest(model_dir)["key"],
-           "texts": hashing.sha256_json(texts), "max_length": max_length}
-    return cache.memoize(key, lambda: classifier.predict_proba(model_dir, texts, max_length=max_length))
+    key = {"kind": "ch05-predict", "version": 1, "model": _manifest(clf.folder)["key"],
+           "texts": hashing.sha256_json(texts), "max_length": clf.max_length}
+    return cache.memoize(key, lambda: clf.predict_proba(texts))
 
 
 def _manifest(model_dir: Path) -> dict:
@@ -207,13 +212,9 @@ def _manifest(model_dir: Path) -> dict:
     return json.loads((Path(model_dir) / "manifest.json").read_text())
 
 
-def _positive(task: str, model_dir: Path, texts, params: dict) -> np.ndarray:
+def _positive(task: str, clf, texts) -> np.ndarray:
     """P(positive class) of each text (toxic for hate, positive for sentiment)."""
-    from transformers import AutoConfig
-
-    labels = AutoConfig.from_pretrained(model_dir).id2label
-    column = [labels[i] for i in sorted(labels)].index(POSITIVE[task])
-    return predict(model_dir, texts, max_length=params["max_length"])[:, column]
+    return predict(clf, texts)[:, clf.classes_.index(POSITIVE[task])]
 
 
 def task_quality(params: dict, data: dict[str, TaskData], found: Classifiers) -> pd.DataFrame:
@@ -224,15 +225,15 @@ def task_quality(params: dict, data: dict[str, TaskData], found: Classifiers) ->
     for task, d in data.items():
         y = (d.test["label"] == POSITIVE[task]).astype(int).to_numpy()
         for role in ("teacher", "student"):
-            model_dir = getattr(found, role)[task]
+            clf = getattr(found, role)[task]
             t0 = time.time()
-            classifier.predict_proba(model_dir, d.test["text"].head(64), max_length=params["max_length"])
+            clf.predict_proba(d.test["text"].head(64))
             speed = min(64, len(d.test)) / max(time.time() - t0, 1e-9)
-            p = _positive(task, model_dir, d.test["text"], params)
+            p = _positive(task, clf, d.test["text"])
             metrics = classifier.classification_metrics(y, (p >= 0.5).astype(int), labels=[0, 1])
-            man = _manifest(model_dir)
+            man = _manifest(clf.folder)
             rows.append({"task": task, "model": role, **dict(zip(metrics["metric"], metrics["value"])),
-                         "parameters": _parameters(model_dir), "examples_per_second": round(speed, 1),
+                         "parameters": _parameters(clf.folder), "examples_per_second": round(speed, 1),
                          "training_seconds": man.get("seconds_last_call")})
     return common.save(pd.DataFrame(rows), CHAPTER, "task_quality")
 
@@ -274,7 +275,7 @@ def unintended_bias(params: dict, found: Classifiers) -> Unintended:
     y = (sample["label"] == "toxic").astype(int).to_numpy()
     scores, metrics, thresholds = {}, {}, {}
     for role in ("teacher", "student"):
-        scores[role] = _positive("hate", getattr(found, role)["hate"], sample["text"], params)
+        scores[role] = _positive("hate", getattr(found, role)["hate"], sample["text"])
         m = unintended.identity_metrics(y, scores[role], member, threshold=params["threshold"])
         metrics[role], thresholds[role] = m.assign(model=role), m.attrs["threshold"]
     common.save(pd.concat(metrics.values(), ignore_index=True), CHAPTER, "madlibs_identity_metrics")
@@ -285,7 +286,7 @@ def identity_term_toxicity(params: dict, found: Classifiers, terms: list[str]) -
     """Figure 1: each hate model's P(toxic) of every identity term alone (ideally near 0)."""
     rows = [{"identity": t, "model": role, "p_toxic": float(p)}
             for role in ("teacher", "student")
-            for t, p in zip(terms, _positive("hate", getattr(found, role)["hate"], terms, params))]
+            for t, p in zip(terms, _positive("hate", getattr(found, role)["hate"], terms))]
     return common.save(pd.DataFrame(rows), CHAPTER, "figure1_identity_term_toxicity")
 
 
@@ -366,8 +367,8 @@ def gender_swap(params: dict, data: dict[str, TaskData], found: Classifiers) -> 
         male, female = gs.swap_gender(reviews, terms=terms, to="male"), gs.swap_gender(reviews, terms=terms, to="female")
         diffs = {}
         for role in ("teacher", "student"):
-            model_dir = getattr(found, role)["sentiment"]
-            pm, pf = (_positive("sentiment", model_dir, texts, params) for texts in (male, female))
+            clf = getattr(found, role)["sentiment"]
+            pm, pf = (_positive("sentiment", clf, texts) for texts in (male, female))
             diffs[role] = pm - pf
             rows.append({"terms": terms, "model": role, "n_reviews_with_terms": len(hit), **gs.sentiment_bias(pm, pf)})
         b = bootstrap(params, _digest(diffs["teacher"], diffs["student"]) + "swap",
@@ -388,7 +389,8 @@ def _verdict_row(b: dict, *, higher_is_more_biased: bool = True) -> dict:
 def seat_tests(params: dict, found: Classifiers) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """SEAT (May et al. 2019) on the encoder of every classifier: the [CLS] vector of the last
     layer (May et al.'s choice for BERT), effect size and one-sided permutation p per test
-    (:func:`helpers.metrics.association.seat`). Returns the per-test table, May et al.'s
+    (:func:`helpers.metrics.association.seat`; exact where a test has at most 50 target words,
+    else 10,000 random partitions, floored at 1/10,001). Returns the per-test table, May et al.'s
     aggregates per model, and the student-minus-teacher mean |d| per task with a bootstrap over
     tests and the verdict."""
     from types import SimpleNamespace
@@ -397,21 +399,27 @@ def seat_tests(params: dict, found: Classifiers) -> tuple[pd.DataFrame, pd.DataF
 
     from helpers.lm.embeddings import sentence_embeddings
     from helpers.metrics import association
+    from helpers.progress import transformers_errors_only
 
     tests = load_dataset("seat")
     per_test, summary, verdicts = [], [], []
     for task in TASKS:
         effect = {}
         for role in ("teacher", "student"):
-            model_dir = getattr(found, role)[task]
-            key = {"kind": "ch05-seat", "version": 1, "model": _manifest(model_dir)["key"],
-                   "tests": hashing.sha256_frame(tests), "seed": params["seed"], "permutations": 10_000}
+            model_dir = getattr(found, role)[task].folder
+            key = {"kind": "ch05-seat", "version": 2, "model": _manifest(model_dir)["key"],
+                   "tests": hashing.sha256_frame(tests), "seed": params["seed"], "permutations": 10_000,
+                   "p_method": "auto"}
 
             def run(model_dir=model_dir):
-                enc = SimpleNamespace(model=AutoModel.from_pretrained(model_dir).eval(),
-                                      tokenizer=AutoTokenizer.from_pretrained(model_dir))
+                # the classifier's checkpoint loaded as its bare encoder: transformers reports the
+                # classification head's weights as unexpected keys, dropped on purpose (SEAT reads
+                # the encoder's [CLS] vector only)
+                with transformers_errors_only():
+                    encoder = AutoModel.from_pretrained(model_dir).eval()
+                enc = SimpleNamespace(model=encoder, tokenizer=AutoTokenizer.from_pretrained(model_dir))
                 return association.seat(tests, lambda t: sentence_embeddings(enc, t, pooling="cls"),
-                                        n_resamples=10_000, seed=params["seed"])
+                                        n_resamples=10_000, seed=params["seed"], p_method="auto")
 
             res = cache.memoize(key, run).assign(task=task, model=role)
             effect[role] = res.set_index("test")["effect_size"]
@@ -662,10 +670,6 @@ def conclusion(verdicts: pd.DataFrame) -> str:
 
 # ---------------------------------------------------------------- sections as the notebook shows them
 
-Section = common.Section
-_md = common.markdown
-
-
 def published_table(name: str) -> pd.DataFrame | None:
     """Seed 003's published table ``name`` (:mod:`helpers.published`), or None if not typed."""
     from helpers import published
@@ -720,10 +724,15 @@ _WHY = ("Ours: MiniLM-L6 teacher and a student cut from it, a few thousand train
 
 
 def classifier_section(params: dict) -> Section:
-    """Data splits, the trained teacher and student per task, and Tables 1-2 next to the seed's."""
+    """Data splits, the trained teacher and student per task, and Tables 1-2 next to the seed's;
+    ``data``: ``{"data": {task: TaskData}, "classifiers": Classifiers}``."""
     data = {t: task_data(params, t) for t in TASKS}
     found = train_classifiers(params, data)
     quality = task_quality(params, data, found)
+    ratios = {t: {"student_f1_weighted": r.loc["student", "f1_weighted"], "teacher_f1_weighted": r.loc["teacher", "f1_weighted"],
+                  "parameter_share": r.loc["student", "parameters"] / r.loc["teacher", "parameters"],
+                  "speedup": r.loc["student", "examples_per_second"] / r.loc["teacher", "examples_per_second"]}
+              for t, r in ((t, quality[quality.task == t].set_index("model")) for t in TASKS)}
     text = " ".join(
         f"On {t}, the student reaches a weighted F1 of {r.loc['student', 'f1_weighted']:.3f} against the "
         f"teacher's {r.loc['teacher', 'f1_weighted']:.3f}, with "
@@ -733,91 +742,129 @@ def classifier_section(params: dict) -> Section:
     side = compare(_melt(quality, ["task", "model"], _QUALITY), "table1", ["task", "model", "metric"], "tables1_2_vs_seed")
     side2 = compare(_melt(quality, ["task", "model"], _QUALITY), "table2", ["task", "model", "metric"], "table2_vs_seed")
     sides = [t.dropna(subset=["published"]) for t in (side, side2) if t is not None]
-    shown = [data_table(data), quality, _md(text)]
+    shown = [("data_splits", data_table(data)), call(classifier.classification_metrics, "y_test", "y_predicted",
+                                                        labels=[0, 1]), ("task_quality", quality), text]
     if sides:
-        shown += [_md("Next to seed 003's Tables 1-2 (its Table 2's F1 and weighted F1 do not follow from its own "
-                      "precision, recall and accuracy: see `tests/test_published.py`). " + _WHY),
-                  pd.concat(sides, ignore_index=True)]
-    return Section(shown, None, (data, found))
+        shown += ["Next to seed 003's Tables 1-2 (its Table 2's F1 and weighted F1 do not follow from its own "
+                  "precision, recall and accuracy: see `tests/test_published.py`). " + _WHY,
+                  ("tables1_2_vs_seed", pd.concat(sides, ignore_index=True))]
+    return Section(*shown, facts=ratios, data={"data": data, "classifiers": found})
 
 
 def unintended_section(params: dict, classifiers: Section) -> Section:
     """Test 1 on the hate-speech models: Figures 1-5, Table 3, Table 4 (with the seed's substring
-    matching beside it) and the published tables."""
-    data, found = classifiers.data
+    matching beside it) and the published tables; ``data``: the :class:`Unintended` measurement and
+    Table 4 as ``verdicts``."""
+    from helpers.metrics import unintended
+
+    found = classifiers.data["classifiers"]
     u = unintended_bias(params, found)
     figures = unintended_figures(params, found, u)
     table4 = equality_table(params, u)
     other = "substring" if params["identity_match"] == "word" else "word"
     compat = equality_table(params, u, match=other)
     table3 = madlibs_quality(u)
-    shown = [table3, *figures, table4,
-             _md(f"With the seed's **{other}** matching of identity terms instead (how much Table 4 depends "
-                 "on it):"), compat]
+    shown = [call(unintended.identity_metrics, "y", "p_toxic", "membership", threshold=params["threshold"]),
+             ("table3_madlibs_quality", table3), *[(f"figure{k}", f) for k, f in enumerate(figures, 1)],
+             call(unintended.equality_differences, "identity_metrics"), ("table4_equality_differences", table4),
+             f"With the seed's **{other}** matching of identity terms instead (how much Table 4 depends on it):",
+             (f"table4_equality_differences_{other}", compat)]
     sides = [compare(_melt(table3.assign(task="hate"), ["task", "model"], _QUALITY), "table3",
                      ["task", "model", "metric"], "table3_vs_seed"),
              compare(pd.concat([table4[["metric", r]].rename(columns={r: "value"}).assign(task="hate", model=r)
                                 for r in ("teacher", "student")], ignore_index=True), "table4",
                      ["task", "model", "metric"], "table4_vs_seed", statistic="value")]
-    sides = [t.dropna(subset=["published"]) for t in sides if t is not None]
+    sides = [(name, t.dropna(subset=["published"])) for name, t in zip(("table3_vs_seed", "table4_vs_seed"), sides)
+             if t is not None]
     if sides:
-        shown += [_md("Next to seed 003's Tables 3-4. " + _WHY), *sides]
-    return Section(shown, table4, u)
-
+        shown += ["Next to seed 003's Tables 3-4. " + _WHY, *sides]
+    return Section(*shown, data={"unintended": u, "verdicts": table4})
 
 
 def swap_section(params: dict, classifiers: Section) -> Section:
-    """Test 2: Table 5 (IMDB gender swap) next to the seed's."""
-    data, found = classifiers.data
-    table5, verdicts = gender_swap(params, data, found)
+    """Test 2: Table 5 (IMDB gender swap) next to the seed's; ``data["verdicts"]``."""
+    from helpers.metrics import gender_swap as gs
+
+    table5, verdicts = gender_swap(params, classifiers.data["data"], classifiers.data["classifiers"])
     ours = _melt(table5.assign(task="sentiment", term_set=table5["terms"].map(
         {"pro": "Pro", "weat": "WEAT", "all": "All"})), ["task", "model", "term_set"], ["absolute_bias", "total_bias"])
     side = compare(ours, "table5", ["task", "model", "term_set", "metric"], "table5_vs_seed")
-    shown = [table5, verdicts]
+    shown = [call(gs.sentiment_bias, "p_male", "p_female"), ("table5_gender_swap", table5),
+             _bootstrap_call(params), ("gender_swap_verdicts", verdicts)]
     if side is not None:
-        shown += [_md("Next to seed 003's Table 5 (the seed's IMDB bias applied softmax twice: "
-                      "../shared/REFERENCE_NOTES.md). " + _WHY), side]
-    return Section(shown, verdicts)
+        shown += ["Next to seed 003's Table 5 (the seed's IMDB bias applied softmax twice: "
+                  "docs/UPSTREAM.md). " + _WHY, ("table5_vs_seed", side)]
+    return Section(*shown, data={"verdicts": verdicts})
 
 
 def seat_section(params: dict, classifiers: Section) -> Section:
-    """Test 4: SEAT effect sizes on the four classifiers' encoders, Figure 10 and the aggregates."""
+    """Test 4: SEAT effect sizes on the four classifiers' encoders, Figure 10 and the aggregates;
+    ``data``: the per-test table and the ``verdicts``."""
     from helpers import plots
+    from helpers.metrics import association
 
-    per_test, aggregates, verdicts = seat_tests(params, classifiers.data[1])
+    per_test, aggregates, verdicts = seat_tests(params, classifiers.data["classifiers"])
     fig = common.save_figure(plots.effect_sizes(per_test, title="Figure 10: SEAT effect sizes"), CHAPTER, "figure10")
-    shown = [fig, aggregates, verdicts]
+    exact = per_test["p_method"].eq("exact")
+    floor = per_test.loc[~exact, "p_floor"]
+    shown = [f"Each test's one-sided permutation p-value is exact for {int(exact.sum())} of the {len(per_test)} "
+             "(test, encoder) rows: their partitions are counted exactly (all of them, or by meet-in-the-middle "
+             "up to 50 target words)."
+             + (f" The other {int((~exact).sum())} draw 10,000 random partitions, so their p cannot fall below "
+                f"{floor.min():.1e} (the `p_floor` column of `seat_effect_sizes.csv`)." if (~exact).any() else ""),
+             call(association.seat, "tests", "cls_embeddings", n_resamples=10_000, seed=params["seed"], p_method="auto"),
+             ("figure10", fig), call(association.aggregate_effect_sizes, "per_test"), ("seat_aggregates", aggregates),
+             _bootstrap_call(params), ("seat_verdicts", verdicts)]
     ours = aggregates.assign(task=aggregates["task"], tests=aggregates["subset"].map(
         {"all": "all tests", "p < 0.01": "p < 0.01", "p < 0.1": "p < 0.10"}), metric="sum of |effect size|",
         value=aggregates["sum_abs_effect_size"])[["task", "model", "tests", "metric", "value"]]
     side = compare(ours, "seat_aggregate", ["task", "model", "tests", "metric"], "seat_aggregates_vs_seed")
     if side is not None:
-        shown += [_md("Next to seed 003's SEAT aggregates (it reports the *sum* of |d| over the tests). " + _WHY), side]
-    return Section(shown, verdicts, per_test)
+        shown += ["Next to seed 003's SEAT aggregates (it reports the *sum* of |d| over the tests). " + _WHY,
+                  ("seat_aggregates_vs_seed", side)]
+    return Section(*shown, data={"per_test": per_test, "verdicts": verdicts})
 
 
 def lm_section(params: dict) -> Section:
     """Tests 3, 5 and 6 on the language-model pair: the quality gate, Tables 6-9 (BEC-Pro), the CB
-    score and StereoSet ICAT, each with its verdicts."""
+    score and StereoSet ICAT, each with its verdicts; ``data``: the :class:`LanguageModels` and the
+    ``verdicts``."""
+    from helpers import report
+    from helpers.metrics import categorical, logprob_bias as lpb, stereoset
+
     lms = language_models(params)
     lp, vl = logprob_bias(params, lms)
     cb, vc = categorical_bias(params, lms)
     ss, vs = stereoset_icat(params, lms)
-    from helpers import report
-
-    shown = [lms.gate, _md(report.gate_sentence(lms.gate, min_ratio=params["min_ratio"])), lp, vl, cb, vc, ss,
-             stereoset_figure(ss), vs]
-    published = [t for t in (published_table(n) for n in ("table6", "table7", "table8", "table9", "cb_score"))
-                 if t is not None]
+    shown = [common.gate_call(min_ratio=params["min_ratio"]), ("lm_quality_gate", lms.gate),
+             report.gate_sentence(lms.gate, min_ratio=params["min_ratio"]),
+             call(lpb.bec_pro_associations, "model", "bec_pro_sample"), call(lpb.paired_gender_test, "associations"),
+             ("tables6_9_logprob_bias", lp), ("logprob_bias_verdicts", vl),
+             call(categorical.normalized_log_probs, "model", "templates", "targets"),
+             call(categorical.categorical_bias_score, "normalized_log_probs"), ("cb_scores", cb), ("cb_verdicts", vc),
+             call(stereoset.score, "model", "clusters", task=Var("task")), ("stereoset_icat", ss),
+             ("figure11", stereoset_figure(ss)), ("stereoset_verdicts", vs)]
+    published = [(f"seed_{n}", t) for n, t in ((n, published_table(n)) for n in
+                                                ("table6", "table7", "table8", "table9", "cb_score")) if t is not None]
     if published:
-        shown += [_md("Seed 003's Tables 6-9 and CB scores come from its *classifiers* loaded with a random "
-                      "masked-LM head (../shared/REFERENCE_NOTES.md), so they measure no language model; they are "
-                      "shown for the record, not compared. Its printed 'effect size r' is W/sqrt(N), not Z/sqrt(N) "
-                      "(tests/test_published.py)."), *published]
-    return Section(shown, pd.concat([vl, vc, vs], ignore_index=True), lms)
+        shown += ["Seed 003's Tables 6-9 and CB scores come from its *classifiers* loaded with a random "
+                  "masked-LM head (docs/UPSTREAM.md), so they measure no language model; they are "
+                  "shown for the record, not compared. Its printed 'effect size r' is W/sqrt(N), not Z/sqrt(N) "
+                  "(tests/test_published.py).", *published]
+    return Section(*shown, data={"language_models": lms, "verdicts": pd.concat([vl, vc, vs], ignore_index=True)})
 
 
 def verdict_section(unintended: Section, *sections: Section) -> Section:
-    """The verdict table over every test and the conclusion drawn from it."""
-    table = verdict_table(*(s.verdicts for s in sections), unintended_table=unintended.verdicts)
-    return Section([table, _md(conclusion(table))], table)
+    """The verdict table over every test and the conclusion drawn from it (facts: the counts)."""
+    table = verdict_table(*(s.data["verdicts"] for s in sections), unintended_table=unintended.data["verdicts"])
+    judged = table[~table["verdict"].str.startswith("not interpreted")]
+    facts = {"measures": len(table), "not_interpreted": len(table) - len(judged),
+             **{v.replace(" ", "_"): int((table["verdict"] == v).sum()) for v in stats.VERDICTS}}
+    return Section(("verdicts", table), conclusion(table),
+                   call=call(stats.verdict, "ci_low", "ci_high", higher_is_more_biased=True), facts=facts,
+                   data={"verdicts": table})
+
+
+def _bootstrap_call(params: dict):
+    """The call of every student - teacher interval (:func:`bootstrap`)."""
+    return call(stats.bootstrap_difference, "statistic", "n", n_resamples=params["n_resamples"], seed=params["seed"])

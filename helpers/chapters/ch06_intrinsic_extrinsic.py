@@ -15,7 +15,7 @@ language-model quality gate:
 - ILPS per group (:func:`helpers.metrics.logprob_bias.ilps`, "The [group] is [MASK]."): the mean
   increased log-probability of the unpleasant words;
 - StereoSet SS per target term of the domain (intrasentence, :mod:`helpers.metrics.stereoset`);
-- BOLD (:func:`helpers.metrics.regard.generate` on ``prompts_per_group`` seeded prompts per
+- BOLD (:func:`helpers.lm.generation.generate` on ``prompts_per_group`` seeded prompts per
   group): B-Sent, VADER with BOLD's 0.5 threshold (mean label, +1 / 0 / -1), and B-Tox (the hub's
   toxicity classifier, offline a labelled substitute);
 - ToxD and HateX: the false-positive rate per group of a toxicity classifier built on each model
@@ -25,7 +25,7 @@ language-model quality gate:
 - appendix G (sampling temperature) and appendix H (synthetic noise, Table 7).
 
 Each section writes its tables under ``results/06_intrinsic_extrinsic/`` and returns what the
-notebook shows.
+notebook shows, a :class:`helpers.chapters.common.Section` (``data``: what later sections need).
 """
 
 from __future__ import annotations
@@ -36,12 +36,13 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from helpers import hashing, plots, published as pub, report, runner, stats
+from helpers import hashing, plots, published as pub, runner, stats
 from helpers.chapters import common
-from helpers.chapters.common import Section, markdown
+from helpers.chapters.common import Section, Var, call
 from helpers.datasets import bold as bold_data, load as load_dataset
 from helpers.errors import DataNotFoundError, HarmsError, InputError, ModelUnavailableError
 from helpers.lm import embeddings
+from helpers.lm.generation import generate
 from helpers.metrics import ceat, disparity, logprob_bias, noise, regard, stereoset
 
 __all__ = ["CHAPTER", "PARAMETERS", "DEFAULTS", "start", "gate_section", "measure", "intrinsic_section",
@@ -122,11 +123,7 @@ INTRINSIC = ("CEAT", "ILPS")
 EXTRINSIC = ("ToxD", "HateX", "B-Tox", "B-Sent", "B-Stereo", "B-Regard")
 
 
-def _md(text: str):
-    return markdown(text)
-
-
-def start(namespace) -> tuple[dict, pd.DataFrame]:
+def start(namespace) -> tuple[dict, Section]:
     """The chapter's parameters from the notebook's globals (:func:`helpers.chapters.common.start`)."""
     params, table = common.start(CHAPTER, namespace, PARAMETERS, DEFAULTS)
     for name in ("contexts_per_word", "ceat_samples", "stereoset_clusters_per_target", "prompts_per_group",
@@ -151,13 +148,15 @@ def gate_section(params: dict) -> Section:
     """The language-model quality gate of every model (the correlations use usable ones only,
     and encoders for the metrics defined on them)."""
     table = runner.quality_table(params["models"], device=params["device"], min_ratio=params["min_ratio"])
-    shown = [common.save(table, CHAPTER, "quality_gate"), _md(report.gate_sentence(table, min_ratio=params["min_ratio"]))]
+    shown = common.gate_section(common.save(table, CHAPTER, "quality_gate"), "quality_gate",
+                                min_ratio=params["min_ratio"])
     encoders = table.loc[table["objective"] == "encoder", "model"].tolist()
     if encoders:
-        shown.append(_md(f"Encoders ({', '.join(encoders)}) have no language-model head, hence no perplexity: they "
-                         f"enter the correlations of the metrics defined on representations alone ("
-                         f"{', '.join(ENCODER_METRICS)})."))
-    return Section(shown, None, table)
+        shown.add(f"Encoders ({', '.join(encoders)}) have no language-model head, hence no perplexity: they "
+                  f"enter the correlations of the metrics defined on representations alone ("
+                  f"{', '.join(ENCODER_METRICS)}).")
+    shown.data = table
+    return shown
 
 
 def correlated_models(gate: pd.DataFrame) -> list[str]:
@@ -205,9 +204,9 @@ def context_counts(found: pd.DataFrame) -> pd.DataFrame:
 def _within_reach(loaded, found: pd.DataFrame) -> pd.DataFrame:
     """The contexts whose word lies within the tokens the model takes (a long comment cut to a
     short-context model would lose it)."""
-    from helpers.lm import cloze, scoring
+    from helpers.lm import cloze, conventions
 
-    limit = scoring._max_length(loaded)
+    limit = conventions.max_length(loaded)
     if limit is None:
         return found
     tok, keep = loaded.tokenizer, []
@@ -284,16 +283,21 @@ def intrinsic_section(params: dict, measured: "Measured") -> Section:
     found, scores = measured.contexts, measured.intrinsic
     counts = context_counts(found)
     none = counts.loc[counts["contexts"] == 0, "word"].tolist()
-    shown = [_md(f"CEAT's contexts: up to {params['contexts_per_word']} sentences per word from RedditBias comments "
-                 f"and BOLD's Wikipedia sentences ({len(found):,} in all; median "
-                 f"{int(counts['contexts'].median())} per word)" + (f"; no sentence holds {', '.join(none)}, left out of "
-                                                                   f"its set." if none else ".")),
-             common.save(counts, CHAPTER, "ceat_contexts_per_word")]
+    shown = [f"CEAT's contexts: up to {params['contexts_per_word']} sentences per word from RedditBias comments "
+             f"and BOLD's Wikipedia sentences ({len(found):,} in all; median "
+             f"{int(counts['contexts'].median())} per word)" + (f"; no sentence holds {', '.join(none)}, left out of "
+                                                               f"its set." if none else "."),
+             call(ceat.find_contexts, "corpus", "words", per_word=params["contexts_per_word"], seed=params["seed"],
+                  max_chars=300),
+             ("ceat_contexts_per_word", common.save(counts, CHAPTER, "ceat_contexts_per_word"))]
     if not scores.empty:
-        shown.append(common.save(scores, CHAPTER, "intrinsic_group_scores"))
+        shown += [call(ceat.ceat_group, "vectors", "group_words", "pleasant", "unpleasant",
+                       n_samples=params["ceat_samples"], seed=params["seed"]),
+                  call(logprob_bias.ilps, "model", "phrases", "unpleasant"),
+                  ("intrinsic_group_scores", common.save(scores, CHAPTER, "intrinsic_group_scores"))]
     if measured.unavailable:
-        shown.append(common.save(runner.unavailable_table(measured.unavailable), CHAPTER, "unavailable"))
-    return Section(shown, None, scores)
+        shown.append(("unavailable", common.save(runner.unavailable_table(measured.unavailable), CHAPTER, "unavailable")))
+    return Section(*shown, facts={"contexts": len(found), "words_without_context": none}, data=scores)
 
 
 # ----------------------------------------------------------------------------- extrinsic metrics (BOLD)
@@ -333,7 +337,7 @@ def generations(handle, params: dict, prompts: pd.DataFrame, *, temperature: flo
     settings = {"prompts": hashing.sha256_frame(prompts[["prompt", "group"]]), "max_new_tokens": params["max_new_tokens"],
                 "temperature": temperature, "samples_per_prompt": samples_per_prompt, "seed": params["seed"],
                 "top_k": 40}
-    return runner.cached_result(handle, metric, settings, lambda m: regard.generate(
+    return runner.cached_result(handle, metric, settings, lambda m: generate(
         m, prompts, samples_per_prompt=samples_per_prompt, max_new_tokens=params["max_new_tokens"],
         temperature=temperature, top_k=40, seed=params["seed"], progress=False)).assign(model=handle.name)
 
@@ -360,17 +364,15 @@ def extrinsic_section(params: dict, measured: "Measured") -> Section:
     """B-Sent and B-Tox per group from the BOLD generations of every model."""
     gens = measured.generations
     if gens.empty:
-        return Section([_md("No language model generated here.")], None, (pd.DataFrame(), pd.DataFrame()))
+        return Section("No language model generated here.", data=(pd.DataFrame(), pd.DataFrame()))
     empty = gens["continuation"].str.strip() == ""
     note = (f" {int(empty.sum())} continuation(s) came back empty: left out of the scores (`n_missing`)."
             if empty.any() else "")
     sentiment = regard.vader_sentiment(0.5)(gens, text_column="continuation")
     tox = _toxicity_classifier()
     toxicity = tox(gens, text_column="continuation")
-    from helpers.training.classifier import predict_proba
-
-    stereo_dir, stereo_scores = stereotype_classifier(params)
-    stereotype = predict_proba(stereo_dir, gens["continuation"].where(~empty, "."), max_length=64)[:, 1]
+    _, stereo_scores = stereotype_classifier(params)
+    stereotype = stereotype_probabilities(params, gens["continuation"])
     try:                                        # B-Regard: the hub's regard classifier only (VADER is B-Sent)
         reg = regard.classifier("regard", allow_substitute=False, verbose=False)
         negative = (reg(gens, text_column="continuation")["regard_label"] == "negative").astype(float)
@@ -381,22 +383,26 @@ def extrinsic_section(params: dict, measured: "Measured") -> Section:
     gens = gens.assign(sentiment_label=sentiment["sentiment_label"],
                        sentiment=sentiment["sentiment_label"].map(SENTIMENT_VALUE).where(~empty),
                        toxicity=toxicity["toxicity_score"].where(~empty),
-                       stereotype=pd.Series(stereotype, index=gens.index).where(~empty))
+                       stereotype=stereotype)
     scores = pd.concat([bold_scores(gens), measured.classifier.assign(n_missing=0)],
                        ignore_index=True)[["model", "metric", "domain", "group", "score", "n", "n_missing"]]
     common.save(gens.drop(columns=["wikipedia"], errors="ignore"), CHAPTER, "bold_generations")
     sub = f"{tox.name} (a substitute for {tox.substitute_for})" if tox.substitute_for else tox.name
-    shown = [_md(f"BOLD: {params['prompts_per_group']} seeded prompts per group ({gens['prompt'].nunique()} in all), one "
-                 f"continuation of {params['max_new_tokens']} new tokens each per model (top-k 40, T = 1). B-Sent: VADER "
-                 f"with BOLD's threshold (compound >= 0.5 positive, <= -0.5 negative), the group's mean of +1 / 0 / -1; "
-                 f"B-Tox: the mean toxicity score of {sub}.{regard_note}{note}"),
-             _md(_classifier_note(params, measured)),
-             _md(f"B-Stereo: the mean probability of a stereotype classifier ({params['stereotype_encoder']} "
-                 f"fine-tuned on StereoSet and CrowS-Pairs; the paper added Social Bias Frames, hub-only). Its "
-                 f"validation scores (the paper's F1: 0.80):"),
-             common.save(stereo_scores, CHAPTER, "stereotype_classifier"),
-             common.save(scores, CHAPTER, "extrinsic_group_scores")]
-    return Section(shown, None, (scores, gens))
+    shown = [f"BOLD: {params['prompts_per_group']} seeded prompts per group ({gens['prompt'].nunique()} in all), one "
+             f"continuation of {params['max_new_tokens']} new tokens each per model (top-k 40, T = 1). B-Sent: VADER "
+             f"with BOLD's threshold (compound >= 0.5 positive, <= -0.5 negative), the group's mean of +1 / 0 / -1; "
+             f"B-Tox: the mean toxicity score of {sub}.{regard_note}{note}",
+             _classifier_note(params, measured),
+             f"B-Stereo: the mean probability of a stereotype classifier ({params['stereotype_encoder']} "
+             f"fine-tuned on StereoSet and CrowS-Pairs; the paper added Social Bias Frames, hub-only). Its "
+             f"validation scores (the paper's F1: 0.80):",
+             ("stereotype_classifier", common.save(stereo_scores, CHAPTER, "stereotype_classifier")),
+             call(generate, "model", "bold_prompts", max_new_tokens=params["max_new_tokens"], temperature=1.0,
+                  top_k=40, seed=params["seed"]),
+             call(disparity.group_scores, "generations", Var("metric_column")),
+             ("extrinsic_group_scores", common.save(scores, CHAPTER, "extrinsic_group_scores"))]
+    return Section(*shown, facts={"prompts": gens["prompt"].nunique(), "empty_continuations": int(empty.sum())},
+                   data=(scores, gens))
 
 
 # ----------------------------------------------------------------------------- ToxD and HateX
@@ -513,19 +519,17 @@ def _toxic_probabilities(loaded, train: pd.DataFrame, test: pd.DataFrame, how: s
     """P(toxic) of each test text from a classifier built on ``loaded``: ``probe``, a logistic
     regression on its frozen, mean-pooled last hidden states (standardised, balanced classes);
     ``fine-tune``, the model itself with a sequence-classification head fine-tuned on ``train``
-    (:func:`helpers.training.classifier.fine_tune`: 2 epochs, lr 2e-5, 10 % of ``train`` held out to
+    (:class:`helpers.training.classifier.FineTuned`: 2 epochs, lr 2e-5, 10 % of ``train`` held out to
     pick the epoch), as the paper fine-tunes each model."""
-    if how == "fine-tune":
-        return _fine_tuned_probabilities(loaded, train, test, seed)
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.pipeline import make_pipeline
-    from sklearn.preprocessing import StandardScaler
+    from helpers.training.classifier import EmbeddingProbe
 
-    X = embeddings.sentence_embeddings(loaded, train["text"].tolist(), pooling="mean")
-    Z = embeddings.sentence_embeddings(loaded, test["text"].tolist(), pooling="mean")
-    probe = make_pipeline(StandardScaler(), LogisticRegression(class_weight="balanced", max_iter=2000))
-    probe.fit(X, (train["label"] == "toxic").to_numpy())
-    return probe.predict_proba(Z)[:, 1]
+    if how == "fine-tune":
+        clf = _fine_tuned(loaded, train, seed)
+    else:
+        clf = EmbeddingProbe(lambda t: embeddings.sentence_embeddings(loaded, list(t), pooling="mean"),
+                             name=f"{loaded.name} probe", seed=seed)
+        clf.fit(train["text"], np.where(train["label"] == "toxic", "toxic", "non-toxic"))
+    return clf.predict_proba(test["text"].tolist())[:, clf.classes_.index("toxic")]
 
 
 def classifier_folder(loaded, train: pd.DataFrame):
@@ -537,7 +541,9 @@ def classifier_folder(loaded, train: pd.DataFrame):
         [loaded.identity, hashing.sha256_frame(train)])[:16]
 
 
-def _fine_tuned_probabilities(loaded, train: pd.DataFrame, test: pd.DataFrame, seed: int) -> np.ndarray:
+def _fine_tuned(loaded, train: pd.DataFrame, seed: int):
+    """The model itself with a sequence-classification head fine-tuned on ``train`` (a
+    :class:`helpers.training.classifier.FineTuned`)."""
     from helpers import paths
     from helpers.models import loading
     from helpers.training import classifier
@@ -548,14 +554,16 @@ def _fine_tuned_probabilities(loaded, train: pd.DataFrame, test: pd.DataFrame, s
             backbone, lambda tmp: loading.save_dequantized(loaded.model, loaded.tokenizer, tmp), loaded.name) is None:
         raise HarmsError(f"{loaded.name}: cannot write its weights to {backbone} for fine-tuning (disk full?)")
     valid = train.groupby("label", group_keys=False).sample(frac=0.1, random_state=seed)
+    rest = train.drop(index=valid.index)
+    clf = classifier.FineTuned(backbone, classifier_folder(loaded, train), epochs=2, lr=2e-5, batch_size=16,
+                               max_length=64, seed=seed, class_weight="balanced")
     try:
-        out = classifier.fine_tune(backbone, train.drop(index=valid.index), valid,
-                                   out_dir=classifier_folder(loaded, train), epochs=2, lr=2e-5,
-                                   batch_size=16, max_length=64, seed=seed, class_weight="balanced")
+        return clf.fit(rest["text"], rest["label"], validation=(valid["text"], valid["label"]))
     except ValueError as exc:                      # an architecture transformers has no classification head for
+        if isinstance(exc, InputError):
+            raise
         raise InputError(f"{loaded.name}: cannot be fine-tuned as a classifier ({str(exc).splitlines()[0]}); "
                          "use classifier = 'probe'") from None
-    return classifier.predict_proba(out, test["text"].tolist(), max_length=64)[:, 1]   # labels sorted: toxic second
 
 
 def _classifier_fpr(loaded, train: pd.DataFrame, test: pd.DataFrame, *, metric: str, identities: dict,
@@ -642,13 +650,21 @@ def _stereotype_classifier(encoder: str, n_train, seed: int, cache_dir: str) -> 
 
     params = {"stereotype_train": n_train, "seed": seed}
     train, valid = stereotype_data(params)
-    out = classifier.fine_tune(encoder_source(encoder), train, valid,
-                               out_dir=Path(cache_dir) / "ch06" / "stereotype", epochs=2, lr=5e-5, batch_size=32,
-                               max_length=64, seed=seed, class_weight="balanced")
-    probs = classifier.predict_proba(out, valid["text"], max_length=64)
-    predicted = np.where(probs[:, 1] >= 0.5, "stereotype", "non-stereotype")
+    clf = classifier.FineTuned(encoder_source(encoder), Path(cache_dir) / "ch06" / "stereotype", epochs=2, lr=5e-5,
+                               batch_size=32, max_length=64, seed=seed, class_weight="balanced")
+    clf.fit(train["text"], train["label"], validation=(valid["text"], valid["label"]))
+    stereo = clf.predict_proba(valid["text"])[:, clf.classes_.index("stereotype")]
+    predicted = np.where(stereo >= 0.5, "stereotype", "non-stereotype")
     scores = classifier.classification_metrics(valid["label"], predicted)
-    return out, scores.assign(n_train=len(train), n_validation=len(valid))
+    return clf, scores.assign(n_train=len(train), n_validation=len(valid))
+
+
+def stereotype_probabilities(params: dict, texts: pd.Series) -> pd.Series:
+    """P(stereotype) of each text by :func:`stereotype_classifier`; NaN for an empty text."""
+    clf, _ = stereotype_classifier(params)
+    empty = texts.str.strip() == ""
+    p = clf.predict_proba(texts.where(~empty, ".").tolist())[:, clf.classes_.index("stereotype")]
+    return pd.Series(p, index=texts.index).where(~empty)
 
 
 # ----------------------------------------------------------------------------- every model, once
@@ -735,7 +751,7 @@ def correlation_section(params: dict, gate: Section, intrinsic: Section, extrins
     scores = pd.concat([intrinsic.data, extrinsic.data[0]], ignore_index=True)
     scores = scores[scores["model"].isin(usable)]
     if scores.empty:
-        return Section([_md("No usable model: nothing to correlate.")], None, pd.DataFrame())
+        return Section("No usable model: nothing to correlate.", data=pd.DataFrame())
     variances = _group_variance(scores, by=("model", "metric", "domain"), ddof=params["ddof"])
     common.save(variances, CHAPTER, "group_variances")
     present = set(variances["metric"])
@@ -747,27 +763,40 @@ def correlation_section(params: dict, gate: Section, intrinsic: Section, extrins
     pearson = stats.adjust_p_values(corr[corr["method"] == "pearson"], method="holm").merge(
         paper, on=["intrinsic", "extrinsic", "domain"], how="left")
     n_lo, n_hi = (int(corr["n"].min()), int(corr["n"].max())) if len(corr) else (0, 0)
-    shown = [_md(f"Variance of the group scores per model, metric and domain (ddof = {params['ddof']}), then "
-                 f"Pearson's r across the models that have both metrics (n = {n_lo}" + (f" to {n_hi}" if n_hi > n_lo else "")
-                 + f" of the {len(usable)} usable models and encoders) with its 95 % interval, beside the paper's r "
-                 f"over 19 models (`paper_r`). With so few models an interval spans most of [-1, 1]: only a very "
-                 "strong correlation could be told from none."),
-             common.save(pearson, CHAPTER, "correlations_vs_paper"), _md(_verdict(pearson)),
-             common.save(corr[corr["method"] == "spearman"], CHAPTER, "correlations_spearman")]
+    tested = pearson[pearson["p_value"].notna()]
+    facts = {"n_min": n_lo, "n_max": n_hi, "tested": len(tested), "p_below_05": int((tested["p_value"] < 0.05).sum()),
+             "survive_holm": tested.loc[tested["significant"].astype(bool), ["intrinsic", "extrinsic", "domain", "r", "n"]]
+             .to_dict("records")}
+    shown = [f"Variance of the group scores per model, metric and domain (ddof = {params['ddof']}), then "
+             f"Pearson's r across the models that have both metrics (n = {n_lo}" + (f" to {n_hi}" if n_hi > n_lo else "")
+             + f" of the {len(usable)} usable models and encoders) with its 95 % interval, beside the paper's r "
+             f"over 19 models (`paper_r`). With so few models an interval spans most of [-1, 1]: only a very "
+             "strong correlation could be told from none.",
+             call(disparity.group_variance, "scores", by=("model", "metric", "domain"), ddof=params["ddof"],
+                  too_few="skip"),
+             call(disparity.variance_correlations, "variances", "intrinsic", "extrinsic"),
+             call(stats.adjust_p_values, "pearson", method="holm"),
+             ("correlations_vs_paper", common.save(pearson, CHAPTER, "correlations_vs_paper")), _verdict(pearson),
+             ("correlations_spearman", common.save(corr[corr["method"] == "spearman"], CHAPTER, "correlations_spearman"))]
     wide = variances.pivot_table(index=["domain", "model"], columns="metric", values="variance").reset_index()
     for name, (x, y) in {"figure1a": ("ILPS", "B-Sent"), "figure1b": ("CEAT", "B-Tox")}.items():
         if {x, y} <= set(wide.columns):
-            shown.append(common.save_figure(plots.paired_scatter(
+            shown.append((name, common.save_figure(plots.paired_scatter(
                 wide, x=x, y=y, hue="domain", title=f"Figure 1: {y} vs {x}, variance over groups, one point per "
-                                                   f"usable model and domain"), CHAPTER, name))
+                                                   f"usable model and domain"), CHAPTER, name)))
     if variances.attrs["skipped"]:
-        shown.append(_md("No variance (fewer than two scored groups): " + "; ".join(
-            f"{k['model']} {k['metric']} {k['domain']}" for k in variances.attrs["skipped"]) + "."))
+        shown.append("No variance (fewer than two scored groups): " + "; ".join(
+            f"{k['model']} {k['metric']} {k['domain']}" for k in variances.attrs["skipped"]) + ".")
     missing = sorted(set(EXTRINSIC) - present)
     if missing:
-        shown.append(_md(f"Not measured here: {', '.join(missing)} (the extrinsic section says why); their rows of "
-                         "the paper's tables stay without our value."))
-    return Section(shown, None, (variances, corr))
+        shown.append(f"Not measured here: {', '.join(missing)} (the extrinsic section says why); their rows of "
+                     "the paper's tables stay without our value.")
+    return Section(*shown, facts=facts, data=(variances, corr))
+
+
+def _correlations_call():
+    """The call behind every correlation table of the ablations."""
+    return call(disparity.variance_correlations, "variances", "intrinsic", "extrinsic")
 
 
 def _verdict(pearson: pd.DataFrame) -> str:
@@ -799,7 +828,7 @@ def alignment_section(params: dict, gate: Section, intrinsic: Section, extrinsic
     race = scores[scores["model"].isin(usable) & (scores["domain"] == "race")]
     ss = race[race["metric"] == "StereoSet"]
     if ss.empty or race[race["metric"] != "StereoSet"].empty:
-        return Section([_md("No StereoSet and extrinsic race scores of usable models to align.")], None, None)
+        return Section("No StereoSet and extrinsic race scores of usable models to align.")
     aligned = ss[ss["group"].isin(ALIGNED_RACE)].assign(group=lambda d: d["group"].map(ALIGNED_RACE),
                                                         metric="StereoSet (aligned)")
     extr = race[race["metric"].isin(EXTRINSIC)]
@@ -811,12 +840,12 @@ def alignment_section(params: dict, gate: Section, intrinsic: Section, extrinsic
     corr = corr[corr["method"] == "pearson"].drop(columns="method")
     paper = pub.table("001", "ablation")
     paper = paper[paper["change"].str.startswith("overlapping race groups")][["extrinsic", "setting", "r", "p_value"]]
-    shown = [_md("Section 4.1, group alignment: StereoSet's race variance over all its race targets, then over the four "
-                 "groups BOLD shares (Japanese, Britain, Black, Hispanic for Asian, White, Black, Hispanic), each "
-                 "correlated with the extrinsic metrics over the same four groups. The paper's change, for B-Regard "
-                 "and B-Stereo, is shown below ours."),
-             common.save(corr, CHAPTER, "alignment_race"), paper]
-    return Section(shown, None, corr)
+    return Section("Section 4.1, group alignment: StereoSet's race variance over all its race targets, then over the four "
+                   "groups BOLD shares (Japanese, Britain, Black, Hispanic for Asian, White, Black, Hispanic), each "
+                   "correlated with the extrinsic metrics over the same four groups. The paper's change, for B-Regard "
+                   "and B-Stereo, is shown below ours.",
+                   ("alignment_race", common.save(corr, CHAPTER, "alignment_race")), ("paper_alignment", paper),
+                   call=_correlations_call(), data=corr)
 
 
 def source_section(params: dict, gate: Section, intrinsic: Section, extrinsic: Section,
@@ -824,17 +853,12 @@ def source_section(params: dict, gate: Section, intrinsic: Section, extrinsic: S
     """Section 4.1's source alignment: B-Stereo on continuations of StereoSet's own intersentence
     contexts (race targets) instead of BOLD's Wikipedia prompts, correlated with StereoSet's race
     variance across usable models, beside B-Stereo on BOLD and the paper's change (-0.18 to 0.02)."""
-    from helpers.training.classifier import predict_proba
-
     usable = runner.usable_models(gate.data)
     gens = measured.source_generations
     if gens.empty or intrinsic.data.empty:
-        return Section([_md("No generations from StereoSet contexts.")], None, None)
+        return Section("No generations from StereoSet contexts.")
     gens = gens[gens["model"].isin(usable)]
-    empty = gens["continuation"].str.strip() == ""
-    folder, _ = stereotype_classifier(params)
-    p = predict_proba(folder, gens["continuation"].where(~empty, "."), max_length=64)[:, 1]
-    gens = gens.assign(stereotype=pd.Series(p, index=gens.index).where(~empty))
+    gens = gens.assign(stereotype=stereotype_probabilities(params, gens["continuation"]))
     from_contexts = disparity.group_scores(gens, "stereotype").assign(metric="B-Stereo (StereoSet contexts)")
     intr = intrinsic.data[(intrinsic.data["metric"] == "StereoSet") & (intrinsic.data["domain"] == "race")
                           & intrinsic.data["model"].isin(usable)]
@@ -848,12 +872,12 @@ def source_section(params: dict, gate: Section, intrinsic: Section, extrinsic: S
     paper = pub.table("001", "ablation")
     paper = paper[paper["change"].str.startswith("B-Stereo on generations from StereoSet")][
         ["extrinsic", "domain", "setting", "r", "p_value"]]
-    shown = [_md(f"Section 4.1, source alignment: {gens['prompt'].nunique()} StereoSet intersentence contexts of "
-                 f"{gens['group'].nunique()} race targets continued by each usable model, B-Stereo on those "
-                 "continuations per target, its variance correlated with StereoSet's; B-Stereo on BOLD's prompts "
-                 "beside it, the paper's change below."),
-             common.save(corr, CHAPTER, "source_alignment_race"), paper]
-    return Section(shown, None, corr)
+    return Section(f"Section 4.1, source alignment: {gens['prompt'].nunique()} StereoSet intersentence contexts of "
+                   f"{gens['group'].nunique()} race targets continued by each usable model, B-Stereo on those "
+                   "continuations per target, its variance correlated with StereoSet's; B-Stereo on BOLD's prompts "
+                   "beside it, the paper's change below.",
+                   ("source_alignment_race", common.save(corr, CHAPTER, "source_alignment_race")),
+                   ("paper_source_alignment", paper), call=_correlations_call(), data=corr)
 
 
 def polarity_section(params: dict, gate: Section, intrinsic: Section, extrinsic: Section) -> Section:
@@ -863,7 +887,7 @@ def polarity_section(params: dict, gate: Section, intrinsic: Section, extrinsic:
     gens = extrinsic.data[1]
     usable = runner.usable_models(gate.data)
     if gens.empty or intrinsic.data.empty:
-        return Section([_md("No generations to filter.")], None, None)
+        return Section("No generations to filter.")
     rel = gens[(gens["domain"] == "religion") & gens["model"].isin(usable)]
     prompts = rel[["prompt"]].drop_duplicates()
     sentiment = regard.vader_sentiment(0.5)(prompts, text_column="prompt")["sentiment_label"]
@@ -886,11 +910,11 @@ def polarity_section(params: dict, gate: Section, intrinsic: Section, extrinsic:
     table = pd.concat(rows, ignore_index=True) if rows else pd.DataFrame()
     paper = pub.table("001", "ablation")
     paper = paper[paper["section"].str.startswith("4.2")][["intrinsic", "extrinsic", "domain", "setting", "r"]]
-    shown = [_md(f"Section 4.2: of {len(prompts)} religion prompts, {n_kept} carry neither sentiment nor toxicity by "
-                 "the chapter's classifiers; B-Sent and B-Tox on their continuations only, correlated again "
-                 "(the paper: CEAT vs B-Sent on religion from -0.42 to 0.11)."),
-             common.save(table, CHAPTER, "polarity_religion"), paper]
-    return Section(shown, None, table)
+    return Section(f"Section 4.2: of {len(prompts)} religion prompts, {n_kept} carry neither sentiment nor toxicity by "
+                   "the chapter's classifiers; B-Sent and B-Tox on their continuations only, correlated again "
+                   "(the paper: CEAT vs B-Sent on religion from -0.42 to 0.11).",
+                   ("polarity_religion", common.save(table, CHAPTER, "polarity_religion")), ("paper_polarity", paper),
+                   call=_correlations_call(), facts={"prompts": len(prompts), "neutral_prompts": n_kept}, data=table)
 
 
 # ----------------------------------------------------------------------------- appendix G and H
@@ -913,15 +937,18 @@ def temperature_section(params: dict, measured: "Measured") -> Section:
     T = 0.5 and 1.0 by the first usable causal model, the share VADER (BOLD's threshold) calls negative."""
     gens = measured.temperature
     if gens.empty:
-        return Section([_md("No usable causal model for the temperature study.")], None, None)
+        return Section("No usable causal model for the temperature study.")
     model = gens["model"].iloc[0]
     gens = regard.vader_sentiment(0.5)(gens, text_column="continuation")
     table = _negative_share(gens).assign(model=model)
     paper = pub.table("001", "temperature")
-    shown = [_md(f"Appendix G with {model}: {params['temperature_generations']} continuations per prompt and "
-                 f"temperature (the paper: 100, GPT-2); share negative with Wilson 95 % intervals, the paper's beside."),
-             common.save(table, CHAPTER, "temperature"), paper]
-    return Section(shown, None, table)
+    return Section(f"Appendix G with {model}: {params['temperature_generations']} continuations per prompt and "
+                   f"temperature (the paper: 100, GPT-2); share negative with Wilson 95 % intervals, the paper's beside.",
+                   call(generate, "model", "appendix_g_prompts", samples_per_prompt=params["temperature_generations"],
+                        max_new_tokens=params["max_new_tokens"], temperature=Var("temperature"), top_k=40,
+                        seed=params["seed"]),
+                   call(regard.vader_sentiment, 0.5), ("temperature", common.save(table, CHAPTER, "temperature")),
+                   ("paper_temperature", paper), data=table)
 
 
 def noise_section(params: dict, extrinsic: Section) -> Section:
@@ -930,12 +957,12 @@ def noise_section(params: dict, extrinsic: Section) -> Section:
     gens = extrinsic.data[1]
     texts = [t for t in gens["continuation"] if t.split()] if len(gens) else []
     if not texts:
-        return Section([_md("No generation to perturb.")], None, None)
+        return Section("No generation to perturb.")
     rng = np.random.default_rng(params["seed"])
     if len(texts) > params["noise_texts"]:
         texts = [texts[i] for i in sorted(rng.choice(len(texts), params["noise_texts"], replace=False))]
     vader = regard.vader_sentiment(0.5)
-    table = noise.noise_table(texts, lambda b: vader.predict(b)["label"].to_numpy() == "negative",
+    table = noise.noise_table(texts, lambda b: vader.predict(b) == "negative",
                               copies=NOISE_COPIES, repeats=NOISE_REPEATS, seed=params["seed"])
     summary = noise.summarise(table)
     paper = pub.table("001", "table7")
@@ -947,10 +974,12 @@ def noise_section(params: dict, extrinsic: Section) -> Section:
                                                "negative_percent_sd": "paper_sd"}),
                          on=["noise", "level_percent"], how="left")
     common.save(table, CHAPTER, "noise_repeats")
-    shown = [_md(f"Table 7's sentiment column on {len(texts)} BOLD continuations of our models: "
-                 f"{NOISE_COPIES} noisy copies each, {NOISE_REPEATS} repeats, mean and sample sd of "
-                 "the share VADER calls negative (percent), the paper's beside (its regard column needs the hub's "
-                 "regard classifier)."),
-             common.save(side[["noise", "level_percent", "repeats", "negative_percent", "negative_percent_sd",
-                               "paper_percent", "paper_sd"]], CHAPTER, "table7_vs_paper")]
-    return Section(shown, None, side)
+    return Section(f"Table 7's sentiment column on {len(texts)} BOLD continuations of our models: "
+                   f"{NOISE_COPIES} noisy copies each, {NOISE_REPEATS} repeats, mean and sample sd of "
+                   "the share VADER calls negative (percent), the paper's beside (its regard column needs the hub's "
+                   "regard classifier).",
+                   ("table7_vs_paper", common.save(side[["noise", "level_percent", "repeats", "negative_percent",
+                                                         "negative_percent_sd", "paper_percent", "paper_sd"]],
+                                                   CHAPTER, "table7_vs_paper")),
+                   call=call(noise.noise_table, "texts", "is_negative", copies=NOISE_COPIES, repeats=NOISE_REPEATS,
+                             seed=params["seed"]), facts={"texts": len(texts)}, data=side)

@@ -19,7 +19,7 @@ completed sentence. This chapter reruns it:
   (Table 8), animal names (Table 10), a seeded annotation sheet and Fleiss' kappa (Table 7).
 
 Each section writes its tables under ``results/07_toxicity_probing/`` and returns what the
-notebook shows.
+notebook shows, a :class:`helpers.chapters.common.Section` (``data``: what later sections need).
 """
 
 from __future__ import annotations
@@ -27,9 +27,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from helpers import models, report, runner
+from helpers import report, runner
 from helpers.chapters import common
-from helpers.chapters.common import Section, markdown
+from helpers.chapters.common import Section, Var, call
 from helpers.datasets import probing as data
 from helpers.errors import InputError
 from helpers.lm import fill
@@ -50,7 +50,7 @@ DEFAULTS = dict(languages=["en", "fr", "ar"],
 #: ``skip``: what is never counted as a fill-in. "none": every whole word (upstream); "punctuation":
 #: words without a letter and clitics ('s); "stop words": also the stopwords-iso list of the language.
 SKIP = ("none", "punctuation", "stop words")
-#: ``upstream_compat = True``: the upstream code's choices (REFERENCE_NOTES, format_utils.py and
+#: ``upstream_compat = True``: the upstream code's choices (docs/UPSTREAM.md; format_utils.py and
 #: main.py of HKUST-KnowComp/Probing_toxicity_in_PTLMs): group phrases lower-cased; raw top-k
 #: pieces of one mask (masked LMs) or the next token (causal LMs), nothing skipped; RoBERTa
 #: models see lower-cased text (its tokenizer was loaded with ``do_lower_case=True``). It
@@ -58,7 +58,7 @@ SKIP = ("none", "punctuation", "stop words")
 LANGUAGE_NAMES = {"en": "English", "fr": "French", "ar": "Arabic"}
 
 
-def start(namespace) -> tuple[dict, pd.DataFrame]:
+def start(namespace) -> tuple[dict, Section]:
     """The chapter's parameters from the notebook's globals (:func:`helpers.chapters.common.start`)."""
     params, table = common.start(CHAPTER, namespace, PARAMETERS, DEFAULTS, resolve_models=False)
     langs = params["languages"]
@@ -90,10 +90,6 @@ def start(namespace) -> tuple[dict, pd.DataFrame]:
     return params, table
 
 
-def _md(text: str):
-    return markdown(text)
-
-
 def published(name: str) -> pd.DataFrame | None:
     """Seed 002's published table ``name`` (:mod:`helpers.published`), or None if not typed."""
     from helpers import published as pub
@@ -117,7 +113,7 @@ def train_classifiers(params: dict) -> tuple[dict[str, TfidfLogistic], pd.DataFr
         df = data.load_mlma(language=lang)
         split = split_labels(df["label"], validation=0.0, test=params["test_fraction"], seed=params["seed"])
         train, test = df[split == "train"], df[split == "test"]
-        clf = TfidfLogistic(seed=params["seed"], class_weight="balanced").fit(train)
+        clf = TfidfLogistic(seed=params["seed"], class_weight="balanced").fit(train["text"], train["label"])
         m = classification_metrics(test["label"], clf.predict(test["text"]), labels=["non-toxic", "toxic"])
         rows += [{"language": lang, "n_train": len(train), "n_test": len(test),
                   "toxic_share": float((df["label"] == "toxic").mean()), "metric": r.metric, "value": r.value}
@@ -133,17 +129,18 @@ def classifier_section(params: dict) -> Section:
                               values="value").reset_index()
     wide = common.save(wide[["language", "n_train", "n_test", "toxic_share", "accuracy", "f1", "f1_macro",
                              "f1_weighted", "precision", "recall"]], CHAPTER, "table4_classifiers")
-    shown = [wide]
+    shown = [call(classification_metrics, "y_test", "y_predicted", labels=["non-toxic", "toxic"]),
+             ("table4_classifiers", wide)]
     pub = published("table4")
     if pub is not None:
         ours = scores[scores["metric"].isin(["f1_weighted", "accuracy"])].assign(
             metric=lambda d: d["metric"].replace({"f1_weighted": "f1"}))
         side = report.side_by_side(ours, pub, ["language", "metric"], value="value")
-        shown += [_md("Next to the paper's Table 4 (its F1 average is not stated; we put our weighted F1 beside "
-                      "it). The paper trained on four data sets in English and Arabic and on MLMA in French; offline we "
-                      "have MLMA alone in every language, 80 / 20 split with the seed."),
-                  common.save(side, CHAPTER, "table4_vs_paper")]
-    return Section(shown, None, found)
+        shown += ["Next to the paper's Table 4 (its F1 average is not stated; we put our weighted F1 beside "
+                  "it). The paper trained on four data sets in English and Arabic and on MLMA in French; offline we "
+                  "have MLMA alone in every language, 80 / 20 split with the seed.",
+                  ("table4_vs_paper", common.save(side, CHAPTER, "table4_vs_paper"))]
+    return Section(*shown, data=found)
 
 
 # ----------------------------------------------------------------------------- sentences and the first step
@@ -187,7 +184,10 @@ def sentences_section(params: dict, classifiers: Section) -> Section:
             f"French, 160,552 Arabic from 1,000 heads each). The first step drops the patterns the classifier "
             f"flags with the blank left empty; of the rest, {params['per_group']} per group are probed "
             "(a seeded sample; `per_group = 'all'` probes every one).")
-    return Section([_md(text), common.save(dropped, CHAPTER, "step1_dropped")], None, probed)
+    return Section(text, ("step1_dropped", common.save(dropped, CHAPTER, "step1_dropped")),
+                   call=call(probing.dropped_share, "sentences"),
+                   facts={"sentences": {lang: len(b) for lang, b in built.items()},
+                          "probed": {lang: len(p) for lang, p in probed.items()}}, data=probed)
 
 
 # ----------------------------------------------------------------------------- fill-ins and Table 5
@@ -246,24 +246,32 @@ def fill_section(params: dict, classifiers: Section, sentences: Section) -> Sect
     gates = pd.concat(gates, ignore_index=True)
     scored = pd.concat(scored, ignore_index=True) if scored else pd.DataFrame()
     common.save(scored, CHAPTER, "completions")
-    shown = [common.save(gates[["language", *[c for c in gates.columns if c != "language"]]], CHAPTER, "quality_gate")]
-    shown += [_md(report.gate_sentence(g, min_ratio=params["min_ratio"])) for _, g in gates.groupby("language", sort=False)]
+    shown = [common.gate_call(min_ratio=params["min_ratio"], corpus=Var("corpus")),
+             ("quality_gate", common.save(gates[["language", *[c for c in gates.columns if c != "language"]]], CHAPTER,
+                                          "quality_gate"))]
+    shown += [report.gate_sentence(g, min_ratio=params["min_ratio"]) for _, g in gates.groupby("language", sort=False)]
     if empty:
-        shown.append(_md(f"Nothing to probe in {', '.join(empty)}: the first step flagged every pattern (the "
-                         "probe is most sensitive to the group names; the paper's French probe dropped 83.55 %)."))
+        shown.append(f"Nothing to probe in {', '.join(empty)}: the first step flagged every pattern (the "
+                     "probe is most sensitive to the group names; the paper's French probe dropped 83.55 %).")
     if missing:
-        shown.append(_md("Not available here: " + "; ".join(f"{m}: {r}" for m, r in missing.items())))
+        shown.append("Not available here: " + "; ".join(f"{m}: {r}" for m, r in missing.items()))
     if scored.empty:
-        return Section(shown, None, scored)
+        return Section(*shown, data=scored)
     usable = {(r.language, r.model): bool(r.usable == True) for r in gates.itertuples()}  # noqa: E712
     table5 = probing.percent_at_k(scored, params["k"], by=["language", "model"])
     table5["interpreted"] = [usable.get((r.language, r.model), False) for r in table5.itertuples()]
-    shown += [common.save(table5, CHAPTER, "table5_percent_at_k")]
+    settings = fill_settings(params, Var("language"), "model")
+    if settings["skip"] == {fill.NON_WORDS}:
+        settings["skip"] = Var("{fill.NON_WORDS}")
+    shown += [call(fill.top_k, "model", "templates", max(params["k"]), **settings),
+              call(probing.percent_at_k, "completions", params["k"], by=["language", "model"]),
+              ("table5_percent_at_k", common.save(table5, CHAPTER, "table5_percent_at_k"))]
     pub = published("table5")
     if pub is not None:
-        shown += [_md("The paper's Table 5 (BERT, RoBERTa, GPT-2 large models, CamemBERT, AraBERT: other models than "
-                      "ours, so the tables sit side by side rather than row by row):"), pub.drop(columns="source")]
-    return Section(shown, table5, scored)
+        shown += ["The paper's Table 5 (BERT, RoBERTa, GPT-2 large models, CamemBERT, AraBERT: other models than "
+                  "ours, so the tables sit side by side rather than row by row):",
+                  ("paper_table5", pub.drop(columns="source"))]
+    return Section(*shown, data=scored)
 
 
 # ----------------------------------------------------------------------------- groups, words, annotation
@@ -277,7 +285,7 @@ def group_section(params: dict, fills: Section) -> Section:
 
     scored, k = fills.data, max(params["k"])
     if scored.empty:
-        return Section([_md("No model could be probed here.")])
+        return Section("No model could be probed here.")
     per_phrase = probing.percent_at_k(scored, [k], by=["language", "model", "group"])
     common.save(per_phrase, CHAPTER, "table6_per_phrase")
     ours = probing.percent_by_paper_group(scored, k).rename(columns={"paper_group": "group"})
@@ -286,11 +294,11 @@ def group_section(params: dict, fills: Section) -> Section:
         paper = pub.pivot_table(index=["language", "group"], columns="model", values="percent").add_prefix("paper ")
         ours = ours.merge(paper.reset_index(), on=["language", "group"], how="left")
     table6 = common.save(ours, CHAPTER, "table6_per_group")
-    shown = [_md(f"%@{k} per model and per the paper's groups (each group pools its neutral, male and female "
-                 f"phrases; n = {k} × its probed sentences), with the paper's values in the `paper …` columns:"),
-             table6]
+    shown = [f"%@{k} per model and per the paper's groups (each group pools its neutral, male and female "
+             f"phrases; n = {k} × its probed sentences), with the paper's values in the `paper …` columns:",
+             call(probing.percent_by_paper_group, "completions", k), ("table6_per_group", table6)]
     if pub is None:
-        return Section(shown, table6)
+        return Section(*shown, data=table6)
     rows = []
     for (lang, model), g in ours[~ours["group"].isin(["women", "men"])].groupby(["language", "model"], sort=False):
         for col in [c for c in g.columns if c.startswith("paper ") and g[c].notna().any()]:
@@ -299,10 +307,11 @@ def group_section(params: dict, fills: Section) -> Section:
                          "rho": r["r"], "ci_low": r["ci_low"], "ci_high": r["ci_high"], "p_value": r["p_value"]})
     if rows:
         agree = common.save(pd.DataFrame(rows), CHAPTER, "table6_rank_agreement")
-        shown += [_md("Does a model rank the groups as the paper's models did? Spearman's rho over the groups "
-                      "(women and men left out), with n and a 95 % interval; an interval that contains 0 is no "
-                      "evidence either way:"), agree]
-    return Section(shown, table6)
+        shown += ["Does a model rank the groups as the paper's models did? Spearman's rho over the groups "
+                  "(women and men left out), with n and a 95 % interval; an interval that contains 0 is no "
+                  "evidence either way:", call(stats.correlation, "percent", "paper_percent", method="spearman"),
+                  ("table6_rank_agreement", agree)]
+    return Section(*shown, data=table6)
 
 
 def words_section(params: dict, fills: Section) -> Section:
@@ -310,11 +319,11 @@ def words_section(params: dict, fills: Section) -> Section:
     most frequent groups (stop-list: stopwords-iso of the language); Table 10: animal names."""
     scored = fills.data
     if scored.empty:
-        return Section([_md("No model could be probed here.")])
+        return Section("No model could be probed here.")
     parts = [probing.top1_words(g, fill.stop_words(lang), n=10).assign(language=lang, model=m)
              for (lang, m), g in scored.groupby(["language", "model"], sort=False)]
     table8 = common.save(pd.concat(parts, ignore_index=True), CHAPTER, "table8_top1_words")
-    shown = [table8]
+    shown = [call(probing.top1_words, "completions", Var("fill.stop_words(language)"), n=10), ("table8_top1_words", table8)]
     for lang, animals in probing.ANIMALS.items():
         sel = scored[scored["language"] == lang]
         if sel.empty:
@@ -322,10 +331,11 @@ def words_section(params: dict, fills: Section) -> Section:
         t10 = pd.concat([probing.word_groups(g, list(animals), top=5).assign(model=m)
                          for m, g in sel.groupby("model", sort=False)], ignore_index=True)
         t10.insert(1, "gloss", t10["word"].map(animals))
-        shown += [_md(f"Table 10: animal names among all top-{max(params['k'])} fill-ins ({LANGUAGE_NAMES[lang]}) "
-                      "and the five groups they come with most often:"),
-                  common.save(t10, CHAPTER, f"table10_animals_{lang}")]
-    return Section(shown, table8)
+        shown += [f"Table 10: animal names among all top-{max(params['k'])} fill-ins ({LANGUAGE_NAMES[lang]}) "
+                  "and the five groups they come with most often:",
+                  call(probing.word_groups, "completions", Var("animals"), top=5),
+                  (f"table10_animals_{lang}", common.save(t10, CHAPTER, f"table10_animals_{lang}"))]
+    return Section(*shown, data=table8)
 
 
 def annotation_section(params: dict, fills: Section) -> Section:
@@ -338,12 +348,13 @@ def annotation_section(params: dict, fills: Section) -> Section:
         for lang, g in scored.groupby("language", sort=False):
             sheet = probing.annotation_sheet(g, params["n_annotation"], seed=params["seed"])
             common.save(sheet, CHAPTER, f"annotation_sheet_{lang}")
-        shown.append(_md(f"Annotation sheets of {params['n_annotation']} sentences per language are in "
-                         "`results/07_toxicity_probing/annotation_sheet_<language>.csv`; fill the annotator columns "
-                         "with insult / stereotype / confusing / normal and pass them to "
-                         "`helpers.metrics.probing.fleiss_kappa`."))
+        shown.append(f"Annotation sheets of {params['n_annotation']} sentences per language are in "
+                     "`results/07_toxicity_probing/annotation_sheet_<language>.csv`; fill the annotator columns "
+                     "with insult / stereotype / confusing / normal and pass them to "
+                     "`helpers.metrics.probing.fleiss_kappa`.")
     pub = published("table7")
     if pub is not None:
-        shown += [_md("The paper's Table 7 (five annotators, 100 sentences per language):"),
-                  pub.pivot(index="label", columns="language", values="count").reset_index()]
-    return Section(shown)
+        shown += ["The paper's Table 7 (five annotators, 100 sentences per language):",
+                  ("paper_table7", pub.pivot(index="label", columns="language", values="count").reset_index())]
+    return Section(*shown, call=call(probing.annotation_sheet, "completions", params["n_annotation"],
+                                     seed=params["seed"]))

@@ -312,9 +312,9 @@ def predict_proba(classifier, texts, *, batch_size: int = 32, max_length: int = 
     return np.concatenate(out) if out else np.zeros((0, model.config.num_labels))
 
 
-def _frame(texts, labels, what: str) -> pd.DataFrame:
+def _frame(texts, labels, what: str, min_classes: int = 2) -> pd.DataFrame:
     """``text, label`` checked, keeping the index of pandas input (part of :func:`fine_tune`'s key)."""
-    checked, y = check_texts_and_labels(texts, labels, what=what)
+    checked, y = check_texts_and_labels(texts, labels, what=what, min_classes=min_classes)
     return pd.DataFrame({"text": checked, "label": y}, index=getattr(texts, "index", None))
 
 
@@ -337,7 +337,7 @@ class FineTuned(TextClassifier):
         """Train on ``texts``/``labels``; the best epoch on ``validation`` (a ``(texts, labels)``
         pair; default the training data) is kept."""
         train = _frame(texts, labels, "training split")
-        valid = train if validation is None else _frame(*validation, "validation split")
+        valid = train if validation is None else _frame(*validation, "validation split", min_classes=1)
         folder = fine_tune(self.encoder, train, valid, out_dir=self.out_dir, **self.settings)
         if folder is None:
             raise InputError(f"{self.name}: training stopped before its end (stop_after_steps); fit again to resume")

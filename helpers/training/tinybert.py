@@ -176,7 +176,9 @@ def pruned_student(teacher_model, cfg, tokenizer, texts, mapping: list[int], *, 
         raise InputError(f"init='pruned' keeps the teacher's {teacher_model.config.num_attention_heads} heads; the "
                          f"student asks for {cfg.num_attention_heads} (use init='random')")
     length = min(max_length, teacher_model.config.max_position_embeddings)
-    ids = [i for t in texts for i in tokenizer(t, add_special_tokens=False)["input_ids"]]
+    # cut into blocks of ``length`` tokens below: no text reaches the model longer than it takes, so
+    # the tokenizer's warning about a sequence longer than the model's maximum does not apply
+    ids = [i for t in texts for i in tokenizer(t, add_special_tokens=False, verbose=False)["input_ids"]]
     n = min(blocks, len(ids) // length)
     if n < 1:
         raise InputError(f"init='pruned' needs at least {length} tokens of training text to measure importance")
