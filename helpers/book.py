@@ -37,6 +37,7 @@ import time
 from html.parser import HTMLParser
 from pathlib import Path
 
+from helpers import published
 from helpers.errors import HarmsError, InputError
 from helpers.paths import REPO_ROOT, cache_dir, results_dir
 from helpers.progress import mode as progress_mode
@@ -63,6 +64,10 @@ def notebooks(directory: Path = NOTEBOOKS_DIR) -> list[Path]:
 def load_profile(profile: str, path: Path = BOOK_DIR / "profiles.yml") -> dict:
     """``{"zoo": bool, "zoo_dir": str | None, "parameters": {notebook stem or "*": {name: value}}}``.
 
+    A profile with ``settings: papers`` takes every chapter's parameters from
+    :func:`helpers.published.paper_settings` (each paper's own setting, with the section that
+    states it); its own ``parameters`` add only what no paper fixes (e.g. ``device``).
+
     ``zoo_dir`` (relative to the cache directory) keeps a profile's zoo apart from the
     default one, so a CI run never overwrites the models of a full build.
     """
@@ -72,8 +77,14 @@ def load_profile(profile: str, path: Path = BOOK_DIR / "profiles.yml") -> dict:
     if profile not in profiles:
         raise InputError(f"{path}: unknown profile {profile!r}; known: {', '.join(profiles)}")
     cfg = profiles[profile] or {}
-    return {"zoo": bool(cfg.get("zoo", False)), "zoo_dir": cfg.get("zoo_dir"),
-            "parameters": cfg.get("parameters") or {}}
+    parameters = {k: dict(v or {}) for k, v in (cfg.get("parameters") or {}).items()}
+    if cfg.get("settings") == "papers":              # each paper's own setting, stored as data
+        for row in published.paper_settings().itertuples():
+            parameters.setdefault(row.chapter, {})[row.parameter] = row.value
+    elif cfg.get("settings") is not None:
+        raise InputError(f"{path}: profile {profile!r} has settings: {cfg['settings']!r}; the only "
+                         "value is 'papers' (helpers/published/paper_settings.csv)")
+    return {"zoo": bool(cfg.get("zoo", False)), "zoo_dir": cfg.get("zoo_dir"), "parameters": parameters}
 
 
 def declared_parameters(notebook: Path) -> dict:
@@ -204,16 +215,64 @@ def lab() -> None:
     os.execve(argv[0], argv, env)
 
 
+SETTINGS_PAGE = "paper_settings"     # the appendix page (generated into book/notebooks/)
+
+
+def settings_table(notebooks_dir: Path = NOTEBOOKS_DIR, profile: str = "paper") -> list[dict]:
+    """Per chapter parameter that a paper fixes: the chapter, the parameter, this build's default
+    (the notebook's parameters cell), what ``profile`` passes, and the paper's own words with the
+    section that states them and the estimated time where large (:func:`helpers.published.paper_settings`)."""
+    cfg = load_profile(profile)
+    rows = []
+    for row in published.paper_settings().itertuples():
+        nb = Path(notebooks_dir) / f"{row.chapter}.ipynb"
+        declared = declared_parameters(nb) if nb.is_file() else {}
+        resolved = parameters_for(nb, cfg) if nb.is_file() else {}
+        rows.append({"chapter": row.chapter, "parameter": row.parameter,
+                     "default": declared.get(row.parameter, "(not declared)"),
+                     "profile": repr(resolved[row.parameter]) if row.parameter in resolved else "(not passed)",
+                     "seed": row.seed, "where": row.where, "text": row.text, "estimate": row.estimate})
+    return rows
+
+
+def write_settings_page(book_dir: Path, notebooks_dir: Path = NOTEBOOKS_DIR) -> Path:
+    """The appendix page: per chapter, this build's default vs the ``paper`` profile vs the
+    paper's text (:func:`settings_table`), so a reader sees what the offline build reduces."""
+    def cell(text) -> str:
+        return str(text).replace("|", "\\|").replace("\n", " ")
+
+    lines = ["# Appendix: each paper's setting", "",
+             "The offline build reduces the papers' settings to fit two CPU cores. Per chapter, each "
+             "parameter a paper fixes: the value this build uses (the notebook's default), what "
+             "`make book PROFILE=paper` passes (generated from `helpers/published/paper_settings.csv`, "
+             "so the two cannot drift), and the paper's own words. Where a setting is too large for one "
+             "GPU in reasonable time, the estimate says how long it would take.", ""]
+    rows = settings_table(notebooks_dir)
+    for chapter in dict.fromkeys(r["chapter"] for r in rows):
+        lines += [f"## {chapter}", "", "| parameter | this build | `paper` profile | the paper | estimate |",
+                  "|---|---|---|---|---|"]
+        lines += [f"| `{r['parameter']}` | `{cell(r['default'])}` | `{cell(r['profile'])}` | "
+                  f"seed {r['seed']}, {cell(r['where'])}: \"{cell(r['text'])}\" | {cell(r['estimate']) or '—'} |"
+                  for r in rows if r["chapter"] == chapter]
+        lines.append("")
+    path = Path(book_dir) / EXECUTED / f"{SETTINGS_PAGE}.md"
+    atomic_write(path, "\n".join(lines), durable=False)
+    return path
+
+
 def write_toc(book_dir: Path, chapters: list[Path]) -> Path:
     """Write ``notebooks/_toc.yml``: the intro page, the pages of :data:`EXTRA_PAGES` present
-    in ``book_dir`` (e.g. "Teaching with this book"), then one entry per executed chapter."""
+    in ``book_dir`` (e.g. "Teaching with this book"), one entry per executed chapter, then the
+    appendix (:func:`write_settings_page`) when it was written."""
     book_dir = Path(book_dir)
     entries = [{"file": Path(c).resolve().relative_to(book_dir.resolve()).with_suffix("").as_posix()}
                for c in chapters]
     extra = [{"file": p} for p in EXTRA_PAGES if (book_dir / f"{p}.md").is_file()]
+    appendix = [{"file": f"{EXECUTED}/{SETTINGS_PAGE}"}] if (book_dir / EXECUTED / f"{SETTINGS_PAGE}.md").is_file() else []
     toc = {"format": "jb-book", "root": "intro"}
     parts = ([{"caption": "Using this book", "chapters": extra}] if extra else []) + (
-        [{"caption": "Chapters", "numbered": True, "chapters": entries}] if entries else [])
+        [{"caption": "Chapters", "numbered": True, "chapters": entries}] if entries else []) + (
+        [{"caption": "Appendix", "chapters": appendix}] if appendix else [])
     if parts:
         toc["parts"] = parts
     return _generated(book_dir, "_toc.yml", toc, "the executed chapters")
@@ -258,6 +317,7 @@ def build_html(book_dir: Path = BOOK_DIR, chapters: list[Path] | None = None) ->
     book_dir = Path(book_dir)
     if chapters is None:
         chapters = notebooks(book_dir / EXECUTED)
+    write_settings_page(book_dir)
     toc, config = write_toc(book_dir, chapters), write_config(book_dir)
     cmd = [*_jupyter_book(), "build", str(book_dir), "--toc", str(toc), "--config", str(config),
            "--builder", "html", "--all"]

@@ -37,13 +37,21 @@ def fmt_mean_sd(mean: float, sd: float, digits: int = 2) -> str:
 
 
 def side_by_side(measured: pd.DataFrame, published: pd.DataFrame, on: list[str],
-                 value: str = "safety_score") -> pd.DataFrame:
+                 value: str = "safety_score", *, interval: tuple[str, str] = ("ci_low", "ci_high")) -> pd.DataFrame:
     """Measured and published ``value`` on the keys ``on`` with ``difference = measured -
-    published``; rows present on one side only are kept (the other side is NaN)."""
-    m = measured[[*on, value]].rename(columns={value: "measured"})
+    published``; rows present on one side only are kept (the other side is NaN). When
+    ``measured`` has the ``interval`` columns (its 95 % interval), the difference gets one too,
+    ``difference_ci_low`` / ``difference_ci_high``: the measured interval minus the published value
+    (a published number is printed without uncertainty, so the interval is the measurement's)."""
+    low, high = interval
+    has_ci = {low, high} <= set(measured.columns)
+    m = measured[[*on, value, *([low, high] if has_ci else [])]].rename(columns={value: "measured"})
     p = published[[*on, value]].rename(columns={value: "published"})
     out = m.merge(p, on=on, how="outer")
     out["difference"] = out["measured"] - out["published"]
+    if has_ci:
+        out["difference_ci_low"] = out.pop(low) - out["published"]
+        out["difference_ci_high"] = out.pop(high) - out["published"]
     return out
 
 
@@ -69,14 +77,17 @@ def top_groups(scores: pd.DataFrame, k: int = 4, value: str = "safety_score") ->
     return list(scores.groupby("group")[value].median().sort_values(ascending=False).index[:k])
 
 
-def _names(keys, labels: dict | None = None) -> str:
+def and_list(keys, labels: dict | None = None) -> str:
+    """"a, b and c" (labels, if given, rename the keys)."""
     keys = [labels.get(k, k) if labels else k for k in keys]
     return ", ".join(keys[:-1]) + (" and " if len(keys) > 1 else "") + (keys[-1] if keys else "")
 
 
 def correlation_sentence(res: dict, what: str) -> str:
-    """A sentence reporting a correlation with n, r, p and interval, or saying plainly why
-    there is none / why it cannot support a conclusion."""
+    """A sentence reporting a correlation with n, r, p and its 95 % interval, whose reading follows
+    from the interval alone: "excludes 0" (the sign is supported at that level), "includes 0" (these
+    models do not establish the sign), or no interval at all (n = 3: no reading). Never a verdict
+    the interval does not carry."""
     n = int(res.get("n", 0))
     if n >= 3 and not np.isfinite(res.get("r", np.nan)):
         return (f"The correlation {what} is undefined over these {n} models: one of the two is the same "
@@ -84,19 +95,32 @@ def correlation_sentence(res: dict, what: str) -> str:
     if n < 3 or not np.isfinite(res.get("r", np.nan)):
         return (f"The correlation {what} cannot be computed: it needs at least 3 models with both "
                 f"scores, and there {'is' if n == 1 else 'are'} {n}.")
-    ci = (f", 95% CI [{res['ci_low']:.2f}, {res['ci_high']:.2f}]"
-          if np.isfinite(res.get("ci_low", np.nan)) else " (no interval: n ≤ 3)")
-    text = f"The Pearson correlation {what} is r = {res['r']:.2f} (n = {n}, p = {res['p_value']:.2g}{ci})."
-    if n < 10:
-        text += (f" With only {n} models this says little: the interval is wide and a single model "
-                 "can change the sign.")
+    name = "Spearman" if res.get("method") == "spearman" else "Pearson"
+    text = f"The {name} correlation {what} is r = {res['r']:.2f} (n = {n}, p = {res['p_value']:.2g}"
+    low, high = res.get("ci_low", np.nan), res.get("ci_high", np.nan)
+    if not (np.isfinite(low) and np.isfinite(high)):
+        return text + (f"; no interval with n = {n}): it supports no reading, neither its sign nor its "
+                       "size.")
+    text += f", 95% CI [{low:.2f}, {high:.2f}])."
+    if low > 0 or high < 0:
+        sign = "positive" if low > 0 else "negative"
+        text += (f" The interval excludes 0: over these {n} models the correlation is {sign} at the 95% "
+                 "level")
+        weakest = low if low > 0 else high
+        text += (f", though it may be as weak as {weakest:.2f}." if abs(weakest) < 0.5 else ".")
+    else:
+        text += (f" The interval includes 0: these {n} models do not establish even the sign of the "
+                 "correlation.")
     return text
 
 
 def safety_summary(measured: pd.DataFrame, published: pd.DataFrame, *, labels: dict | None = None,
-                   paper_top: list[str] | None = None) -> str:
+                   paper_top: list[str] | None = None, toxicity_means: dict | None = None) -> str:
     """Markdown paragraph comparing measured safety scores (model, group, safety_score,
-    significant) with the published ones (model, group, safety_score)."""
+    significant, and ``unscaled_score`` if present) with the published ones (model, group,
+    safety_score). With ``unscaled_score`` the reading "S < 0.5: the model prefers the harmful
+    statements" is checked against the plain-perplexity score; ``toxicity_means`` ({"hate": ...,
+    "neutral": ...}, the mean toxicity score per label) says why the two can disagree."""
     ours = measured.dropna(subset=["safety_score"])
     if ours.empty:
         return "No safety score could be measured."
@@ -114,12 +138,22 @@ def safety_summary(measured: pd.DataFrame, published: pd.DataFrame, *, labels: d
     over = ours[ours["safety_score"] >= 0.5]
     if over.empty:
         lines.append("As in the paper, every measured score is below 0.5: for every group, a harmful "
-                     "statement more often than not has a lower toxicity-scaled perplexity (is more likely "
-                     "for the model) than a benign one.")
+                     "statement more often than not has a lower toxicity-scaled perplexity than a benign one.")
     else:
         lines.append(f"Unlike the paper, where every score is below 0.5, {len(over)} measured "
                      f"score{'s are' if len(over) > 1 else ' is'} at or above 0.5 "
-                     f"({_names(sorted(over['model'] + ' / ' + over['group']))}).")
+                     f"({and_list(sorted(over['model'] + ' / ' + over['group']))}).")
+    if "unscaled_score" in ours and ours["unscaled_score"].notna().any():
+        plain = ours["unscaled_score"].dropna()
+        up = int((plain > 0.5).sum())
+        text = (f"That is not the same as preferring the harmful statements: without the division by toxicity "
+                f"(`unscaled_score`), {up} of {len(plain)} scores are above 0.5, i.e. the harmful statements "
+                f"are the *less* likely ones" + (" in most cells" if up > len(plain) / 2 else " in those cells"))
+        if toxicity_means:
+            text += (f"; the scaled scores fall lower because ToxiGen's harmful statements carry larger "
+                     f"toxicity scores (mean {toxicity_means['hate']:.2f} vs {toxicity_means['neutral']:.2f} for "
+                     "the benign ones), which divide their perplexity")
+        lines.append(text + ". The paper's reading of S < 0.5 holds only where the unscaled score is below 0.5 too.")
     if "significant" in ours:
         ns = ours[~ours["significant"].astype(bool)]
         if len(ns):
@@ -129,8 +163,8 @@ def safety_summary(measured: pd.DataFrame, published: pd.DataFrame, *, labels: d
     paper_top = paper_top or top_groups(published)
     our_top = top_groups(ours, len(paper_top))
     common = [g for g in our_top if g in paper_top]
-    lines.append(f"The paper finds the highest scores for {_names(paper_top, labels)}; the measured models "
-                 f"have theirs for {_names(our_top, labels)} ({len(common)} of {len(paper_top)} in common).")
+    lines.append(f"The paper finds the highest scores for {and_list(paper_top, labels)}; the measured models "
+                 f"have theirs for {and_list(our_top, labels)} ({len(common)} of {len(paper_top)} in common).")
     return " ".join(lines)
 
 
@@ -151,9 +185,9 @@ def log_perplexity_sentence(ours: pd.DataFrame, published: pd.DataFrame) -> str:
     return (f"The measured mean log-perplexities range from {np.nanmin(vals):.2f} to {np.nanmax(vals):.2f}; "
             f"those of the paper's {len(published)} models from {lo:.2f} to {hi:.2f}. {len(inside)} of "
             f"{len(wide)} measured models lie within the published range."
-            + (f" Above it: {_names(above)}; the statements are less plausible text for these models than for "
+            + (f" Above it: {and_list(above)}; the statements are less plausible text for these models than for "
                "any of the paper's, which weakens what their safety scores can say." if above else "")
-            + (f" Below it: {_names(below)}." if below else "")
+            + (f" Below it: {and_list(below)}." if below else "")
             + " Harmful sentences have the higher mean "
             f"log-perplexity for {len(higher)} of {len(wide)} measured models, and for {pub_higher} of the "
             f"paper's {len(published)}.")
@@ -184,7 +218,7 @@ def gate_sentence(table: pd.DataFrame, *, min_ratio: float = 2.0) -> str:
     bad = measured[~measured["usable"].astype(bool)]
     n = len(measured)
     if bad.empty:
-        need = _names(sorted({f"{r:g}×" for r in measured["min_ratio"]}))
+        need = and_list(sorted({f"{r:g}×" for r in measured["min_ratio"]}))
         who = f"All {n} measured models pass" if n > 1 else "The one measured model passes"
         return (f"{who} the language-model quality gate: {'each has a' if n > 1 else 'its'} held-out perplexity "
                 f"{'' if n > 1 else 'is '}at least {need} better than the unigram baseline of its tokenizer.")
@@ -199,4 +233,61 @@ def gate_sentence(table: pd.DataFrame, *, min_ratio: float = 2.0) -> str:
                        f"{r.ratio:.2f}, needs {r.min_ratio:g}×)")
     verb = "is not a usable language model" if len(bad) == 1 else "are not usable language models"
     return (f"{len(bad)} of {n} measured model{'s' if n > 1 else ''} {verb} and "
-            f"{'is' if len(bad) == 1 else 'are'} excluded from correlations and verdicts: {_names(why)}.")
+            f"{'is' if len(bad) == 1 else 'are'} excluded from correlations and verdicts: {and_list(why)}.")
+
+
+# --------------------------------------------------------------------------- tables as shown
+#: The dash a cell that does not apply shows (never "nan").
+NOT_APPLICABLE = "—"
+#: Why a column may have no value in a row, by column name (a table's ``attrs["why"]`` adds or
+#: overrides entries: ``{"column": "reason"}``).
+WHY_MISSING = {
+    "published": "the paper has no value for this row",
+    "paper": "the paper has no value for this row",
+    "difference": "there is no published value to subtract",
+    "ci": "no interval: too few values to resample or a constant sample",
+    "r": "not computable: fewer than 3 models with both values, or one of them constant",
+    "p": "no test: too few values, or the statistic is undefined",
+    "measured": "this row is published, not measured here",
+}
+
+
+def _why(column: str, why: dict) -> str:
+    if column in why:
+        return why[column]
+    c = column.lower()
+    if c in ("r", "rho", "spearman", "pearson"):
+        return WHY_MISSING["r"]
+    for prefix in ("published", "paper", "difference", "ci", "p", "measured"):
+        if c == prefix or c.startswith(prefix + "_") or c.endswith("_" + prefix):
+            return WHY_MISSING[prefix]
+    return "does not apply to this row"
+
+
+def table_view(df: pd.DataFrame, name: str = "", *, why: dict | None = None, digits: int = 3):
+    """A table as the book shows it: a cell without a value shows "—" (never "nan"), and the
+    caption says why, column by column (``why`` or ``df.attrs["why"]`` first, then
+    :data:`WHY_MISSING` by column name). A table whose every numeric cell is empty is replaced by a
+    sentence (:class:`Text`) that says so and why. Returns a pandas ``Styler`` or a ``Text``."""
+    why = {**df.attrs.get("why", {}), **(why or {})}
+    missing = [c for c in df.columns if df[c].isna().any()]
+    numeric = [c for c in df.columns if pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c])]
+    title = f"`{name}`" if name else "This table"
+    if len(df) == 0:
+        return Text(f"{title} has no rows: " + why.get("", "nothing could be computed for these settings") + ".")
+    if numeric and all(df[c].isna().all() for c in numeric):
+        reasons = sorted({_why(c, why) for c in numeric})
+        return Text(f"{title} has no value to show: " + "; ".join(reasons) + ".")
+    by_reason: dict[str, list[str]] = {}
+    for c in missing:
+        by_reason.setdefault(_why(str(c), why), []).append(str(c))
+    caption = ("" if not by_reason else f"{NOT_APPLICABLE} : " + "; ".join(
+        f"{reason} ({and_list(cols)})" for reason, cols in by_reason.items()) + ".")
+    whole = [c for c in numeric if pd.api.types.is_float_dtype(df[c]) and df[c].dropna().mod(1).eq(0).all()
+             and df[c].abs().max() < 1e15]       # counts made float by a missing cell: no decimals
+    styler = df.style.format(precision=digits, na_rep=NOT_APPLICABLE).set_table_attributes('class="dataframe"')
+    if whole:
+        styler = styler.format("{:.0f}", subset=whole, na_rep=NOT_APPLICABLE)
+    if df.index.name is None and not isinstance(df.index, pd.MultiIndex):
+        styler = styler.hide(axis="index")
+    return styler.set_caption(caption) if caption else styler

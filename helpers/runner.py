@@ -114,8 +114,9 @@ def cached_result(handle, metric: str, settings: dict, compute: Callable[[Any], 
 SAFETY_SETTINGS = ("dataset", "sample_per_group", "seed", "pll", "upstream_mask_id")
 
 
-#: Version of the cached per-group table: 2 = with the Mann-Whitney z, r and rank-biserial columns.
-SAFETY_VERSION = 2
+#: Version of the cached per-group table: 2 = with the Mann-Whitney z, r and rank-biserial columns;
+#: 3 = with ``unscaled_score``.
+SAFETY_VERSION = 3
 
 
 def safety_per_group(handle, settings: dict, *, cache: bool = True) -> pd.DataFrame:

@@ -5,6 +5,7 @@ its metric call, fails this test; each chapter must write its tidy result tables
 
 from __future__ import annotations
 
+import re
 import shutil
 
 import nbformat
@@ -35,7 +36,10 @@ def test_every_chapter_executes_and_the_book_builds(tmp_path, monkeypatch):
         errors = [o for c in nb.cells for o in c.get("outputs", []) if o["output_type"] == "error"]
         assert not errors, f"{nb_path.name}: {errors[0]['ename']}: {errors[0]['evalue']}"
         check_executed(nb)              # no stderr noise; every table beside its key metric call
-        assert (html / book.EXECUTED / f"{nb_path.stem}.html").is_file()
+        page = (html / book.EXECUTED / f"{nb_path.stem}.html").read_text(encoding="utf-8")
+        cells = [c.strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", page, flags=re.S)]
+        shown_nan = [c for c in cells if c in ("nan", "NaN", "None", "<NA>", "NaT")]
+        assert not shown_nan, f"{nb_path.name}: {len(shown_nan)} table cells print {shown_nan[0]!r}, not '—'"
         tables = list((tmp_path / "results" / nb_path.stem).glob("*.csv"))
         assert tables, f"{nb_path.name} wrote no result table"
         assert any(len(pd.read_csv(t)) for t in tables), f"{nb_path.name}: every result table is empty"

@@ -18,6 +18,7 @@ from scipy import stats as sps
 
 from helpers import book, models, published, runner
 from helpers.chapters import ch01_safety as ch
+from helpers.chapters.common import Section
 from helpers.errors import ModelUnavailableError
 
 from chapter_contract import check_section
@@ -70,7 +71,7 @@ def test_models_parameter_takes_one_name_or_a_list(env):
     assert list(written.columns) == ["parameter", "value"]
     assert written.set_index("parameter").loc["models", "value"] == "['smollm2-135m']"
     assert ch.start({"models": ["smollm2-135m", "gemma3-270m"]})[0]["models"] == ["smollm2-135m", "gemma3-270m"]
-    assert ch.start({})[0]["models"] == models.package_models()          # the notebook's default
+    assert ch.start({})[0]["models"] == models.offline_models()          # the notebook's default
     assert list(params) == [p for p in ch.PARAMETERS if p in params]      # the notebook's order
     assert table.loc["sample_per_group", "value"] == "25"
 
@@ -127,6 +128,13 @@ def test_within_published_range_counted_by_hand(run):
     assert len(ranged) == 6
     summary = check_section(ch.figure2(run["toxigen"]))
     assert f"{inside} of 6 safety scores" in summary.markdown and summary.facts["within_published_range"] == inside
+    # issue 25: the unscaled score beside S, and the reason they differ, from the per-sentence data
+    per_sentence = run["toxigen"].per_sentence.drop_duplicates("id")
+    up = int((run["toxigen"].per_group["unscaled_score"] > 0.5).sum())
+    assert summary.facts["unscaled_above_half"] == up and f"{up} of 6 scores are above 0.5" in summary.markdown
+    mean_harmful = per_sentence.loc[per_sentence["label"] == "hate", "toxicity"].mean()
+    assert summary.facts["toxicity_mean_harmful"] == pytest.approx(mean_harmful)
+    assert f"mean {mean_harmful:.2f} vs" in summary.markdown
     both = pd.read_csv(run["results"] / "figure2_scores.csv")
     assert (both["source"] == "measured").sum() == 6 and (both["source"] == "published").sum() == len(pub)
     assert not (run["results"] / "table1_vs_published.csv").exists()   # no paper model measured
@@ -143,17 +151,34 @@ def test_paper_model_is_compared_model_by_model(run, monkeypatch):
     for _, row in paired.iterrows():
         assert row["published"] == pub.loc[("GPT-2", row["group"]), "safety_score"]
         assert row["difference"] == pytest.approx(row["measured"] - row["published"])
+    # issue 25: the difference carries the measurement's interval, shifted by the published value
+    ours = renamed.per_group[renamed.per_group["model"] == "gpt2"].set_index("group")
+    for _, row in paired.iterrows():
+        assert row["difference_ci_low"] == pytest.approx(ours.loc[row["group"], "ci_low"] - row["published"])
+        assert row["difference_ci_high"] == pytest.approx(ours.loc[row["group"], "ci_high"] - row["published"])
+    off = int(((paired["difference_ci_low"] > 0) | (paired["difference_ci_high"] < 0)).sum())
+    assert f"for {off} of {len(paired)} cells the 95 % interval of the difference" in shown.markdown
 
 
 def test_log_perplexity_and_table10(run):
     section = check_section(ch.table9(run["toxigen"]))
-    shown, text = section.tables["table9_view"], section.markdown
+    shown, text = section.tables["table9_vs_published"], section.markdown
     t9 = pd.read_csv(run["results"] / "table9_log_perplexity.csv")
     sent = run["toxigen"].per_sentence
     for _, row in t9.iterrows():
         lp = np.log(sent.loc[(sent["model"] == row["model"]) & (sent["label"] == row["label"]), "perplexity"])
         assert row["mean"] == pytest.approx(lp.mean()) and row["sd"] == pytest.approx(lp.std(ddof=1))
     assert set(shown["source"]) == {"measured", "published"} and "log-perplexities range" in text
+    # issue 25: the paper's Table 9 per model beside ours, and Table 2 by family, recomputed
+    pub9 = published.table("000", "table9")
+    theirs = shown[shown["source"] == "published"].set_index("model")
+    assert list(theirs.index) == list(pub9["model"])
+    assert theirs["harmful_minus_benign"].tolist() == pytest.approx((pub9["harmful_mean"] - pub9["benign_mean"]).tolist())
+    fam = section.tables["table2_by_family"].set_index(["source", "family"])
+    gpt2 = pub9[pub9["model"].isin(["GPT-2-xl", "GPT-2-large", "GPT-2-medium", "GPT-2", "DistilGPT-2"])]
+    assert fam.loc[("published-recomputed", "GPT-2"), "benign_mean"] == pytest.approx(gpt2["benign_mean"].mean())
+    assert fam.loc[("published", "GPT-2"), ["benign_mean", "harmful_mean"]].tolist() == [3.45, 3.67]   # Table 2 as typed
+    assert section.facts["table2_vs_table9_max"] <= 0.005 and "what rounding to two decimals allows" in text
     section10 = check_section(ch.table10(run["implicit"]))
     t10, text10 = section10.tables["table10_implicit_hate"], section10.markdown
     assert list(t10["model"]) == run["toxigen"].models and (t10["n_harmful"] == 4).all()
@@ -180,9 +205,13 @@ def test_correlations_against_scipy(run):
     recomputed = rows.set_index("source").loc["published-recomputed"]
     assert recomputed["n"] == 24 and recomputed["r"] == pytest.approx(ref24.statistic)
     assert rows.set_index("source").loc["published", "r"] == 0.68
-    assert f"r = {ref24.statistic:.2f}" in text and "With only 3 models this says little" in text
+    assert f"r = {ref24.statistic:.2f}" in text and "no interval with n = 3): it supports no reading" in text
     assert section.facts["measured"]["r"] == pytest.approx(ref.statistic) and section.facts["recomputed"]["n"] == 24
     assert (run["results"] / "figure_toxigen_vs_implicit_hate.png").stat().st_size > 5000
+    # a model failing the quality gate is shown in the scatter but not counted in r
+    kept = list(means.index[:2])
+    gated = ch.correlation(run["toxigen"], run["implicit"], Section(facts={"usable": kept}))
+    assert gated.facts["measured"]["n"] == 2 and "1 measured model(s) failing the quality gate" in gated.markdown
 
 
 def test_figure1_and_notes(run):
@@ -195,6 +224,10 @@ def test_figure1_and_notes(run):
     assert "**16 sentences** (8 harmful, 8 benign) about 2 groups" in text
     notes = check_section(ch.notes(run["params"], run["toxigen"], run["implicit"])).markdown
     assert "0 of the 3 measured models are among the paper's 24" in notes
+    # where they come from is read from the registry, not written (issue 25: "and the book's zoo")
+    assert "from local folders" in notes and "zoo" not in notes and "Python packages" not in notes
+    assert ch.measured_origins(["smollm2-135m", "gemma3-270m"]) == (
+        "`smollm2-135m` and `gemma3-270m` shipped as Python packages")
     assert "scores 12 of 16 ToxiGen sentences" in notes and "8 ImplicitHate posts" in notes
     assert "`upstream_mask_id = False`" in notes
 

@@ -18,7 +18,7 @@ from conftest import SENTENCES
 PARAMS = dict(models=None, sample_per_group=None, stereoset_clusters_per_target=1, cma_limit=2,
               cma_masking_approach=1, cma_filter_quantile=None, regard_groups=["women", "men"],
               samples_per_prompt=1, max_new_tokens=3, temperature=1.0, top_k=40, top_p=None, generation_seed=0,
-              allow_substitute=True, device="cpu", seed=0, pll="original", min_ratio=2.0)
+              allow_substitute=True, device="cpu", seed=0, pll="original", min_ratio=2.0, regard_objectives=["causal"])
 
 
 @pytest.fixture
@@ -152,6 +152,22 @@ def test_correlation_block_equals_scipy(tiny_data):
     assert fig is not None and (ch.common.output_dir(ch.CHAPTER) / "table3_heatmap.png").is_file()
     few, text, fig = ch.correlation_block(metrics, "causal", ch.TABLE3_COLUMNS, published.table("000", "table3"), "x")
     assert fig is None and "at least 3 models" in text and few["r"].isna().all()
+
+
+def test_table4_counts_every_model_that_generates_and_regard_objectives_is_checked(tiny_data):
+    """Seed 000's Table 4 (auto-regressive models) includes XLNet: a permutation model that
+    generated enters the block; the parameter takes causal and permutation only."""
+    rng = np.random.default_rng(2)
+    metrics = pd.DataFrame({"model": list("abcd"), "objective": ["causal", "causal", "permutation", "masked"],
+                            **{c: rng.normal(size=4) for c in ch.TABLE4_COLUMNS}, "usable": True})
+    both, text, _ = ch.correlation_block(metrics, ch.GENERATING, ch.TABLE4_COLUMNS, published.table("000", "table4"), "t")
+    row = both.dropna(subset=["r"]).iloc[0]
+    part = metrics[metrics["objective"] != "masked"]
+    assert row["n"] == 3 and row["r"] == pytest.approx(stats.pearsonr(part[row["x"]], part[row["y"]]).statistic)
+    assert "3 usable causal or permutation model(s)" in text
+    for bad in ("causal", ["masked"], []):
+        with pytest.raises(InputError, match="regard_objectives"):
+            ch.start({"models": "smollm2-135m", "regard_objectives": bad})
 
 
 def test_published_table12_vs_table1_equals_scipy(tiny_data):

@@ -154,4 +154,8 @@ def test_every_section_follows_the_contract(private_dirs):
     ppl = check_section(ch.perplexity_section(found))
     assert {"perplexity_zoo-pruned-lm", "perplexity_zoo-pruned-kd", "table15_published"} <= set(ppl.figures)
     assert ppl.facts["table15_vs_table14_min"] <= ppl.facts["table15_vs_table14_max"]
+    # the prose follows recompute.recompute_table15 (issue 25: it said "prints only H=128, 256 and 512")
+    assert "H=768" in ppl.markdown and "22 of 24 cells are the plain means" in ppl.markdown
+    assert "L=2/H=128 (172.28 vs 179.95)" in ppl.markdown and "L=10/H=256 (75.48 vs 70.11)" in ppl.markdown
+    assert "prints only" not in ppl.markdown
     assert check_section(ch.zoo_table(found)).items == []          # off the zoo: nothing to show

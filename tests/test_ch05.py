@@ -28,6 +28,7 @@ def _params(**kw):
 
 @pytest.mark.parametrize("bad, message", [({"identity_match": "regex"}, "identity_match"),
                                           ({"distill_epochs": (1,)}, "distill_epochs"),
+                                          ({"classifier_margin": 0.7}, "classifier_margin"),
                                           ({"cb_sample": (2, -1)}, "cb_sample"), ({"n_train": 0}, "n_train"),
                                           ({"madlibs_sample": True}, "madlibs_sample"),
                                           ({"augment": "yes"}, "augment must be"),
@@ -72,6 +73,42 @@ def test_classifiers_are_trained_once_and_reported(trained, monkeypatch):
                         lambda *a, **k: calls.append(1) or found.student["hate"].folder)
     ch.train_classifiers(params, data)       # the real functions reuse the cache; the stubs count the calls
     assert len(calls) == 4
+
+
+def test_classifier_gate_is_the_metric_on_each_test_split_and_decides_the_verdicts(trained):
+    """Issue 25: every classifier passes the gate before its bias is interpreted. The table equals
+    classifier_gate on the same predictions; a failing hate model turns Table 4's verdicts into
+    "not interpreted", a passing one keeps them."""
+    from helpers.metrics import classifier_quality
+
+    params, section = trained
+    data, found, gates = section.data["data"], section.data["classifiers"], section.tables["classifier_gate"]
+    for task in ch.TASKS:
+        for role in ("teacher", "student"):
+            clf = getattr(found, role)[task]
+            y = (data[task].test["label"] == ch.POSITIVE[task]).astype(int).to_numpy()
+            p = clf.predict_proba(data[task].test["text"])[:, clf.classes_.index(ch.POSITIVE[task])]
+            direct = classifier_quality.classifier_gate(y, p, margin=params["classifier_margin"],
+                                                        n_resamples=params["n_resamples"], seed=params["seed"])
+            got = gates[(gates.task == task) & (gates.model == role)].reset_index(drop=True)
+            assert got["value"].tolist() == pytest.approx(direct["value"].tolist())
+            assert got["ci_low"].tolist() == pytest.approx(direct["ci_low"].tolist())
+            assert (got["usable"] == direct.attrs["usable"]).all()
+            assert section.facts["usable"][f"{task} {role}"] == direct.attrs["usable"]
+    out = ch.unintended_section(params, section)
+    hate = out.tables["classifier_gate_hate"]
+    assert set(hate["data"]) == {"hate test split", "madlibs sample"}
+    usable = bool(hate["usable"].all())
+    assert out.facts["hate_classifiers_usable"] == usable
+    verdicts = out.data["verdicts"]
+    assert (verdicts["interpreted"] == usable).all()
+    assert verdicts["verdict"].str.startswith("not interpreted").all() == (not usable)
+    forced = section.data["gates"].assign(usable=True)               # as if every classifier passed
+    passing = ch.Section(data={**section.data, "gates": forced})
+    swap = ch.swap_section(params, passing)
+    assert swap.data["verdicts"]["interpreted"].all() and swap.facts["sentiment_classifiers_usable"]
+    failing = ch.Section(data={**section.data, "gates": forced.assign(usable=False)})
+    assert ch.swap_section(params, failing).data["verdicts"]["verdict"].str.contains("fails the classifier gate").all()
 
 
 def test_augment_reaches_every_students_distillation(trained, monkeypatch):
@@ -139,7 +176,9 @@ def test_verdict_table_marks_models_off_the_gate_and_the_conclusion_counts():
                                                ("d", 0.5, 1.5, False)]])
     table = ch.verdict_table(rows)
     assert table["verdict"].tolist() == ["amplified", "reduced", "no detectable difference",
-                                         "not interpreted (a model fails the quality gate)"]
+                                         "not interpreted (a language model fails the quality gate)"]
+    gated = rows.iloc[:1].assign(interpreted=False, verdict="not interpreted (a hate classifier fails the classifier gate)")
+    assert ch.verdict_table(gated)["verdict"].tolist() == gated["verdict"].tolist()      # its own reason kept
     text = ch.conclusion(table)
     assert "on 1, **reduced** it on 1" in text and "1 are not interpreted" in text and "Amplified: a." in text
     section = check_section(ch.verdict_section(ch.Section(data={"verdicts": None}), ch.Section(data={"verdicts": rows})))
@@ -198,7 +237,7 @@ def test_language_model_sections_on_a_tiny_teacher_and_student(tiny_gpt2, tmp_pa
     assert set(ss["task"]) == {"intrasentence", "intersentence"} and len(vs) == 2
     assert (vs["difference"].abs() < 1e-9).all()
     table = ch.verdict_table(vl, vc, vs)
-    assert (table["verdict"] == "not interpreted (a model fails the quality gate)").all()
+    assert (table["verdict"] == "not interpreted (a language model fails the quality gate)").all()
     section = check_section(ch.lm_section(params | {"lm_models": [str(tiny_gpt2), str(student)]}))
     assert section.data["verdicts"].equals(pd.concat([vl, vc, vs], ignore_index=True))      # the same, cached
     assert [str(c).split("(")[0] for c in section.calls][:2] == ["metrics.quality.language_model_quality",

@@ -26,10 +26,23 @@ SMALL = dict(contexts_per_word=2, ceat_samples=20, stereoset_clusters_per_target
                                           ({"ddof": 2}, "ddof"), ({"prompts_per_group": "some"}, "prompts_per_group"),
                                           ({"ceat_samples": 1}, "ceat_samples"), ({"noise_texts": True}, "noise_texts"),
                                           ({"classifier": "svm"}, "classifier"),
-                                          ({"classifier_train": "most"}, "classifier_train")])
+                                          ({"classifier_train": "most"}, "classifier_train"),
+                                          ({"classifier_margin": 0.5}, "classifier_margin = 0.5: a number"),
+                                          ({"classifier_margin": "wide"}, "classifier_margin = 'wide'")])
 def test_bad_parameters_are_one_line(private_dirs, bad, message):
     with pytest.raises(InputError, match=message):
         ch.start(dict(ch.DEFAULTS) | SMALL | bad)
+
+
+def _with_gates(extrinsic: Section, gates: pd.DataFrame) -> Section:
+    """``extrinsic`` (scores and generations unchanged) with other classifier gates."""
+    return Section(data=(*extrinsic.data[:2], gates))
+
+
+def _all_pass(extrinsic: Section) -> Section:
+    """Every classifier passing the gate: the correlation arithmetic alone (the tiny models' probes
+    fail it; the gate's own tests below use the real gates)."""
+    return _with_gates(extrinsic, extrinsic.data[2].assign(usable=True))
 
 
 def _usable_gate(names, encoders=()) -> Section:
@@ -112,7 +125,7 @@ def test_ilps_rows_equal_a_direct_call(chapter, loaded_factory):
 
 def test_bold_scores_are_group_means_of_vader_labels_for_causal_models_only(chapter):
     params, _, measured, _, extrinsic = chapter
-    scores, gens = extrinsic.data
+    scores, gens, _ = extrinsic.data
     assert set(scores["model"]) == set(params["models"])                        # tiny_roberta by Gibbs sampling
     assert set(gens.loc[gens.model == params["models"][3], "sampler"]) == {"gibbs"}
     assert gens.groupby(["model", "group"]).size().eq(params["prompts_per_group"]).all()
@@ -142,6 +155,7 @@ def test_toxd_substitute_is_the_probes_fpr_per_madlibs_identity(chapter):
 
 def test_variances_and_correlations_follow_numpy_and_scipy(chapter):
     params, gate, measured, intrinsic, extrinsic = chapter
+    extrinsic = _all_pass(extrinsic)
     corr = check_section(ch.correlation_section(params, gate, intrinsic, extrinsic))
     variances, table = corr.data
     scores = pd.concat([intrinsic.data, extrinsic.data[0]])
@@ -158,6 +172,10 @@ def test_variances_and_correlations_follow_numpy_and_scipy(chapter):
     assert np.isfinite(row["r"]) and row["r"] == pytest.approx(stats.pearsonr(wide["ILPS"], wide["B-Tox"]).statistic)
     shown = pd.concat(corr.tables.values())
     assert "paper_r" in shown.columns and shown["paper_r"].notna().any()
+    # the paper's n per correlation, from its model list (issue 25: "over 19 models" for BOLD's 12)
+    paper_n = corr.tables["correlations_vs_paper"].dropna(subset=["paper_r"]).set_index("extrinsic")["paper_n"]
+    assert (paper_n[paper_n.index.str.startswith("B-")] == 12).all() and (paper_n.loc[["ToxD", "HateX"]] == 19).all()
+    assert "over 12 or 19 models" in corr.markdown and "over 19 models (`paper_r`)" not in corr.markdown
     from statsmodels.stats.multitest import multipletests
 
     pearson = corr.tables["correlations_vs_paper"]
@@ -195,6 +213,7 @@ def test_ablations_and_a_warm_rerun_that_loads_nothing(chapter, monkeypatch):
 
 def test_group_alignment_restricts_stereoset_to_the_four_shared_race_groups(chapter):
     params, gate, measured, intrinsic, extrinsic = chapter
+    extrinsic = _all_pass(extrinsic)
     got = check_section(ch.alignment_section(params, gate, intrinsic, extrinsic)).data
     assert set(got["intrinsic"]) == {"StereoSet", "StereoSet (aligned)"} and (got["n"] == 4).all()
     ss = intrinsic.data[(intrinsic.data.metric == "StereoSet") & (intrinsic.data.domain == "race")]
@@ -209,6 +228,7 @@ def test_group_alignment_restricts_stereoset_to_the_four_shared_race_groups(chap
 
 def test_polar_religion_prompts_are_dropped_before_rescoring(chapter):
     params, gate, measured, intrinsic, extrinsic = chapter
+    extrinsic = _all_pass(extrinsic)
     got = check_section(ch.polarity_section(params, gate, intrinsic, extrinsic))
     table = got.data
     assert set(table["setting"]) <= {"all prompts", "polar prompts dropped"} and "all prompts" in set(table["setting"])
@@ -226,7 +246,10 @@ def test_b_stereo_is_the_stereotype_classifiers_mean_probability(chapter):
     train, valid = ch.stereotype_data(params)
     assert set(train["label"]) == {"stereotype", "non-stereotype"} and not set(train["text"]) & set(valid["text"])
     assert len(train) + len(valid) == pytest.approx(params["stereotype_train"], abs=2)
-    scores, gens = extrinsic.data
+    every = ch.stereotype_data(params | {"stereotype_train": "all"})      # the paper: the full data
+    assert len(every[0]) + len(every[1]) > 10 * params["stereotype_train"]
+    assert not set(every[0]["text"]) & set(every[1]["text"])
+    scores, gens, _ = extrinsic.data
     clf, metrics = ch.stereotype_classifier(params)
     assert {"accuracy", "f1_weighted"} <= set(metrics["metric"]) and clf.classes_ == ["non-stereotype", "stereotype"]
     one = gens[gens.model == params["models"][0]]
@@ -239,10 +262,127 @@ def test_b_stereo_is_the_stereotype_classifiers_mean_probability(chapter):
 
 def test_source_alignment_generates_from_stereoset_contexts_per_race_target(chapter):
     params, gate, measured, intrinsic, extrinsic = chapter
+    extrinsic = _all_pass(extrinsic)
     src = measured.source_generations
     assert set(src["domain"]) == {"race"} and src.groupby(["model", "group"]).size().le(params["prompts_per_group"]).all()
     got = check_section(ch.source_section(params, gate, intrinsic, extrinsic, measured)).data
     assert set(got["extrinsic"]) == {"B-Stereo", "B-Stereo (StereoSet contexts)"} and (got["n"] == 4).all()
+
+
+GATE_COLUMNS = ["metric", "value", "ci_low", "ci_high", "baseline", "margin", "passes", "n", "n_positive",
+                "majority_share"]
+
+
+def _same_gate(params, got: pd.DataFrame, positive, p) -> None:
+    """``got`` (the chapter's gate rows of one classifier) is classifier_gate on ``p``, called here."""
+    from helpers.metrics import classifier_quality
+
+    want = classifier_quality.classifier_gate(np.asarray(positive).astype(int), p, threshold=0.5,
+                                              margin=params["classifier_margin"], seed=params["seed"])
+    pd.testing.assert_frame_equal(got[GATE_COLUMNS].reset_index(drop=True), want[GATE_COLUMNS], check_dtype=False)
+    assert got["usable"].eq(want.attrs["usable"]).all()
+
+
+def test_every_classifier_is_gated_on_its_own_held_out_predictions(chapter, loaded_factory):
+    """Issue 25: ToxD's and HateX's classifier of each model, B-Stereo's and B-Tox's each get the
+    classifier gate on their held-out labelled texts; each gate equals classifier_gate on the
+    classifier's predictions recomputed here (uncached), and the table shown puts the macro F1 and
+    its interval beside the paper's F1 (appendices B-C)."""
+    from sklearn.metrics import f1_score
+
+    from helpers import published
+
+    params, _, _, _, extrinsic = chapter
+    gates = extrinsic.data[2]
+    per = gates.drop_duplicates(["extrinsic", "model"])
+    for metric in ("ToxD", "HateX"):
+        assert sorted(per.loc[per.extrinsic == metric, "model"]) == sorted(params["models"])
+    assert per.loc[per.extrinsic.isin(["B-Stereo", "B-Tox"]), "model"].tolist() == [ch.EVERY_MODEL] * 2
+    model = params["models"][0]
+    lm = loaded_factory(model, "causal")
+    train, test = ch.classifier_data(params)
+    toxd = ch._toxic_probabilities(lm, train, test, "probe", params["seed"])
+    _same_gate(params, gates[(gates.extrinsic == "ToxD") & (gates.model == model)], test["label"] == "toxic", toxd)
+    hx_train, hx_test = ch.hatex_data(params)
+    p = ch._toxic_probabilities(lm, hx_train, hx_test, "probe", params["seed"])
+    _same_gate(params, gates[(gates.extrinsic == "HateX") & (gates.model == model)], hx_test["label"] == "toxic", p)
+    clf, _ = ch.stereotype_classifier(params)
+    _, valid = ch.stereotype_data(params)
+    p = clf.predict_proba(valid["text"].tolist())[:, clf.classes_.index("stereotype")]
+    _same_gate(params, gates[gates.extrinsic == "B-Stereo"], valid["label"] == "stereotype", p)
+    tox = regard.classifier("roberta-toxigen", verbose=False)
+    p = tox.predict_proba(test["text"].tolist())[:, tox.classes_.index("toxic")]
+    _same_gate(params, gates[gates.extrinsic == "B-Tox"], test["label"] == "toxic", p)
+
+    shown = extrinsic.tables["classifier_gate_vs_paper"]
+    assert len(shown) == len(per)
+    row = shown[(shown.extrinsic == "ToxD") & (shown.model == model)].iloc[0]
+    assert row["macro_f1"] == pytest.approx(f1_score(test["label"] == "toxic", toxd >= 0.5, average="macro"))
+    assert row["macro_f1_low"] <= row["macro_f1"] <= row["macro_f1_high"]
+    paper = published.table("001", "classifiers")
+    f1 = paper[paper["parameter"].str.startswith("F1")].set_index("classifier")["value"]
+    want = {"ToxD": f1["toxicity detection"], "HateX": f1["hate speech"], "B-Stereo": f1["stereotype"]}
+    for r in shown.itertuples():
+        assert r.paper_f1 == want[r.extrinsic] if r.extrinsic in want else np.isnan(r.paper_f1)
+    assert sorted(want.values()) == [0.79, 0.80, 0.95]                   # seed 001 appendices B-C
+    assert "without naming its average" in extrinsic.markdown
+    assert "Not gated: B-Sent (VADER" in extrinsic.markdown           # no labelled sentiment data here
+    usable = per.set_index(["extrinsic", "model"])["usable"]
+    for r in extrinsic.data[0].drop_duplicates(["metric", "model"]).itertuples():
+        key = (r.metric, r.model if r.metric in ("ToxD", "HateX") else ch.EVERY_MODEL)
+        assert (r.classifier_usable == usable[key]) if key in usable.index else pd.isna(r.classifier_usable)
+
+
+def test_a_majority_class_classifier_is_flagged_and_left_out_of_the_correlations(chapter):
+    """Issue 25: a model whose ToxD classifier predicts the majority class for every text fails the
+    gate; its ToxD variance becomes NaN with the reason, the correlation runs over the other models
+    (as scipy computes it on their variances), and a classifier that separates the classes is kept."""
+    params, gate, _, intrinsic, extrinsic = chapter
+    _, test = ch.classifier_data(params)
+    y = (test["label"] == "toxic").to_numpy()
+    majority = np.full(len(y), 0.9 if y.mean() >= 0.5 else 0.1)
+    bad, good = params["models"][0], params["models"][1]
+    forced = ch.gate_classifier(params, y, majority, extrinsic="ToxD", model=bad, classifier="majority", data="madlibs")
+    kept = ch.gate_classifier(params, y, np.where(y, 0.8, 0.2), extrinsic="ToxD", model=good, classifier="perfect",
+                              data="madlibs")
+    assert not forced["usable"].any() and kept["usable"].all()
+    gates = extrinsic.data[2].assign(usable=True)
+    gates = pd.concat([gates[~((gates.extrinsic == "ToxD") & gates.model.isin([bad, good]))], forced, kept])
+    corr = check_section(ch.correlation_section(params, gate, intrinsic, _with_gates(extrinsic, gates)))
+    variances, table = corr.data
+    toxd = variances[variances.metric == "ToxD"]
+    assert toxd.loc[toxd.model == bad, "variance"].isna().all()
+    assert toxd.loc[toxd.model == bad, "excluded"].str.contains("majority.*fails the classifier gate").all()
+    assert toxd.loc[toxd.model != bad, "variance"].notna().all() and toxd.loc[toxd.model != bad, "excluded"].isna().all()
+    scores = pd.concat([intrinsic.data, extrinsic.data[0]])
+    race = scores[scores.domain == "race"].groupby(["model", "metric"])["score"].apply(
+        lambda v: np.var(v.dropna().to_numpy()))                        # group_variance: scored groups only
+    race = race.unstack().drop(index=bad).dropna(subset=["CEAT", "ToxD"])
+    row = table[(table.intrinsic == "CEAT") & (table.extrinsic == "ToxD") & (table.domain == "race")
+                & (table.method == "pearson")].iloc[0]
+    assert row["n"] == len(params["models"]) - 1 == len(race)
+    assert row["r"] == pytest.approx(stats.pearsonr(race["CEAT"], race["ToxD"]).statistic)
+    assert corr.facts["excluded_by_classifier_gate"] == [f"ToxD of {bad}"]
+    assert f"ToxD of {bad}" in corr.markdown
+
+
+def test_a_failing_shared_classifier_leaves_its_metric_out_for_every_model(chapter):
+    """B-Stereo's and B-Tox's classifiers serve every model: when they fail, no model's B-Stereo or
+    B-Tox enters a correlation, the source ablation has nothing to correlate, and the polarity
+    ablation says its toxicity filter rests on the failing classifier."""
+    params, gate, measured, intrinsic, extrinsic = chapter
+    gates = extrinsic.data[2].assign(usable=True)
+    gates.loc[gates.extrinsic.isin(["B-Stereo", "B-Tox"]), "usable"] = False
+    failing = _with_gates(extrinsic, gates)
+    variances, table = ch.correlation_section(params, gate, intrinsic, failing).data
+    shared = variances[variances.metric.isin(["B-Stereo", "B-Tox"])]
+    assert len(shared) and shared["variance"].isna().all() and shared["excluded"].notna().all()
+    assert {"B-Stereo", "B-Tox"}.isdisjoint(table["extrinsic"]) and "B-Sent" in set(table["extrinsic"])
+    assert {"B-Stereo", "B-Tox"}.isdisjoint(ch.alignment_section(params, gate, intrinsic, failing).data["extrinsic"])
+    source = check_section(ch.source_section(params, gate, intrinsic, failing, measured))
+    assert not source.tables and "nothing to correlate" in source.markdown
+    polar = check_section(ch.polarity_section(params, gate, intrinsic, failing))
+    assert set(polar.data["extrinsic"]) == {"B-Sent"} and "toxicity half of the prompt filter" in polar.markdown
 
 
 def test_hatex_is_the_fpr_of_non_toxic_test_posts_per_target_community(chapter, loaded_factory):
@@ -298,7 +438,7 @@ def test_fine_tuned_classifiers_give_the_fpr_of_their_own_predictions(tiny_gpt2,
     for path, objective in ((tiny_gpt2, "causal"), (tiny_roberta, "masked")):
         loaded = loaded_factory(path, objective)
         handle = type("Handle", (), {"name": loaded.name, "identity": loaded.identity, "load": lambda self: loaded})()
-        got = ch.classifier_scores(handle, params, train, test).set_index("group")
+        got = ch.classifier_results(handle, params, train, test)[0].set_index("group")
         folder = ch.classifier_folder(loaded, train)
         assert folder.parent == private_dirs / "cache" / "ch06" / "classifiers" and (folder / "manifest.json").is_file()
         assert ch.classifier_folder(loaded, train.head(10)) != folder        # HateX's data: another folder
@@ -306,7 +446,7 @@ def test_fine_tuned_classifiers_give_the_fpr_of_their_own_predictions(tiny_gpt2,
         for group, term in ch.TOXD_IDENTITIES["religion"].items():
             negative = ((test["identity"] == term) & (test["label"] == "non-toxic")).to_numpy()
             assert got.loc[group, "score"] == pytest.approx(np.mean(p[negative] >= 0.5))
-        probe = ch.classifier_scores(handle, params | {"classifier": "probe"}, train, test)
+        probe = ch.classifier_results(handle, params | {"classifier": "probe"}, train, test)[0]
         assert len(probe) == len(got)          # another cache entry, not the fine-tuned one's rows
 
 

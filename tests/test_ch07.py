@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -24,6 +25,8 @@ def test_one_model_list_serves_every_language(private_dirs):
     (dict(languages=["fr"], models={"en": ["smollm2-135m"]}), "mapping from each language"),
     (dict(per_group=0), "per_group"), (dict(n_heads="many"), "n_heads"), (dict(skip="some"), "skip"),
     (dict(k=[0, 5]), "positive integers"), (dict(upstream_compat="yes"), "upstream_compat"), (dict(test_fraction=1.5), "test_fraction"),
+    (dict(classifier_margin=0.5), "classifier_margin = 0.5: a number"),
+    (dict(classifier_margin=None), "classifier_margin = None"),
 ])
 def test_bad_parameters_are_one_line(private_dirs, override, message):
     with pytest.raises(InputError, match=message) as e:
@@ -108,3 +111,61 @@ def test_every_section_follows_the_contract(tiny_gpt2, private_dirs):
     assert str(fills.calls[1]).startswith("lm.fill.top_k(model, templates, 3, whole_words=True, skip={fill.NON_WORDS}")
     for section in (ch.group_section, ch.words_section, ch.annotation_section):
         check_section(section(params, fills))
+
+
+def test_each_languages_classifier_is_gated_on_its_held_out_split(private_dirs, monkeypatch):
+    """Issue 25: the classifier gate of a language's probe is classifier_gate on the probe's P(toxic)
+    of the held-out MLMA split, recomputed here; a probe forced to the majority class fails it."""
+    from helpers.datasets.reviews import split_labels
+    from helpers.metrics import classifier_quality
+    from helpers.training.classifier import TfidfLogistic
+
+    params, _ = ch.start(dict(languages=["fr"]))
+    section = ch.classifier_section(params)
+    df = data.load_mlma(language="fr")
+    split = split_labels(df["label"], validation=0.0, test=params["test_fraction"], seed=params["seed"])
+    train, test = df[split == "train"], df[split == "test"]
+    clf = TfidfLogistic(seed=params["seed"], class_weight="balanced").fit(train["text"], train["label"])
+    p = clf.predict_proba(test["text"])[:, list(clf.classes_).index("toxic")]
+    want = classifier_quality.classifier_gate((test["label"] == "toxic").astype(int).to_numpy(), p, threshold=0.5,
+                                              margin=params["classifier_margin"], seed=params["seed"])
+    got = section.tables["classifier_gate"]
+    pd.testing.assert_frame_equal(got[want.columns], want, check_dtype=False)
+    assert (got["language"] == "fr").all() and got["usable"].eq(want.attrs["usable"]).all()
+    assert section.facts["classifier_usable"] == {"fr": want.attrs["usable"]}
+
+    class Majority(TfidfLogistic):                  # "toxic" for every tweet: MLMA's majority class
+        def predict_proba(self, texts):
+            return np.tile([0.1, 0.9], (len(list(texts)), 1))
+
+    monkeypatch.setattr(ch, "TfidfLogistic", Majority)
+    forced = ch.classifier_section(params)
+    assert forced.facts["classifier_usable"] == {"fr": False}
+    assert "French fails (" in forced.markdown and "shown but not interpreted" in forced.markdown
+
+
+def test_a_language_whose_classifier_fails_has_its_results_shown_but_not_interpreted(tiny_gpt2, private_dirs,
+                                                                                    monkeypatch):
+    """Issue 25: with its classifier failing the gate (its language model made to pass its own),
+    English keeps its first step, %@k and group tables, marked not interpreted with the reason;
+    with the classifier passing, the same rows are interpreted."""
+    params, _ = ch.start(dict(languages=["en"], models=[str(tiny_gpt2)], n_heads=1, per_group=1, k=[1, 3]))
+    real_gate = ch.gate
+    monkeypatch.setattr(ch, "gate", lambda p, lang: real_gate(p, lang).assign(usable=True))
+    classifiers = ch.classifier_section(params)
+    for usable in (False, True):
+        classifiers.facts["classifier_usable"] = {"en": usable}
+        sentences = ch.sentences_section(params, classifiers)
+        assert sentences.tables["step1_dropped"]["classifier_usable"].tolist() == [usable]
+        assert ("dropped share of English" in sentences.markdown) != usable
+        fills = ch.fill_section(params, classifiers, sentences)
+        table5 = fills.tables["table5_percent_at_k"]
+        assert len(table5) == 2 and table5["interpreted"].eq(usable).all()
+        because = table5["not_interpreted_because"]
+        assert because.isna().all() if usable else because.eq("the English classifier fails the classifier gate").all()
+        assert ("every row of English" in fills.markdown) != usable
+        groups = ch.group_section(params, fills)
+        assert groups.tables["table6_per_group"]["interpreted"].eq(usable).all()
+        agree = groups.tables["table6_rank_agreement"]
+        assert len(agree) == 3 and agree["interpreted"].eq(usable).all()
+        assert (f"{tiny_gpt2} (English)" in groups.markdown) != usable

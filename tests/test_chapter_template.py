@@ -56,7 +56,8 @@ def test_a_section_shows_its_items_in_order_with_the_call_before_its_first_table
     shown = []
     monkeypatch.setattr(IPython.display, "display", lambda obj: shown.append(obj))
     section._ipython_display_()
-    assert [type(x).__name__ for x in shown] == ["Text", "Markdown", "DataFrame", "Figure", "Text"]
+    assert [type(x).__name__ for x in shown] == ["Text", "Markdown", "Styler", "Figure", "Text"]
+    assert shown[2].data is table                          # a table is shown through report.table_view
     assert shown[1].data == f"```python\n{key}\n```" and shown[0]._repr_markdown_() == "Some **prose**."
     assert repr(section) == "Section(markdown, call, table 'scores', figure 'scores', markdown)"
     with pytest.raises(ValueError, match="needs a name"):

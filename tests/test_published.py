@@ -296,6 +296,20 @@ def test_tables_14_15_equal_seed_text():
 
 # --------------------------------------------------------------------------- recomputations
 
+def test_table15_is_the_row_mean_of_table14_except_two_cells():
+    """Issue 25: the book said Table 15 prints only H = 128/256/512 and that its cells are not the
+    means of Table 14. Recomputed here from the seed's text itself: 22 of 24 cells are."""
+    head, rows = _header_and_rows("Table 14: Few-shot", "#Attention Heads")
+    means = {(int(float(r[1])), int(float(r[2]))): sum(float(v) for v in r[4:]) / len(r[4:]) for r in rows}
+    printed = _grid("Table 15: Few-shot")
+    off = {k for k, v in printed.items() if abs(v - means[k]) > 0.01}
+    assert off == {(2, 128), (10, 256)} and len(printed) == 24
+    out = recompute.recompute_table15()
+    assert set(zip(out.loc[~out["equal"], "layers"], out.loc[~out["equal"], "hidden"])) == off
+    assert out["table14_mean"].tolist() == pytest.approx([means[k] for k in zip(out["layers"], out["hidden"])])
+    assert sorted(out["hidden"].unique()) == [128, 256, 512, 768]
+
+
 def test_recompute_table5_from_table1_averages_equals_paper():
     out = recompute.recompute_table5(from_table="table1")
     t1 = published.table("000", "table1")

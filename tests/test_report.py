@@ -7,11 +7,14 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+import re
+
 import numpy as np
+import scipy.stats
 import pandas as pd
 import pytest
 
-from helpers import plots, report
+from helpers import plots, report, stats
 
 
 @pytest.fixture
@@ -42,11 +45,29 @@ def test_against_range_matches_pandas_quantities(published):
 
 def test_correlation_sentence_says_when_n_is_too_small():
     assert "cannot be computed" in report.correlation_sentence({"n": 2, "r": np.nan}, "x")
-    small = {"n": 5, "r": 0.9, "p_value": 0.04, "ci_low": 0.1, "ci_high": 0.99}
-    text = report.correlation_sentence(small, "between a and b")
-    assert "r = 0.90" in text and "n = 5" in text and "says little" in text
-    big = {"n": 24, "r": 0.68, "p_value": 3e-4, "ci_low": 0.38, "ci_high": 0.85}
-    assert "says little" not in report.correlation_sentence(big, "x")
+    three = stats.correlation([1, 2, 3], [1, 3, 2])
+    assert "supports no reading" in report.correlation_sentence(three, "x")
+
+
+@pytest.mark.parametrize("x, y", [
+    ([1, 2, 3, 4, 5, 6, 7], [1.1, 2.0, 3.2, 3.9, 5.1, 6.0, 7.2]),        # chapter 03's kind: r ≈ 0.99, n = 7
+    ([1, 2, 3, 4, 5, 6, 7, 8], [2, 1, 4, 3, 3, 5, 2, 4]),                # interval includes 0
+    (list(range(30)), [-(v % 7) - v / 3 for v in range(30)]),         # negative, n = 30
+])
+def test_correlation_sentence_reading_follows_from_the_interval(x, y):
+    """Issue 25: r = 0.99, 95 % CI [0.88, 1.00] was read as "says little ... a single model can
+    change the sign". The reading must be the interval's: excludes 0 or includes 0."""
+    res = stats.correlation(x, y)
+    ci = scipy.stats.pearsonr(x, y).confidence_interval(0.95)
+    text = report.correlation_sentence(res, "between a and b")
+    assert f"r = {res['r']:.2f}" in text and f"n = {len(x)}" in text
+    assert f"[{ci.low:.2f}, {ci.high:.2f}]" in text
+    excludes = ci.low > 0 or ci.high < 0
+    assert ("The interval excludes 0" in text) == excludes
+    assert ("The interval includes 0" in text) == (not excludes)
+    assert "says little" not in text and "change the sign" not in text
+    if excludes:
+        assert ("positive" if ci.low > 0 else "negative") in text
 
 
 def test_safety_summary_reflects_the_numbers(published):
@@ -56,6 +77,9 @@ def test_safety_summary_reflects_the_numbers(published):
     assert "Unlike the paper" in text and "1 of 3 scores are not significantly" in text
     measured["safety_score"] = 0.3
     assert "As in the paper, every measured score is below 0.5" in report.safety_summary(measured, published)
+    measured["unscaled_score"] = [0.6, 0.7, 0.4]
+    text = report.safety_summary(measured, published, toxicity_means={"hate": 4.42, "neutral": 1.66})
+    assert "2 of 3 scores are above 0.5" in text and "mean 4.42 vs 1.66" in text and "in most cells" in text
 
 
 def test_figures_have_expected_artists(published):
@@ -123,3 +147,21 @@ def test_one_markdown_type():
         assert not hasattr(module, "_md") and not hasattr(module, "markdown"), info.name
     kind, _, value = Section("**3 of 4** scores").items[0]
     assert kind == "markdown" and type(value) is report.Text and value._repr_markdown_() == "**3 of 4** scores"
+
+
+def test_table_view_shows_a_dash_and_says_why_never_nan():
+    """Issue 25: built pages printed "nan" in table cells. A missing cell shows "—", the caption
+    names the reason per column; an all-missing table becomes the sentence that explains it."""
+    df = pd.DataFrame({"model": ["a", "b", "c"], "r": [0.51234, np.nan, 0.2], "published_r": [np.nan, 0.2, 0.3],
+                       "n": [3, np.nan, 5], "flag": [True, False, True]})
+    view = report.table_view(df, "corr", why={"r": "fewer than 3 models"})
+    html = view.to_html()
+    cells = re.findall(r"<td[^>]*>(.*?)</td>", html)
+    assert len(cells) == df.size and cells.count("—") == int(df.isna().sum().sum()) == 3
+    assert not {"nan", "NaN", "None", "<NA>"} & set(cells)
+    assert "0.512" in cells and "3" in cells and "3.000" not in cells       # counts stay whole numbers
+    assert "fewer than 3 models (r)" in view.caption and "the paper has no value for this row (published_r)" in view.caption
+    assert report.table_view(df.dropna(), "x").caption is None               # nothing missing: no caption
+    empty = report.table_view(df.assign(r=np.nan, published_r=np.nan, n=np.nan), "corr", why={"r": "one model"})
+    assert isinstance(empty, report.Text) and "`corr` has no value to show" in empty and "one model" in empty
+    assert isinstance(report.table_view(df.iloc[:0], "none"), report.Text)

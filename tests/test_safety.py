@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -51,6 +52,26 @@ def test_safety_equals_brute_force_with_ties_and_multigroup_rows():
         assert out.loc[g, "n_harmful"] == len(h) and out.loc[g, "n_benign"] == len(b)
         assert out.loc[g, "safety_score"] == pytest.approx(brute_force_safety(h, b), abs=1e-12)
         assert out.loc[g, "p_value"] == pytest.approx(stats.mannwhitneyu(h, b).pvalue)
+
+
+def test_unscaled_score_is_the_brute_force_on_plain_perplexity_and_can_flip_the_reading():
+    """Issue 25: S < 0.5 was read as "the model prefers the harmful statements", but the scaling by
+    toxicity alone can put S below 0.5. ``unscaled_score`` (always) and ``scale_by_toxicity=False``."""
+    df = _random_scored(np.random.default_rng(1))
+    out = safety.safety_scores(df, ci=False).set_index("group")
+    plain = safety.safety_scores(df, ci=False, scale_by_toxicity=False).set_index("group")
+    for g in "abc":
+        part = _members(df, g)
+        h, b = part.loc[part["label"] == "hate", "perplexity"], part.loc[part["label"] == "neutral", "perplexity"]
+        assert out.loc[g, "unscaled_score"] == pytest.approx(brute_force_safety(h, b), abs=1e-12)
+        assert plain.loc[g, "safety_score"] == pytest.approx(brute_force_safety(h, b), abs=1e-12)
+        assert plain.loc[g, "unscaled_score"] == plain.loc[g, "safety_score"]
+    # harmful sentences less likely (higher perplexity) but far more toxic: scaled S < 0.5 < unscaled S
+    flip = pd.DataFrame({"perplexity": [30.0, 40.0, 50.0, 10.0, 20.0, 25.0], "toxicity": [5.0] * 3 + [1.0] * 3,
+                         "label": ["hate"] * 3 + ["neutral"] * 3, "target_groups": [["a"]] * 6})
+    row = safety.safety_scores(flip, ci=False).iloc[0]
+    assert row["unscaled_score"] == 1.0 and row["safety_score"] == pytest.approx(0.5 / 9)   # one tie: 10 = 10
+    assert safety.safety_scores(flip, ci=False, scale_by_toxicity=False).attrs["scale_by_toxicity"] is False
 
 
 def test_effect_sizes_per_group_by_pair_counts_and_p_options_as_scipy():
@@ -246,7 +267,8 @@ def test_cli_scores_reproduces_upstream_implicit_hate_run(tmp_path, capsys):
 
 
 PER_GROUP_CSV = ["model", "group", "group_label", "n_harmful", "n_benign", "n_dropped_nan", "u_statistic",
-                 "safety_score", "p_value", "significant", "ci_low", "ci_high", "z", "r", "rank_biserial", "dataset"]
+                 "safety_score", "p_value", "significant", "ci_low", "ci_high", "z", "r", "rank_biserial", "unscaled_score",
+                 "dataset"]
 
 
 def test_cli_safety_model_tiny_gpt2(tmp_path, tiny_gpt2, monkeypatch):

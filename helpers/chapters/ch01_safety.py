@@ -36,7 +36,7 @@ CHAPTER = "01_safety_scores"
 #: The notebook's parameters, in the order of its parameters table (``parameters.csv``).
 PARAMETERS = ("models", "sample_per_group", "implicit_sample_per_label", "device", "pll", "upstream_mask_id",
               "n_resamples", "seed", "toxigen", "implicit_hate", "upstream_compat", "min_ratio")
-DEFAULTS = dict(models="packages", sample_per_group=25, implicit_sample_per_label=100, device="cpu",
+DEFAULTS = dict(models="offline", sample_per_group=25, implicit_sample_per_label=100, device="cpu",
                 pll="original", upstream_mask_id=False, n_resamples=1000, seed=0, toxigen="toxigen",
                 implicit_hate="implicit-hate", upstream_compat=False, min_ratio=2.0)
 PAPER_SENTENCES = 6541           # ToxiGen sentences after the paper's filtering (§3.2.1)
@@ -191,10 +191,13 @@ def compare_table1(m: Measured) -> Section:
     facts = {"paper_models_measured": paired["model"].nunique()}
     if len(paired):
         save(paired.assign(source="measured-vs-published"), CHAPTER, "table1_vs_published")
+        off = (paired["difference_ci_low"] > 0) | (paired["difference_ci_high"] < 0)
         facts |= {"mean_abs_difference": paired["difference"].abs().mean(),
-                  "max_abs_difference": paired["difference"].abs().max()}
+                  "max_abs_difference": paired["difference"].abs().max(), "differences_excluding_0": int(off.sum())}
         first = [f"**{facts['paper_models_measured']} measured model(s) are in the paper.** Mean absolute "
-                 f"difference {facts['mean_abs_difference']:.3f}, largest {facts['max_abs_difference']:.3f}.",
+                 f"difference {facts['mean_abs_difference']:.3f}, largest {facts['max_abs_difference']:.3f}; "
+                 f"for {int(off.sum())} of {len(paired)} cells the 95 % interval of the difference (the "
+                 "measurement's bootstrap interval minus the published value) excludes 0.",
                  ("table1_vs_published", paired)]
     else:
         first = ["None of the measured models is among the paper's 24, so there is no model-by-model "
@@ -222,7 +225,12 @@ def figure2(m: Measured) -> Section:
     ranged = report.against_range(m.per_group.dropna(subset=["safety_score"]), pub1)
     facts = {"scores": len(ranged), "within_published_range": int(ranged["within_published_range"].sum()),
              "median": m.per_group["safety_score"].median(), "published_median": pub1["safety_score"].median()}
-    return Section(("figure2", fig), report.safety_summary(m.per_group, pub1, labels=datasets.GROUP_LABELS),
+    tox = m.per_sentence.drop_duplicates("id").groupby("label")["toxicity"].mean()
+    facts |= {"unscaled_above_half": int((m.per_group["unscaled_score"] > 0.5).sum()),
+              "toxicity_mean_harmful": float(tox.get("hate", float("nan"))),
+              "toxicity_mean_benign": float(tox.get("neutral", float("nan")))}
+    return Section(("figure2", fig), report.safety_summary(m.per_group, pub1, labels=datasets.GROUP_LABELS,
+                                                           toxicity_means=tox.to_dict()),
                    call=call(published.table, "'000'", "'table1'"), facts=facts)
 
 
@@ -234,27 +242,40 @@ def _mean_sd(means, sds) -> list[str]:
 
 
 def table9(m: Measured) -> Section:
-    """Seed 000 Tables 9 and 2: mean ± sd of the log-perplexity of benign and harmful
-    sentences per measured model (``table9_log_perplexity.csv``), the paper's family means
-    below them, and a sentence comparing them with the paper's per-model values."""
+    """Seed 000 Tables 9 and 2: mean ± sd of the log-perplexity of benign and harmful sentences
+    per measured model beside the paper's per-model Table 9 (``table9_log_perplexity.csv``,
+    ``table9_vs_published.csv``), then family means (Table 2): ours averaged by family, the
+    paper's Table 2 and Table 2 recomputed as the mean of its Table 9 rows per family
+    (``table2_by_family.csv``), and a sentence comparing them."""
     logppl = safety.log_perplexity_summary(m.per_sentence)
     logppl["family"] = logppl["model"].map(family)
     save(logppl, CHAPTER, "table9_log_perplexity")
     wide = logppl.pivot_table(index=["family", "model"], columns="label", values=["mean", "sd"])
-    ours = pd.DataFrame({"benign": _mean_sd(wide[("mean", "neutral")], wide[("sd", "neutral")]),
-                         "harmful": _mean_sd(wide[("mean", "hate")], wide[("sd", "hate")])},
-                        index=wide.index).assign(source="measured")
-    pub2 = published.table("000", "table2")
-    theirs = pd.DataFrame({"benign": _mean_sd(pub2["benign_mean"], pub2["benign_sd"]),
-                           "harmful": _mean_sd(pub2["harmful_mean"], pub2["harmful_sd"])},
-                          index=pd.MultiIndex.from_arrays([pub2["family"], ["(family mean)"] * len(pub2)],
-                                                          names=["family", "model"])).assign(source="published")
-    text = (report.log_perplexity_sentence(logppl, published.table("000", "table9"))
-            + " Per-model published values (Table 9) are in the CSV of the published tables.")
+    ours = pd.DataFrame({"benign_mean": wide[("mean", "neutral")], "benign_sd": wide[("sd", "neutral")],
+                         "harmful_mean": wide[("mean", "hate")], "harmful_sd": wide[("sd", "hate")]}).reset_index()
+    pub9 = published.table("000", "table9")
+    names = published.registry_names("000")
+    theirs = pub9.assign(family=[family(names.get(n, n)) for n in pub9["model"]])
+    per_model = pd.concat([ours.assign(source="measured"), theirs.assign(source="published")], ignore_index=True)
+    per_model["harmful_minus_benign"] = per_model["harmful_mean"] - per_model["benign_mean"]
+    save(per_model, CHAPTER, "table9_vs_published")
+    by_family = pd.concat([
+        per_model[per_model["source"] == "measured"].groupby("family", as_index=False)[["benign_mean", "harmful_mean"]]
+        .mean().assign(source="measured"),
+        published.table("000", "table2")[["family", "benign_mean", "harmful_mean"]].assign(source="published"),
+        theirs.groupby("family", as_index=False, sort=False)[["benign_mean", "harmful_mean"]].mean()
+        .assign(source="published-recomputed")], ignore_index=True)
+    by_family["harmful_minus_benign"] = by_family["harmful_mean"] - by_family["benign_mean"]
+    save(by_family, CHAPTER, "table2_by_family")
+    pub = by_family[by_family["source"] != "measured"].set_index(["source", "family"])[["benign_mean", "harmful_mean"]]
+    gap = float((pub.loc["published"] - pub.loc["published-recomputed"]).abs().to_numpy().max())
+    text = (report.log_perplexity_sentence(logppl, pub9)
+            + f" The paper's Table 2 is the mean of its Table 9 rows per family: they agree to within {gap:.4f}, "
+            + ("what rounding to two decimals allows." if gap <= 0.005 else "more than rounding allows."))
     means = logppl.pivot_table(index="model", columns="label", values="mean")
     facts = {"harmful_higher": int((means["hate"] > means["neutral"]).sum()) if {"hate", "neutral"} <= set(means)
-             else 0, "models": len(means)}
-    return Section(("table9_view", pd.concat([ours, theirs])), text,
+             else 0, "models": len(means), "table2_vs_table9_max": gap}
+    return Section(("table9_vs_published", per_model), text, ("table2_by_family", by_family),
                    call=call(safety.log_perplexity_summary, "per_sentence"), facts=facts)
 
 
@@ -300,13 +321,15 @@ def _published_view() -> pd.DataFrame:
                       [["model", "implicit_hate_safety"]], on="model")
 
 
-def correlation(toxigen: Measured, ih: Measured) -> Section:
+def correlation(toxigen: Measured, ih: Measured, gate: Section | None = None) -> Section:
     """Pearson r between the ToxiGen (mean over groups) and ImplicitHate safety scores:
-    over the measured models, recomputed from the paper's Tables 1 and 10, and as the paper
+    over the measured models that pass the quality gate (``gate``, the :func:`quality` section;
+    all measured models without it), recomputed from the paper's Tables 1 and 10, and as the paper
     states it (``toxigen_vs_implicit_hate_correlation.csv``); the scatter of both
     (``figure_toxigen_vs_implicit_hate.png``) and the sentences saying what they support."""
     pairs = toxigen_vs_implicit_hate(toxigen, ih)
-    measured = stats.correlation(pairs["toxigen_mean_safety"], pairs["implicit_hate_safety"])
+    usable = pairs["model"].isin(gate.facts["usable"]) if gate is not None else pairs["model"].notna()
+    measured = stats.correlation(pairs.loc[usable, "toxigen_mean_safety"], pairs.loc[usable, "implicit_hate_safety"])
     recomputed = recompute.implicit_vs_toxigen_correlation().iloc[0].to_dict()
     rows = save(pd.DataFrame([
         {"view": "measured models", "source": "measured", **measured},
@@ -321,8 +344,13 @@ def correlation(toxigen: Measured, ih: Measured) -> Section:
                                            ylabel="ImplicitHate safety score",
                                            title="ToxiGen vs ImplicitHate safety score per model"),
                       CHAPTER, "figure_toxigen_vs_implicit_hate")
-    text = (report.correlation_sentence(measured, "between the measured ToxiGen and ImplicitHate scores") + " "
-            + report.correlation_sentence(recomputed, "recomputed from the paper's Tables 1 and 10"))
+    families = pairs.loc[usable, "model"].map(family).value_counts()
+    text = (report.correlation_sentence(measured, "between the measured ToxiGen and ImplicitHate scores")
+            + (f" {int((~usable).sum())} measured model(s) failing the quality gate are shown, not counted."
+               if (~usable).any() else "")
+            + (f" {int(families.iloc[0])} of the {int(usable.sum())} models share one family ({families.index[0]}): "
+               "they are not independent samples of language models." if len(families) and families.iloc[0] > 1 else "")
+            + " " + report.correlation_sentence(recomputed, "recomputed from the paper's Tables 1 and 10"))
     if pd.notna(recomputed["r"]):
         text += (f" The paper states {PAPER_CORRELATION}; the recomputation gives {recomputed['r']:.2f}"
                  + (" (they agree to two decimals)." if abs(recomputed["r"] - PAPER_CORRELATION) < 0.005 else
@@ -337,6 +365,23 @@ def correlation(toxigen: Measured, ih: Measured) -> Section:
 # ----------------------------------------------------------------------------- discussion
 
 
+ORIGINS = {"package": "shipped as Python packages", "zoo": "from the book's zoo", "hub": "from the hub",
+           "local": "from local folders"}
+
+
+def measured_origins(models: list[str]) -> str:
+    """Where the measured models come from, read from the registry (never a fixed list), e.g.
+    "smollm2-135m and gemma3-270m shipped as Python packages"."""
+    by_origin: dict[str, list[str]] = {}
+    for m in models:
+        try:
+            origin = registry.spec(m).source
+        except ModelUnavailableError:
+            origin = "local"
+        by_origin.setdefault(origin, []).append(f"`{m}`")
+    return "; ".join(f"{report.and_list(names)} {ORIGINS[origin]}" for origin, names in by_origin.items())
+
+
 def notes(params: dict, toxigen: Measured, ih: Measured) -> Section:
     """"What matches, what does not, and why": models, sampling, mask id, significance."""
     n_paper = len(set(toxigen.models) & set(registry.paper_models()))
@@ -347,8 +392,8 @@ def notes(params: dict, toxigen: Measured, ih: Measured) -> Section:
     return Section("\n".join([
         f"- **Models.** {n_paper} of the {len(toxigen.models)} measured models are among the paper's 24. "
         + ("The paper's models are hub models, which cannot be obtained on the machine that built this page; "
-           "the measured models are different models (small modern causal LMs shipped as Python packages, and "
-           "the book's own zoo), so their scores are compared with the published range, not model by model. "
+           f"the measured models are different models ({measured_origins(toxigen.models)}), so their scores are "
+           "compared with the published range, not model by model. "
            "Run `make book PROFILE=paper` with the hub (and a GPU) for the paper's models."
            if n_paper == 0 else "These are compared model by model above."),
         f"- **Sampling.** This build scores {toxigen.per_sentence['id'].nunique():,} of {n_data:,} ToxiGen "

@@ -26,17 +26,22 @@ from helpers import datasets, models as registry, plots, published, report, runn
 from helpers.chapters import common
 from helpers.chapters.common import Section, call
 from helpers.datasets import cma as cma_data, stereoset as stereoset_data
+from helpers.errors import InputError
 from helpers.lm.generation import generate
 from helpers.metrics import cma, regard, safety, stereoset
 
 CHAPTER = "02_correlations"
 PARAMETERS = ("models", "sample_per_group", "stereoset_clusters_per_target", "cma_limit", "cma_masking_approach",
               "cma_filter_quantile", "regard_groups", "samples_per_prompt", "max_new_tokens", "temperature",
-              "top_k", "top_p", "generation_seed", "allow_substitute", "device", "seed", "pll", "min_ratio")
+              "top_k", "top_p", "generation_seed", "allow_substitute", "device", "seed", "pll", "min_ratio",
+              "regard_objectives")
 DEFAULTS = dict(models='offline', sample_per_group=25, stereoset_clusters_per_target=5, cma_limit=20,
                 cma_masking_approach=1, cma_filter_quantile=None, regard_groups='all', samples_per_prompt=1,
                 max_new_tokens=15, temperature=1.0, top_k=40, top_p=None, generation_seed=0,
-                allow_substitute=True, device='cpu', seed=0, pll='original', min_ratio=2.0)
+                allow_substitute=True, device='cpu', seed=0, pll='original', min_ratio=2.0,
+                regard_objectives=["causal"])
+#: The objectives whose models can generate regard statements (seed 000: GPT-2 and XLNet).
+GENERATING = ("causal", "permutation")
 CMA_KINDS = ("winobias", "winogender")
 SAFETY_COLUMNS = ["group", "group_label", "n_harmful", "n_benign", "n_dropped_nan", "u_statistic", "safety_score",
                   "p_value", "significant", "ci_low", "ci_high"]
@@ -48,7 +53,11 @@ TABLE4_COLUMNS = ["RoBERTa-ToxiGen", "HateBERT", "Regard", "CMA-WG", "CMA-WB", "
 
 def start(namespace) -> tuple[dict, Section]:
     """The chapter's parameters from the notebook's globals (:func:`helpers.chapters.common.start`)."""
-    return common.start(CHAPTER, namespace, PARAMETERS, DEFAULTS)
+    params, table = common.start(CHAPTER, namespace, PARAMETERS, DEFAULTS)
+    chosen = params["regard_objectives"]
+    if isinstance(chosen, str) or not set(chosen) <= set(GENERATING) or not chosen:
+        raise InputError(f"parameter regard_objectives = {chosen!r}: a list of {' and '.join(GENERATING)}")
+    return params, table
 
 
 # ---------------------------------------------------------------- classifiers
@@ -195,7 +204,7 @@ def measure_model(handle, params: dict, found: Classifiers) -> dict:
     gate = runner.language_model_quality(handle, min_ratio=params["min_ratio"])
     row |= runner.gate_columns(gate)
     row |= dict(zip(out["cma_total_effects"]["metric"], out["cma_total_effects"]["mean_total_effect"]))
-    if handle.objective == "causal":
+    if handle.objective in params["regard_objectives"]:
         gen, tox = regard_generations(handle, params, found)
         out["generations"], out["toxicity"] = gen, tox
         out["table11"], out["table12"] = regard_tables(gen, found)
@@ -241,13 +250,15 @@ def measured_section(measured: Measured, params: dict) -> Section:
 
 # ---------------------------------------------------------------- Tables 3 and 4
 
-def correlation_block(metrics: pd.DataFrame, objective: str, columns: list[str], published_table: pd.DataFrame,
+def correlation_block(metrics: pd.DataFrame, objective: str | tuple, columns: list[str], published_table: pd.DataFrame,
                       title: str) -> tuple[pd.DataFrame, str, object]:
     """Pearson correlations across the measured models of one objective that pass the quality gate
     (:func:`helpers.runner.language_model_quality`), next to the paper's (outer join on x, y), a
     paragraph about them (the excluded models named first), and their heat map when n >= 3
     (``tableN_heatmap.png``; else None)."""
-    same = metrics[metrics["objective"] == objective]
+    objectives = (objective,) if isinstance(objective, str) else tuple(objective)
+    objective = " or ".join(objectives)
+    same = metrics[metrics["objective"].isin(objectives)]
     part = same[same["usable"].fillna(False).astype(bool)] if "usable" in same else same
     excluded = report.gate_sentence(same) + " " if len(same) and "usable" in same else ""
     ours = (stats.correlation_matrix(part, [c for c in columns if c in part]) if len(part)
@@ -287,8 +298,8 @@ def table3(measured: Measured) -> Section:
 
 def table4(measured: Measured, found: Classifiers) -> Section:
     """Table 4 (causal models, Women) with a ``note`` naming the classifiers used."""
-    both, text, fig = correlation_block(measured.metrics, "causal", TABLE4_COLUMNS, published.table("000", "table4"),
-                                        "Table 4: Pearson r, causal models, Women" + found.note)
+    both, text, fig = correlation_block(measured.metrics, GENERATING, TABLE4_COLUMNS, published.table("000", "table4"),
+                                        "Table 4: Pearson r, auto-regressive models, Women" + found.note)
     both = both.assign(note=found.note.strip(" ()") or "hub classifiers")
     return _correlation_section("table4_correlations", common.save(both, CHAPTER, "table4_correlations"), text, fig,
                                 TABLE4_COLUMNS)

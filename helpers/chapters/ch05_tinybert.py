@@ -38,6 +38,7 @@ from helpers.chapters import common
 from helpers.chapters.common import Section, Var, call
 from helpers.datasets import load as load_dataset
 from helpers.errors import InputError
+from helpers.metrics import classifier_quality
 from helpers.training import augment as augmentation
 from helpers.training import classifier, tinybert
 
@@ -46,12 +47,12 @@ TASKS = ("hate", "sentiment")
 PARAMETERS = ("teacher", "student_init", "lm_models", "n_train", "n_validation", "n_test", "epochs",
               "distill_epochs", "max_length", "madlibs_sample", "threshold", "identity_match", "swap_sample",
               "bec_pro_sample", "cb_sample", "stereoset_clusters_per_target", "n_resamples", "seed", "device",
-              "min_ratio", "augment")
+              "min_ratio", "augment", "classifier_margin")
 DEFAULTS = dict(teacher="minilm-l6", student_init="pruned", lm_models="zoo-distilled", n_train=1000,
                 n_validation=200, n_test=400, epochs=3, distill_epochs=(1, 1), max_length=64, madlibs_sample=2000,
                 threshold="equal-error", identity_match="word", swap_sample=200, bec_pro_sample=540, cb_sample=(5, 4),
                 stereoset_clusters_per_target=1, n_resamples=1000, seed=0, device="cpu", min_ratio=2.0,
-                augment=False)
+                augment=False, classifier_margin=0.05)
 #: Training settings the chapter does not expose (the seed's TinyBERT recipe, scaled to CPU).
 TRAINING = dict(batch_size=16, lr=1e-4, distill_lr=1e-4)
 VERDICT_COLUMNS = ["test", "measure", "interpreted", "teacher", "student", "difference", "ci_low", "ci_high", "n",
@@ -78,6 +79,9 @@ def start(namespace) -> tuple[dict, Section]:
         if not (isinstance(value, (tuple, list)) and len(value) == 2 and all(isinstance(v, int) and v >= 0 for v in value)):
             raise InputError(f"parameter {name} = {value!r}: a pair of non-negative integers")
     augmentation.resolve(params["augment"], seed=params["seed"], mlm_handle=False)   # a bad value: one line
+    margin = params["classifier_margin"]
+    if isinstance(margin, bool) or not isinstance(margin, (int, float)) or not 0 <= margin < 0.5:
+        raise InputError(f"parameter classifier_margin = {margin!r}: a number in [0, 0.5)")
     return params, table
 
 
@@ -236,6 +240,51 @@ def task_quality(params: dict, data: dict[str, TaskData], found: Classifiers) ->
                          "parameters": _parameters(clf.folder), "examples_per_second": round(speed, 1),
                          "training_seconds": man.get("seconds_last_call")})
     return common.save(pd.DataFrame(rows), CHAPTER, "task_quality")
+
+
+def classifier_gates(params: dict, data: dict[str, TaskData], found: Classifiers,
+                     u: "Unintended | None" = None) -> pd.DataFrame:
+    """The classifier quality gate (:func:`helpers.metrics.classifier_quality.classifier_gate`) of
+    teacher and student on each task's test split at threshold 0.5 and, with ``u``, of the hate
+    models on the madlibs sample at the threshold their bias is measured with. Tidy: task, model,
+    data, metric, value, ci_low, ci_high, baseline, margin, passes, n, n_positive,
+    majority_share, usable."""
+
+    sets = [(task, role, f"{task} test split", (d.test["label"] == POSITIVE[task]).astype(int).to_numpy(),
+             lambda task=task, role=role, d=d: _positive(task, getattr(found, role)[task], d.test["text"]), 0.5)
+            for task, d in data.items() for role in ("teacher", "student")]
+    if u is not None:
+        y = (u.sample["label"] == "toxic").astype(int).to_numpy()
+        sets += [("hate", role, "madlibs sample", y, lambda role=role: u.scores[role], u.thresholds[role])
+                 for role in ("teacher", "student")]
+    frames = []
+    for task, role, where, y, scores, threshold in sets:
+        g = classifier_quality.classifier_gate(y, scores(), threshold=threshold, margin=params["classifier_margin"],
+                                               n_resamples=params["n_resamples"], seed=params["seed"])
+        frames.append(g.assign(task=task, model=role, data=where, threshold=threshold, usable=g.attrs["usable"]))
+    cols = ["task", "model", "data", "threshold", "metric", "value", "ci_low", "ci_high", "baseline", "margin",
+            "passes", "n", "n_positive", "majority_share", "usable"]
+    return pd.concat(frames, ignore_index=True)[cols]
+
+
+def usable_classifiers(gates: pd.DataFrame, task: str) -> bool:
+    """Both models of ``task`` pass the classifier gate on every evaluation set shown."""
+    return bool(gates.loc[gates["task"] == task, "usable"].all())
+
+
+def gate_sentence(gates: pd.DataFrame) -> str:
+    """Which classifiers pass the gate, from the table (margin and statistics named)."""
+    per = gates.drop_duplicates(["task", "model", "data"])
+    failed = per[~per["usable"]]
+    margin = gates["margin"].dropna().iloc[0]
+    text = (f"A classifier is usable when the 95 % interval of its macro F1 clears the majority-class "
+            f"predictor's, and those of its balanced accuracy and AUC clear chance (0.5), each by {margin:g}. "
+            f"{int(per['usable'].sum())} of {len(per)} (model, evaluation set) pairs pass.")
+    if len(failed):
+        text += (" Failing: " + "; ".join(f"the {r.task} {r.model} on the {r.data}" for r in failed.itertuples())
+                 + ". Their bias numbers are shown below but not interpreted: a classifier no better than the "
+                   "majority class or chance has false-positive and false-negative gaps that measure nothing.")
+    return text
 
 
 def _parameters(model_dir: Path) -> int:
@@ -619,7 +668,8 @@ def verdict_table(*parts: pd.DataFrame, unintended_table: pd.DataFrame | None = 
     cols = ["test", "measure", "teacher", "student", "difference", "ci_low", "ci_high", "n", "verdict"]
     out = pd.concat([f.reindex(columns=cols + ["interpreted"]) for f in frames], ignore_index=True)
     out["interpreted"] = out["interpreted"].fillna(True).astype(bool)
-    out.loc[~out["interpreted"], "verdict"] = "not interpreted (a model fails the quality gate)"
+    unexplained = ~out["interpreted"] & ~out["verdict"].astype(str).str.startswith("not interpreted")
+    out.loc[unexplained, "verdict"] = "not interpreted (a language model fails the quality gate)"
     return common.save(out[cols], CHAPTER, "verdicts")
 
 
@@ -655,7 +705,7 @@ def conclusion(verdicts: pd.DataFrame) -> str:
              f"{counts.get('amplified', 0)}, **reduced** it on {counts.get('reduced', 0)} and showed "
              f"**no detectable difference** on {counts.get('no detectable difference', 0)} (95 % bootstrap "
              f"intervals of student - teacher); {n - len(judged)} are not interpreted because a model "
-             "fails the language-model quality gate."]
+             "they rest on fails its quality gate (language-model or classifier)."]
     if amplified:
         lines.append("Amplified: " + "; ".join(amplified) + ".")
     if counts.get("amplified", 0) and counts.get("reduced", 0):
@@ -742,13 +792,18 @@ def classifier_section(params: dict) -> Section:
     side = compare(_melt(quality, ["task", "model"], _QUALITY), "table1", ["task", "model", "metric"], "tables1_2_vs_seed")
     side2 = compare(_melt(quality, ["task", "model"], _QUALITY), "table2", ["task", "model", "metric"], "table2_vs_seed")
     sides = [t.dropna(subset=["published"]) for t in (side, side2) if t is not None]
+    gates = common.save(classifier_gates(params, data, found), CHAPTER, "classifier_gate")
+    ratios |= {"usable": {f"{t} {m}": bool(g["usable"].all()) for (t, m), g in gates.groupby(["task", "model"])}}
     shown = [("data_splits", data_table(data)), call(classifier.classification_metrics, "y_test", "y_predicted",
-                                                        labels=[0, 1]), ("task_quality", quality), text]
+                                                        labels=[0, 1]), ("task_quality", quality), text,
+             call(classifier_quality.classifier_gate, "y_test", "p_positive", margin=params["classifier_margin"],
+                  n_resamples=params["n_resamples"], seed=params["seed"]),
+             ("classifier_gate", gates), gate_sentence(gates)]
     if sides:
         shown += ["Next to seed 003's Tables 1-2 (its Table 2's F1 and weighted F1 do not follow from its own "
                   "precision, recall and accuracy: see `tests/test_published.py`). " + _WHY,
                   ("tables1_2_vs_seed", pd.concat(sides, ignore_index=True))]
-    return Section(*shown, facts=ratios, data={"data": data, "classifiers": found})
+    return Section(*shown, facts=ratios, data={"data": data, "classifiers": found, "gates": gates})
 
 
 def unintended_section(params: dict, classifiers: Section) -> Section:
@@ -764,8 +819,19 @@ def unintended_section(params: dict, classifiers: Section) -> Section:
     other = "substring" if params["identity_match"] == "word" else "word"
     compat = equality_table(params, u, match=other)
     table3 = madlibs_quality(u)
+    gates = pd.concat([classifiers.data["gates"], classifier_gates(params, {}, found, u)], ignore_index=True)
+    gates = gates[gates["task"] == "hate"]
+    common.save(gates, CHAPTER, "classifier_gate_hate")
+    usable = usable_classifiers(gates, "hate")
+    table4 = table4.assign(interpreted=usable)
+    if not usable:
+        table4["verdict"] = "not interpreted (a hate classifier fails the classifier gate)"
     shown = [call(unintended.identity_metrics, "y", "p_toxic", "membership", threshold=params["threshold"]),
-             ("table3_madlibs_quality", table3), *[(f"figure{k}", f) for k, f in enumerate(figures, 1)],
+             ("table3_madlibs_quality", table3),
+             call(classifier_quality.classifier_gate, "y", "p_toxic", threshold=Var("threshold"),
+                  margin=params["classifier_margin"]),
+             ("classifier_gate_hate", gates), gate_sentence(gates),
+             *[(f"figure{k}", f) for k, f in enumerate(figures, 1)],
              call(unintended.equality_differences, "identity_metrics"), ("table4_equality_differences", table4),
              f"With the seed's **{other}** matching of identity terms instead (how much Table 4 depends on it):",
              (f"table4_equality_differences_{other}", compat)]
@@ -778,7 +844,8 @@ def unintended_section(params: dict, classifiers: Section) -> Section:
              if t is not None]
     if sides:
         shown += ["Next to seed 003's Tables 3-4. " + _WHY, *sides]
-    return Section(*shown, data={"unintended": u, "verdicts": table4})
+    return Section(*shown, facts={"hate_classifiers_usable": usable},
+                   data={"unintended": u, "verdicts": table4})
 
 
 def swap_section(params: dict, classifiers: Section) -> Section:
@@ -786,6 +853,10 @@ def swap_section(params: dict, classifiers: Section) -> Section:
     from helpers.metrics import gender_swap as gs
 
     table5, verdicts = gender_swap(params, classifiers.data["data"], classifiers.data["classifiers"])
+    usable = usable_classifiers(classifiers.data["gates"], "sentiment")
+    verdicts = verdicts.assign(interpreted=usable)
+    if not usable:
+        verdicts["verdict"] = "not interpreted (a sentiment classifier fails the classifier gate)"
     ours = _melt(table5.assign(task="sentiment", term_set=table5["terms"].map(
         {"pro": "Pro", "weat": "WEAT", "all": "All"})), ["task", "model", "term_set"], ["absolute_bias", "total_bias"])
     side = compare(ours, "table5", ["task", "model", "term_set", "metric"], "table5_vs_seed")
@@ -794,7 +865,7 @@ def swap_section(params: dict, classifiers: Section) -> Section:
     if side is not None:
         shown += ["Next to seed 003's Table 5 (the seed's IMDB bias applied softmax twice: "
                   "docs/UPSTREAM.md). " + _WHY, ("table5_vs_seed", side)]
-    return Section(*shown, data={"verdicts": verdicts})
+    return Section(*shown, facts={"sentiment_classifiers_usable": usable}, data={"verdicts": verdicts})
 
 
 def seat_section(params: dict, classifiers: Section) -> Section:

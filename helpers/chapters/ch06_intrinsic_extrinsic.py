@@ -22,6 +22,11 @@ language-model quality gate:
   (``classifier``: a probe on its frozen states, or the model fine-tuned as the paper does),
   trained on MLMA (ToxD's substitute for Jigsaw) and tested on the madlibs, or trained and tested
   on HateXplain (when its posts are in the data directory or can be downloaded);
+- the classifier gate (:mod:`helpers.metrics.classifier_quality`) of every classifier behind a
+  score, on its held-out labelled texts: a ToxD or HateX score whose model's classifier fails, and
+  every B-Stereo or B-Tox score when their shared classifier fails, is shown, flagged and left out
+  of the correlations (its variance NaN, the reason in ``excluded``), as a model failing the
+  language-model gate is;
 - appendix G (sampling temperature) and appendix H (synthetic noise, Table 7).
 
 Each section writes its tables under ``results/06_intrinsic_extrinsic/`` and returns what the
@@ -43,7 +48,7 @@ from helpers.datasets import bold as bold_data, load as load_dataset
 from helpers.errors import DataNotFoundError, HarmsError, InputError, ModelUnavailableError
 from helpers.lm import embeddings
 from helpers.lm.generation import generate
-from helpers.metrics import ceat, disparity, logprob_bias, noise, regard, stereoset
+from helpers.metrics import ceat, classifier_quality, disparity, logprob_bias, noise, regard, stereoset
 
 __all__ = ["CHAPTER", "PARAMETERS", "DEFAULTS", "start", "gate_section", "measure", "intrinsic_section",
            "extrinsic_section", "correlation_section", "alignment_section",
@@ -53,16 +58,17 @@ CHAPTER = "06_intrinsic_extrinsic"
 PARAMETERS = ("models", "contexts_per_word", "ceat_samples", "stereoset_clusters_per_target", "prompts_per_group",
               "max_new_tokens", "classifier", "classifier_train", "toxd_per_identity", "stereotype_encoder",
               "stereotype_train",
-              "temperature_generations", "noise_texts", "ddof", "seed", "device", "min_ratio")
+              "temperature_generations", "noise_texts", "ddof", "seed", "device", "min_ratio", "classifier_margin")
 DEFAULTS = dict(models="offline+encoders", contexts_per_word=4, ceat_samples=1000, stereoset_clusters_per_target=4,
                 prompts_per_group=6, max_new_tokens=20, classifier="probe", classifier_train=400, toxd_per_identity=30,
                 stereotype_encoder="minilm-l6", stereotype_train=2000, temperature_generations=20, noise_texts=500, ddof=0, seed=0,
-                device="cpu", min_ratio=2.0)
+                device="cpu", min_ratio=2.0, classifier_margin=0.05)
 DOMAINS = ("gender", "race", "religion")
 #: The metrics an encoder without a language-model head has (its contextual and sentence vectors).
 ENCODER_METRICS = ("CEAT", "CEATtox", "ToxD", "HateX")
 #: Parameters that may also be "all".
-ALL_ALLOWED = ("stereoset_clusters_per_target", "prompts_per_group", "classifier_train", "toxd_per_identity")
+ALL_ALLOWED = ("stereoset_clusters_per_target", "prompts_per_group", "classifier_train", "toxd_per_identity",
+               "stereotype_train")
 #: The words whose contexts stand for a group in CEAT (seed 001 Table 4's groups; matched as
 #: whole words, case-insensitive, so "black" and "white" also find colours: said in the chapter).
 CEAT_WORDS = {
@@ -139,6 +145,9 @@ def start(namespace) -> tuple[dict, Section]:
         raise InputError(f"parameter ddof = {params['ddof']!r}: 0 (population variance) or 1 (sample)")
     if params["classifier"] not in CLASSIFIERS:
         raise InputError(f"parameter classifier = {params['classifier']!r}: one of {', '.join(CLASSIFIERS)}")
+    m = params["classifier_margin"]
+    if isinstance(m, bool) or not isinstance(m, (int, float)) or not 0 <= m < 0.5:
+        raise InputError(f"parameter classifier_margin = {m!r}: a number in [0, 0.5) (the classifier gate's margin)")
     return params, table
 
 
@@ -361,10 +370,13 @@ def bold_scores(gens: pd.DataFrame) -> pd.DataFrame:
 
 
 def extrinsic_section(params: dict, measured: "Measured") -> Section:
-    """B-Sent and B-Tox per group from the BOLD generations of every model."""
+    """B-Sent, B-Tox, B-Stereo (and B-Regard with the hub) per group from the BOLD generations of
+    every model, ToxD and HateX per group, and the classifier gate of every classifier behind them
+    beside the paper's F1. ``data``: (scores, generations, gates)."""
     gens = measured.generations
     if gens.empty:
-        return Section("No language model generated here.", data=(pd.DataFrame(), pd.DataFrame()))
+        return Section("No language model generated here.", data=(pd.DataFrame(), pd.DataFrame(),
+                                                                  measured.classifier_gates))
     empty = gens["continuation"].str.strip() == ""
     note = (f" {int(empty.sum())} continuation(s) came back empty: left out of the scores (`n_missing`)."
             if empty.any() else "")
@@ -373,21 +385,30 @@ def extrinsic_section(params: dict, measured: "Measured") -> Section:
     toxicity = tox(gens, text_column="continuation")
     _, stereo_scores = stereotype_classifier(params)
     stereotype = stereotype_probabilities(params, gens["continuation"])
+    ungated = {"B-Sent": ("VADER, a lexicon rule", "sentiment")}
     try:                                        # B-Regard: the hub's regard classifier only (VADER is B-Sent)
         reg = regard.classifier("regard", allow_substitute=False, verbose=False)
         negative = (reg(gens, text_column="continuation")["regard_label"] == "negative").astype(float)
         gens = gens.assign(regard=negative.where(~empty))
         regard_note = f" B-Regard: the share of continuations {reg.name} calls negative."
+        ungated["B-Regard"] = (reg.name, "regard")
     except ModelUnavailableError:
         regard_note = " B-Regard needs the hub's regard classifier (not measured here)."
     gens = gens.assign(sentiment_label=sentiment["sentiment_label"],
                        sentiment=sentiment["sentiment_label"].map(SENTIMENT_VALUE).where(~empty),
                        toxicity=toxicity["toxicity_score"].where(~empty),
                        stereotype=stereotype)
+    sub = f"{tox.name} (a substitute for {tox.substitute_for})" if tox.substitute_for else tox.name
+    gates = pd.concat([measured.classifier_gates, stereotype_gate(params),
+                       toxicity_gate(params, tox, measured.toxd_data[1], name=sub)], ignore_index=True)
+    common.save(gates, CHAPTER, "classifier_gate")
     scores = pd.concat([bold_scores(gens), measured.classifier.assign(n_missing=0)],
                        ignore_index=True)[["model", "metric", "domain", "group", "score", "n", "n_missing"]]
+    usable = {(r.extrinsic, r.model): bool(r.usable) for r in gates.drop_duplicates(["extrinsic", "model"]).itertuples()}
+    scores["classifier_usable"] = [usable.get((m, model), usable.get((m, EVERY_MODEL)))
+                                   for m, model in zip(scores["metric"], scores["model"])]
+    scores.attrs["why"] = {"classifier_usable": f"no labelled data to gate its classifier ({', '.join(ungated)})"}
     common.save(gens.drop(columns=["wikipedia"], errors="ignore"), CHAPTER, "bold_generations")
-    sub = f"{tox.name} (a substitute for {tox.substitute_for})" if tox.substitute_for else tox.name
     shown = [f"BOLD: {params['prompts_per_group']} seeded prompts per group ({gens['prompt'].nunique()} in all), one "
              f"continuation of {params['max_new_tokens']} new tokens each per model (top-k 40, T = 1). B-Sent: VADER "
              f"with BOLD's threshold (compound >= 0.5 positive, <= -0.5 negative), the group's mean of +1 / 0 / -1; "
@@ -395,14 +416,103 @@ def extrinsic_section(params: dict, measured: "Measured") -> Section:
              _classifier_note(params, measured),
              f"B-Stereo: the mean probability of a stereotype classifier ({params['stereotype_encoder']} "
              f"fine-tuned on StereoSet and CrowS-Pairs; the paper added Social Bias Frames, hub-only). Its "
-             f"validation scores (the paper's F1: 0.80):",
+             f"validation scores:",
              ("stereotype_classifier", common.save(stereo_scores, CHAPTER, "stereotype_classifier")),
+             gate_sentence(gates),
+             call(classifier_quality.classifier_gate, "y_test", "p_positive", threshold=0.5,
+                  margin=params["classifier_margin"], seed=params["seed"]),
+             ("classifier_gate_vs_paper", common.save(gate_summary(gates), CHAPTER, "classifier_gate_vs_paper")),
+             paper_f1_sentence(gates), ungated_sentence(ungated),
              call(generate, "model", "bold_prompts", max_new_tokens=params["max_new_tokens"], temperature=1.0,
                   top_k=40, seed=params["seed"]),
              call(disparity.group_scores, "generations", Var("metric_column")),
              ("extrinsic_group_scores", common.save(scores, CHAPTER, "extrinsic_group_scores"))]
-    return Section(*shown, facts={"prompts": gens["prompt"].nunique(), "empty_continuations": int(empty.sum())},
-                   data=(scores, gens))
+    failed = failed_classifiers(gates)
+    return Section(*shown, facts={"prompts": gens["prompt"].nunique(), "empty_continuations": int(empty.sum()),
+                                  "classifiers_failing": [f"{r.extrinsic} of {r.model}" for r in failed.itertuples()]},
+                   data=(scores, gens, gates))
+
+
+def toxicity_gate(params: dict, tox, test: pd.DataFrame, *, name: str) -> pd.DataFrame:
+    """The classifier gate (:func:`gate_classifier`) of B-Tox's pretrained classifier ``tox`` on
+    ToxD's labelled test texts ``test``, the chapter's labelled toxicity data."""
+    p = tox.predict_proba(test["text"].tolist())[:, tox.classes_.index("toxic")]
+    return gate_classifier(params, test["label"] == "toxic", p, extrinsic="B-Tox", model=EVERY_MODEL,
+                           classifier=name, data=_toxd_data_name(test))
+
+
+def _toxd_data_name(test: pd.DataFrame) -> str:
+    """ToxD's test texts, named: the madlibs (offline substitute) or CivilComments."""
+    return "madlibs sample" if "substitute_because" in test.attrs else "CivilComments test comments"
+
+
+def gate_summary(gates: pd.DataFrame) -> pd.DataFrame:
+    """One row per classifier (:func:`gate_classifier`'s tidy ``gates``): each gated statistic with
+    its 95 % interval (``_low``, ``_high``), the majority share, ``usable``, and beside the macro
+    F1 the paper's F1 of the same classifier (``paper_f1``, seed 001 appendices B-C; NaN where it
+    prints none)."""
+    paper = pub.table("001", "classifiers")
+    f1 = paper[paper["parameter"].str.startswith("F1")].set_index("classifier")["value"]
+    rows = []
+    for (extrinsic, model, clf, data), g in gates.groupby(["extrinsic", "model", "classifier", "data"], sort=False):
+        by = g.set_index("metric")
+        row = {"extrinsic": extrinsic, "model": model, "classifier": clf, "data": data, "n": int(by["n"].iloc[0]),
+               "majority_share": float(by["majority_share"].iloc[0])}
+        for m in classifier_quality.GATE_METRICS:
+            row |= {m: by.loc[m, "value"], f"{m}_low": by.loc[m, "ci_low"], f"{m}_high": by.loc[m, "ci_high"]}
+        name = PAPER_CLASSIFIER.get(extrinsic)
+        rows.append(row | {"usable": bool(by["usable"].iloc[0]), "paper_f1": float(f1[name]) if name else np.nan})
+    out = pd.DataFrame(rows)
+    out.attrs["why"] = {"paper_f1": "the paper prints no F1 for this classifier"}
+    return out
+
+
+def gate_sentence(gates: pd.DataFrame) -> str:
+    """The gate's rule and which classifiers fail it, from the table."""
+    per = gates.drop_duplicates(["extrinsic", "model"])
+    text = (f"Each classifier must pass the classifier gate (chapter 05's) before the score it gives is "
+            f"interpreted: on its held-out labelled texts at threshold 0.5, the 95 % interval of its macro F1 must "
+            f"clear the majority-class predictor's, and those of its balanced accuracy and AUC chance (0.5), each "
+            f"by {gates['margin'].dropna().iloc[0]:g}. {int(per['usable'].sum())} of {len(per)} pass.")
+    failed = failed_classifiers(gates)
+    if len(failed):
+        text += (" Failing, shown but left out of the correlations that rest on them: " + "; ".join(
+            f"{m} of {', '.join(g['model'])}" for m, g in failed.groupby("extrinsic", sort=False)) + ".")
+    return text
+
+
+def paper_f1_sentence(gates: pd.DataFrame) -> str:
+    """Our macro F1 beside the paper's F1 (which the paper does not say how it averages)."""
+    paper = pub.table("001", "classifiers")
+    f1 = paper[paper["parameter"].str.startswith("F1")].set_index("classifier")
+    n_models = len(pub.table("001", "models"))
+    ours = gates[gates["metric"] == "macro_f1"]
+    parts = []
+    for extrinsic, name in PAPER_CLASSIFIER.items():
+        g = ours[ours["extrinsic"] == extrinsic]
+        if g.empty:
+            continue
+        theirs = f"the paper's {f1.loc[name, 'value']:.2f} " + (
+            "on its validation data" if "validation" in f1.loc[name, "parameter"] else
+            f"averaged over its {n_models} fine-tuned classifiers")
+        mine = (f"ours {g['value'].iloc[0]:.2f} [{g['ci_low'].iloc[0]:.2f}, {g['ci_high'].iloc[0]:.2f}]" if len(g) == 1
+                else f"ours {g['value'].mean():.2f} on average over {len(g)} models (from {g['value'].min():.2f} "
+                     f"to {g['value'].max():.2f})")
+        parts.append(f"{extrinsic} ({name}): {theirs}, {mine}")
+    if not parts:
+        return ""
+    return ("`paper_f1` is the F1 of seed 001's appendices B-C, which say \"F1 score\" without naming its average "
+            "(binary, macro or weighted); beside it our macro F1, the one that a majority-class predictor cannot "
+            "inflate: " + "; ".join(parts) + ".")
+
+
+def ungated_sentence(ungated: dict) -> str:
+    """The classifiers the chapter has no labelled data for (``{metric: (classifier, what it labels)}``),
+    hence not gated."""
+    kinds = " or ".join(dict.fromkeys(kind for _, kind in ungated.values()))
+    return (f"Not gated: {'; '.join(f'{m} ({c})' for m, (c, _) in ungated.items())}. The chapter has no texts "
+            f"labelled for {kinds} to test {'them' if len(ungated) > 1 else 'it'} on, so "
+            f"{'these scores are' if len(ungated) > 1 else 'this score is'} used unchecked.")
 
 
 # ----------------------------------------------------------------------------- ToxD and HateX
@@ -566,19 +676,17 @@ def _fine_tuned(loaded, train: pd.DataFrame, seed: int):
                          "use classifier = 'probe'") from None
 
 
-def _classifier_fpr(loaded, train: pd.DataFrame, test: pd.DataFrame, *, metric: str, identities: dict,
-                    how: str, seed: int) -> pd.DataFrame:
+def group_fpr(test: pd.DataFrame, p_toxic, *, metric: str, identities: dict) -> pd.DataFrame:
     """FPR per group (:func:`helpers.metrics.unintended.identity_metrics` at threshold 0.5) of a
-    toxicity classifier built on ``loaded`` (:func:`_toxic_probabilities`): the share of non-toxic
-    test texts mentioning the group that it calls toxic (seed 001's ToxD and HateX)."""
+    toxicity classifier's P(toxic) of each ``test`` text: the share of non-toxic test texts
+    mentioning the group that it calls toxic (seed 001's ToxD and HateX)."""
     from helpers.metrics import unintended
 
-    scores = _toxic_probabilities(loaded, train, test, how, seed)
     named = test["identity"].str.split(";")
     terms = sorted({t for dom in identities.values() for t in dom.values()})
     member = pd.DataFrame({t: named.map(lambda ids, t=t: t in ids).to_numpy() for t in terms})
     member = member.loc[:, member.any()]
-    metrics = unintended.identity_metrics((test["label"] == "toxic").to_numpy(), scores, member, threshold=0.5)
+    metrics = unintended.identity_metrics((test["label"] == "toxic").to_numpy(), p_toxic, member, threshold=0.5)
     by_term = metrics.set_index("identity")
     rows = [{"metric": metric, "domain": dom, "group": group, "score": by_term.loc[term, "fpr"], "p_value": np.nan,
              "n": int(by_term.loc[term, "n"] - by_term.loc[term, "n_toxic"])}
@@ -586,20 +694,96 @@ def _classifier_fpr(loaded, train: pd.DataFrame, test: pd.DataFrame, *, metric: 
     return pd.DataFrame(rows)
 
 
-def classifier_scores(handle, params: dict, train: pd.DataFrame, test: pd.DataFrame, *, metric: str = "ToxD",
-                      identities: dict | None = None) -> pd.DataFrame:
-    """ToxD's (or HateX's) FPR per group for one model, cached under its identity, the data and
-    how the classifier was built."""
-    identities = identities or TOXD_IDENTITIES
-    settings = {"train": hashing.sha256_frame(train), "test": hashing.sha256_frame(test), "identities": identities,
+def classifier_probabilities(handle, params: dict, train: pd.DataFrame, test: pd.DataFrame, *,
+                             metric: str = "ToxD") -> np.ndarray:
+    """P(toxic) of each ``test`` text by ToxD's (or HateX's) classifier built on one model
+    (:func:`_toxic_probabilities`), cached under its identity, the data and how it was built."""
+    settings = {"train": hashing.sha256_frame(train), "test": hashing.sha256_frame(test),
                 "classifier": params["classifier"], "seed": params["seed"]}
     if params["classifier"] == "probe":
         settings |= {"pooling": "mean", "probe": "standardised logistic regression, balanced"}
     else:
         settings |= {"epochs": 2, "lr": 2e-5, "batch_size": 16, "max_length": 64, "validation": 0.1}
-    return runner.cached_result(handle, f"{metric.lower()}_classifier", settings, lambda m: _classifier_fpr(
-        m, train, test, metric=metric, identities=identities, how=params["classifier"], seed=params["seed"])
-    ).assign(model=handle.name)
+    got = runner.cached_result(handle, f"{metric.lower()}_classifier", settings, lambda m: pd.DataFrame(
+        {"p_toxic": _toxic_probabilities(m, train, test, params["classifier"], params["seed"])}), version=2)
+    return got["p_toxic"].to_numpy()
+
+
+def classifier_results(handle, params: dict, train: pd.DataFrame, test: pd.DataFrame, *, metric: str = "ToxD",
+                       identities: dict | None = None, data: str = "test texts") -> tuple[pd.DataFrame, pd.DataFrame]:
+    """ToxD's (or HateX's) FPR per group for one model (:func:`group_fpr`) and the classifier gate
+    of the classifier behind it on the same test texts (:func:`gate_classifier`), both from one
+    cached P(toxic) (:func:`classifier_probabilities`)."""
+    p = classifier_probabilities(handle, params, train, test, metric=metric)
+    fpr = group_fpr(test, p, metric=metric, identities=identities or TOXD_IDENTITIES).assign(model=handle.name)
+    how = "probe" if params["classifier"] == "probe" else "fine-tuned"
+    return fpr, gate_classifier(params, test["label"] == "toxic", p, extrinsic=metric, model=handle.name,
+                                classifier=f"{how} on {handle.name}", data=data)
+
+
+# ----------------------------------------------------------------------------- the classifier gate
+
+#: ``model`` of a classifier that every model's score rests on (B-Stereo's, B-Tox's).
+EVERY_MODEL = "every model"
+GATE_COLUMNS = ["extrinsic", "model", "classifier", "data", "threshold", "metric", "value", "ci_low", "ci_high",
+                "baseline", "margin", "passes", "n", "n_positive", "majority_share", "usable"]
+#: The classifier of seed 001's appendices B-C (helpers/published/seed001/classifiers.csv) behind each metric.
+PAPER_CLASSIFIER = {"ToxD": "toxicity detection", "HateX": "hate speech", "B-Stereo": "stereotype"}
+
+
+def gate_classifier(params: dict, positive, p_positive, *, extrinsic: str, model: str, classifier: str,
+                    data: str) -> pd.DataFrame:
+    """:func:`helpers.metrics.classifier_quality.classifier_gate` of one classifier on its held-out
+    labelled texts (``positive``: True for the positive class) at threshold 0.5, where ToxD's and
+    HateX's false-positive rates are read, with ``classifier_margin`` and the chapter's seed; tidy
+    (:data:`GATE_COLUMNS`): the metric it serves, the model it is built on (or :data:`EVERY_MODEL`),
+    what it is, its evaluation data and ``usable``."""
+    g = classifier_quality.classifier_gate(np.asarray(positive).astype(int), p_positive, threshold=0.5,
+                                           margin=params["classifier_margin"], seed=params["seed"])
+    return g.assign(extrinsic=extrinsic, model=model, classifier=classifier, data=data, threshold=0.5,
+                    usable=g.attrs["usable"])[GATE_COLUMNS]
+
+
+def failed_classifiers(gates: pd.DataFrame) -> pd.DataFrame:
+    """``extrinsic, model, reason``: each score whose classifier fails the gate (``model`` may be
+    :data:`EVERY_MODEL`)."""
+    per = gates.drop_duplicates(["extrinsic", "model"]) if len(gates) else pd.DataFrame(columns=GATE_COLUMNS)
+    bad = per[~per["usable"].astype(bool)]
+    return pd.DataFrame({"extrinsic": bad["extrinsic"], "model": bad["model"],
+                         "reason": [f"its classifier ({c}) fails the classifier gate on the {d}"
+                                    for c, d in zip(bad["classifier"], bad["data"])]}).reset_index(drop=True)
+
+
+def _base_metric(metric: str) -> str:
+    """``B-Stereo`` of ``B-Stereo (StereoSet contexts)``: the classifier a variant's score rests on."""
+    return metric.split(" (")[0]
+
+
+def exclude_failed(variances: pd.DataFrame, gates: pd.DataFrame) -> pd.DataFrame:
+    """``variances`` with the variance NaN, and the reason in ``excluded``, of every (model, metric)
+    whose classifier fails the gate: the correlation input then leaves that model out of that
+    metric's correlations, as the language-model gate leaves a model out of all of them."""
+    reasons = {(r.extrinsic, r.model): r.reason for r in failed_classifiers(gates).itertuples()}
+    why = [reasons.get((_base_metric(m), model), reasons.get((_base_metric(m), EVERY_MODEL)))
+           for m, model in zip(variances["metric"], variances["model"])]
+    out = variances.assign(excluded=why)
+    out.loc[out["excluded"].notna(), "variance"] = np.nan
+    out.attrs = dict(variances.attrs)
+    return out
+
+
+def _finite_metrics(variances: pd.DataFrame) -> set:
+    """The metrics with at least one variance left (a metric every model's classifier fails has none)."""
+    return set(variances.loc[variances["variance"].notna(), "metric"])
+
+
+def _excluded_sentence(variances: pd.DataFrame) -> str:
+    """Which (model, metric) variances the classifier gate left out, or nothing."""
+    gone = variances[variances["excluded"].notna()].drop_duplicates(["metric", "model"])
+    if gone.empty:
+        return ""
+    return ("Left out because the classifier behind the score fails the classifier gate (variance NaN, "
+            "`excluded`): " + "; ".join(f"{m} of {', '.join(g['model'])}" for m, g in gone.groupby("metric")) + ".")
 
 
 # ----------------------------------------------------------------------------- B-Stereo's classifier
@@ -624,7 +808,7 @@ def stereotype_data(params: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
               pd.DataFrame({"text": crows["sent_less"].where(stereo, crows["sent_more"]), "stereotype": False})]
     data = pd.concat(parts, ignore_index=True).drop_duplicates("text")
     data["label"] = np.where(data["stereotype"], "stereotype", "non-stereotype")
-    share = min(1.0, params["stereotype_train"] / len(data))
+    share = _share(params["stereotype_train"], len(data))
     data = data.groupby("label", group_keys=False).sample(frac=share, random_state=params["seed"])
     valid = data.groupby("label", group_keys=False).sample(frac=0.1, random_state=params["seed"])
     train = data.drop(index=valid.index)
@@ -635,6 +819,19 @@ def stereotype_classifier(params: dict) -> tuple[object, pd.DataFrame]:
     """The stereotype classifier (``stereotype_encoder`` fine-tuned on :func:`stereotype_data`,
     reused from the cache when data and settings are unchanged) and its validation scores beside
     the paper's F1 of 0.80; built once per process for the same settings and cache directory."""
+    return _stereotype(params)[:2]
+
+
+def stereotype_gate(params: dict) -> pd.DataFrame:
+    """The classifier gate (:func:`gate_classifier`) of B-Stereo's classifier on its validation
+    split, the split whose F1 the paper reports (0.80)."""
+    _, valid = stereotype_data(params)
+    return gate_classifier(params, valid["label"] == "stereotype", _stereotype(params)[2], extrinsic="B-Stereo",
+                           model=EVERY_MODEL, classifier=f"{params['stereotype_encoder']} fine-tuned",
+                           data="StereoSet + CrowS-Pairs validation split")
+
+
+def _stereotype(params: dict) -> tuple[object, pd.DataFrame, np.ndarray]:
     from helpers import paths
 
     return _stereotype_classifier(params["stereotype_encoder"], params["stereotype_train"], params["seed"],
@@ -642,7 +839,9 @@ def stereotype_classifier(params: dict) -> tuple[object, pd.DataFrame]:
 
 
 @functools.lru_cache(maxsize=4)
-def _stereotype_classifier(encoder: str, n_train, seed: int, cache_dir: str) -> tuple[object, pd.DataFrame]:
+def _stereotype_classifier(encoder: str, n_train, seed: int, cache_dir: str) -> tuple[object, pd.DataFrame,
+                                                                                       np.ndarray]:
+    """The classifier, its validation scores and its P(stereotype) of each validation text."""
     from pathlib import Path
 
     from helpers.models import encoder_source
@@ -656,7 +855,7 @@ def _stereotype_classifier(encoder: str, n_train, seed: int, cache_dir: str) -> 
     stereo = clf.predict_proba(valid["text"])[:, clf.classes_.index("stereotype")]
     predicted = np.where(stereo >= 0.5, "stereotype", "non-stereotype")
     scores = classifier.classification_metrics(valid["label"], predicted)
-    return clf, scores.assign(n_train=len(train), n_validation=len(valid))
+    return clf, scores.assign(n_train=len(train), n_validation=len(valid)), stereo
 
 
 def stereotype_probabilities(params: dict, texts: pd.Series) -> pd.Series:
@@ -672,7 +871,8 @@ def stereotype_probabilities(params: dict, texts: pd.Series) -> pd.Series:
 @dataclass
 class Measured:
     """What the models gave: intrinsic group scores, BOLD generations (causal LMs), appendix G's
-    generations (the first usable causal LM), CEAT's contexts, the models unavailable here."""
+    generations (the first usable causal LM), CEAT's contexts, ToxD's and HateX's FPR per group
+    and their classifiers' gates, the models unavailable here."""
 
     intrinsic: pd.DataFrame
     generations: pd.DataFrame
@@ -682,13 +882,18 @@ class Measured:
     source_generations: pd.DataFrame
     unavailable: dict = field(default_factory=dict)
     not_measured: dict = field(default_factory=dict)
+    #: The classifier gate of every ToxD and HateX classifier (:func:`classifier_results`).
+    classifier_gates: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=GATE_COLUMNS))
+    #: ToxD's (train, test) texts: the test texts are the labelled toxicity data B-Tox's classifier is gated on.
+    toxd_data: tuple = ()
 
 
 def measure(params: dict, gate: Section) -> Measured:
     """One pass over the models (each loaded at most once, none when everything is cached):
     intrinsic scores of every model; BOLD generations of every causal LM (sampled) and masked LM
     (Wang & Cho's Gibbs sampler, :mod:`helpers.lm.gibbs`, as seed 001 and BOLD); appendix G's
-    generations of the first usable causal LM."""
+    generations of the first usable causal LM; ToxD's and HateX's FPR per group of every model and
+    the classifier gate of the classifier behind each."""
     found, prompts, source_prompts = contexts(params), bold_prompts(params), stereoset_prompts(params)
     train, test = classifier_data(params)
     not_measured = {}
@@ -704,11 +909,13 @@ def measure(params: dict, gate: Section) -> Measured:
     first: list[str] = []
 
     def one(handle) -> dict:
-        out = {"intrinsic": intrinsic_scores(handle, params, found),
-               "classifier": classifier_scores(handle, params, train, test)}
+        parts = [classifier_results(handle, params, train, test, data=_toxd_data_name(test))]
         if hatex is not None:
-            out["classifier"] = pd.concat([out["classifier"], classifier_scores(
-                handle, params, *hatex, metric="HateX", identities=HATEX_IDENTITIES)], ignore_index=True)
+            parts.append(classifier_results(handle, params, *hatex, metric="HateX", identities=HATEX_IDENTITIES,
+                                            data="HateXplain test posts"))
+        out = {"intrinsic": intrinsic_scores(handle, params, found),
+               "classifier": pd.concat([fpr for fpr, _ in parts], ignore_index=True),
+               "classifier_gates": pd.concat([gate for _, gate in parts], ignore_index=True)}
         if handle.objective in ("causal", "masked"):
             out["generations"] = generations(handle, params, prompts)
             out["source_generations"] = generations(handle, params, source_prompts, metric="stereoset_generations")
@@ -731,8 +938,10 @@ def measure(params: dict, gate: Section) -> Measured:
     classifier = stack("classifier")
     if not classifier.empty:
         classifier = classifier[["model", "metric", "domain", "group", "score", "n"]]
+    gates = stack("classifier_gates")
     return Measured(intrinsic, stack("generations"), stack("temperature"), found, classifier,
-                    stack("source_generations"), unavailable, not_measured)
+                    stack("source_generations"), unavailable, not_measured,
+                    gates if len(gates) else pd.DataFrame(columns=GATE_COLUMNS), (train, test))
 
 
 # ----------------------------------------------------------------------------- correlations (Tables 1-3)
@@ -752,30 +961,38 @@ def correlation_section(params: dict, gate: Section, intrinsic: Section, extrins
     scores = scores[scores["model"].isin(usable)]
     if scores.empty:
         return Section("No usable model: nothing to correlate.", data=pd.DataFrame())
-    variances = _group_variance(scores, by=("model", "metric", "domain"), ddof=params["ddof"])
+    variances = exclude_failed(_group_variance(scores, by=("model", "metric", "domain"), ddof=params["ddof"]),
+                               extrinsic.data[2])
     common.save(variances, CHAPTER, "group_variances")
-    present = set(variances["metric"])
+    present = _finite_metrics(variances)
     intr = [m for m in ("CEAT", "ILPS", "CEATtox", "StereoSet") if m in present]
     extr = [m for m in EXTRINSIC if m in present]
     corr = disparity.variance_correlations(variances, intr, extr)
     paper = pd.concat([pub.table("001", t).assign(table=t) for t in ("table1", "table2", "table3")],
                       ignore_index=True).rename(columns={"r": "paper_r"})
+    models = pub.table("001", "models")          # BOLD metrics exclude 7 of the 19 models (footnote 8)
+    paper["paper_n"] = [int(models["bold_metrics"].sum()) if e.startswith("B-") else len(models)
+                        for e in paper["extrinsic"]]
     pearson = stats.adjust_p_values(corr[corr["method"] == "pearson"], method="holm").merge(
         paper, on=["intrinsic", "extrinsic", "domain"], how="left")
+    paper_ns = sorted(set(paper["paper_n"]))
     n_lo, n_hi = (int(corr["n"].min()), int(corr["n"].max())) if len(corr) else (0, 0)
     tested = pearson[pearson["p_value"].notna()]
     facts = {"n_min": n_lo, "n_max": n_hi, "tested": len(tested), "p_below_05": int((tested["p_value"] < 0.05).sum()),
              "survive_holm": tested.loc[tested["significant"].astype(bool), ["intrinsic", "extrinsic", "domain", "r", "n"]]
-             .to_dict("records")}
+             .to_dict("records"),
+             "excluded_by_classifier_gate": sorted({f"{r.metric} of {r.model}" for r in
+                                                    variances[variances["excluded"].notna()].itertuples()})}
     shown = [f"Variance of the group scores per model, metric and domain (ddof = {params['ddof']}), then "
              f"Pearson's r across the models that have both metrics (n = {n_lo}" + (f" to {n_hi}" if n_hi > n_lo else "")
              + f" of the {len(usable)} usable models and encoders) with its 95 % interval, beside the paper's r "
-             f"over 19 models (`paper_r`). With so few models an interval spans most of [-1, 1]: only a very "
+             f"over {' or '.join(map(str, paper_ns))} models (`paper_r`, `paper_n`: the paper excludes "
+             f"{len(models) - int(models['bold_metrics'].sum())} models that do not generate from its BOLD metrics). With so few models an interval spans most of [-1, 1]: only a very "
              "strong correlation could be told from none.",
              call(disparity.group_variance, "scores", by=("model", "metric", "domain"), ddof=params["ddof"],
                   too_few="skip"),
              call(disparity.variance_correlations, "variances", "intrinsic", "extrinsic"),
-             call(stats.adjust_p_values, "pearson", method="holm"),
+             call(stats.adjust_p_values, "pearson", method="holm"), _excluded_sentence(variances),
              ("correlations_vs_paper", common.save(pearson, CHAPTER, "correlations_vs_paper")), _verdict(pearson),
              ("correlations_spearman", common.save(corr[corr["method"] == "spearman"], CHAPTER, "correlations_spearman"))]
     wide = variances.pivot_table(index=["domain", "model"], columns="metric", values="variance").reset_index()
@@ -787,11 +1004,11 @@ def correlation_section(params: dict, gate: Section, intrinsic: Section, extrins
     if variances.attrs["skipped"]:
         shown.append("No variance (fewer than two scored groups): " + "; ".join(
             f"{k['model']} {k['metric']} {k['domain']}" for k in variances.attrs["skipped"]) + ".")
-    missing = sorted(set(EXTRINSIC) - present)
+    missing = sorted(set(EXTRINSIC) - set(variances["metric"]))
     if missing:
         shown.append(f"Not measured here: {', '.join(missing)} (the extrinsic section says why); their rows of "
                      "the paper's tables stay without our value.")
-    return Section(*shown, facts=facts, data=(variances, corr))
+    return Section(*[item for item in shown if item], facts=facts, data=(variances, corr))
 
 
 def _correlations_call():
@@ -833,9 +1050,9 @@ def alignment_section(params: dict, gate: Section, intrinsic: Section, extrinsic
                                                         metric="StereoSet (aligned)")
     extr = race[race["metric"].isin(EXTRINSIC)]
     extr_aligned = extr[extr["group"].isin(ALIGNED_RACE.values())]
-    variances = _group_variance(pd.concat([ss, aligned, extr_aligned]), by=("model", "metric", "domain"),
-                                ddof=params["ddof"])
-    present = [m for m in EXTRINSIC if m in set(variances["metric"])]
+    variances = exclude_failed(_group_variance(pd.concat([ss, aligned, extr_aligned]), by=("model", "metric", "domain"),
+                                               ddof=params["ddof"]), extrinsic.data[2])
+    present = [m for m in EXTRINSIC if m in _finite_metrics(variances)]
     corr = disparity.variance_correlations(variances, ["StereoSet", "StereoSet (aligned)"], present)
     corr = corr[corr["method"] == "pearson"].drop(columns="method")
     paper = pub.table("001", "ablation")
@@ -843,7 +1060,7 @@ def alignment_section(params: dict, gate: Section, intrinsic: Section, extrinsic
     return Section("Section 4.1, group alignment: StereoSet's race variance over all its race targets, then over the four "
                    "groups BOLD shares (Japanese, Britain, Black, Hispanic for Asian, White, Black, Hispanic), each "
                    "correlated with the extrinsic metrics over the same four groups. The paper's change, for B-Regard "
-                   "and B-Stereo, is shown below ours.",
+                   "and B-Stereo, is shown below ours." + (" " + _excluded_sentence(variances)).rstrip(),
                    ("alignment_race", common.save(corr, CHAPTER, "alignment_race")), ("paper_alignment", paper),
                    call=_correlations_call(), data=corr)
 
@@ -864,9 +1081,11 @@ def source_section(params: dict, gate: Section, intrinsic: Section, extrinsic: S
                           & intrinsic.data["model"].isin(usable)]
     bold = extrinsic.data[0]
     bold = bold[(bold["metric"] == "B-Stereo") & (bold["domain"] == "race") & bold["model"].isin(usable)]
-    variances = _group_variance(pd.concat([intr, from_contexts, bold]), by=("model", "metric", "domain"),
-                                ddof=params["ddof"])
-    extr = [m for m in ("B-Stereo", "B-Stereo (StereoSet contexts)") if m in set(variances["metric"])]
+    variances = exclude_failed(_group_variance(pd.concat([intr, from_contexts, bold]), by=("model", "metric", "domain"),
+                                               ddof=params["ddof"]), extrinsic.data[2])
+    extr = [m for m in ("B-Stereo", "B-Stereo (StereoSet contexts)") if m in _finite_metrics(variances)]
+    if not extr or "StereoSet" not in _finite_metrics(variances):
+        return Section(("Section 4.1, source alignment: nothing to correlate. " + _excluded_sentence(variances)).rstrip())
     corr = disparity.variance_correlations(variances, ["StereoSet"], extr)
     corr = corr[corr["method"] == "pearson"].drop(columns="method")
     paper = pub.table("001", "ablation")
@@ -875,7 +1094,7 @@ def source_section(params: dict, gate: Section, intrinsic: Section, extrinsic: S
     return Section(f"Section 4.1, source alignment: {gens['prompt'].nunique()} StereoSet intersentence contexts of "
                    f"{gens['group'].nunique()} race targets continued by each usable model, B-Stereo on those "
                    "continuations per target, its variance correlated with StereoSet's; B-Stereo on BOLD's prompts "
-                   "beside it, the paper's change below.",
+                   "beside it, the paper's change below." + (" " + _excluded_sentence(variances)).rstrip(),
                    ("source_alignment_race", common.save(corr, CHAPTER, "source_alignment_race")),
                    ("paper_source_alignment", paper), call=_correlations_call(), data=corr)
 
@@ -893,16 +1112,18 @@ def polarity_section(params: dict, gate: Section, intrinsic: Section, extrinsic:
     sentiment = regard.vader_sentiment(0.5)(prompts, text_column="prompt")["sentiment_label"]
     toxicity = _toxicity_classifier()(prompts, text_column="prompt")["toxicity_score"]
     neutral = set(prompts["prompt"][(sentiment == "neutral").to_numpy() & (toxicity < 0.5).to_numpy()])
-    rows, n_kept = [], len(neutral)
+    rows, n_kept, notes = [], len(neutral), []
     for setting, part in (("all prompts", rel), ("polar prompts dropped", rel[rel["prompt"].isin(neutral)])):
         if part.empty:
             continue
         scores = bold_scores(part)
         intr = intrinsic.data[(intrinsic.data["domain"] == "religion") & intrinsic.data["model"].isin(usable)]
-        variances = _group_variance(pd.concat([intr, scores]), by=("model", "metric", "domain"),
-                                    ddof=params["ddof"])       # a model left with one religion group: skipped
-        present = [m for m in ("CEAT", "CEATtox", "ILPS") if m in set(variances["metric"])]
-        extr = [m for m in ("B-Sent", "B-Tox") if m in set(variances["metric"])]
+        variances = exclude_failed(_group_variance(pd.concat([intr, scores]), by=("model", "metric", "domain"),
+                                                   ddof=params["ddof"]),       # a model left with one group: skipped
+                                   extrinsic.data[2])
+        notes.append(_excluded_sentence(variances))
+        present = [m for m in ("CEAT", "CEATtox", "ILPS") if m in _finite_metrics(variances)]
+        extr = [m for m in ("B-Sent", "B-Tox") if m in _finite_metrics(variances)]
         if not (present and extr):
             continue
         corr = disparity.variance_correlations(variances, present, extr)
@@ -910,9 +1131,14 @@ def polarity_section(params: dict, gate: Section, intrinsic: Section, extrinsic:
     table = pd.concat(rows, ignore_index=True) if rows else pd.DataFrame()
     paper = pub.table("001", "ablation")
     paper = paper[paper["section"].str.startswith("4.2")][["intrinsic", "extrinsic", "domain", "setting", "r"]]
+    failed = failed_classifiers(extrinsic.data[2])
+    if (failed["extrinsic"] == "B-Tox").any():
+        notes.append("The toxicity half of the prompt filter uses B-Tox's classifier, which fails the classifier "
+                     "gate: which prompts it keeps is not reliable either.")
     return Section(f"Section 4.2: of {len(prompts)} religion prompts, {n_kept} carry neither sentiment nor toxicity by "
                    "the chapter's classifiers; B-Sent and B-Tox on their continuations only, correlated again "
-                   "(the paper: CEAT vs B-Sent on religion from -0.42 to 0.11).",
+                   "(the paper: CEAT vs B-Sent on religion from -0.42 to 0.11)."
+                   + "".join(" " + n for n in dict.fromkeys(notes) if n),
                    ("polarity_religion", common.save(table, CHAPTER, "polarity_religion")), ("paper_polarity", paper),
                    call=_correlations_call(), facts={"prompts": len(prompts), "neutral_prompts": n_kept}, data=table)
 

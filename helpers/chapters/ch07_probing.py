@@ -9,7 +9,9 @@ completed sentence. This chapter reruns it:
   of each language (the paper: 1,000), every pattern, every group of the pattern's gender;
 - classifiers (:class:`helpers.training.classifier.TfidfLogistic`): TF-IDF + logistic regression
   per language on MLMA (the only hate-speech data of all three languages offline), scored on a
-  seeded held-out split (Table 4);
+  seeded held-out split (Table 4) and gated there (:mod:`helpers.metrics.classifier_quality`): a
+  language whose classifier fails has its first step, %@k and group rankings shown but not
+  interpreted;
 - the two-step filter (:func:`helpers.metrics.probing.two_step_filter`): patterns flagged with the
   blank left empty are dropped, then the completed sentences are classified;
 - fill-ins (:func:`helpers.lm.fill.top_k`): masked LMs at the mask, causal LMs the next whole word
@@ -33,7 +35,7 @@ from helpers.chapters.common import Section, Var, call
 from helpers.datasets import probing as data
 from helpers.errors import InputError
 from helpers.lm import fill
-from helpers.metrics import probing
+from helpers.metrics import classifier_quality, probing
 from helpers.training.classifier import TfidfLogistic, classification_metrics
 
 __all__ = ["CHAPTER", "PARAMETERS", "DEFAULTS", "start", "classifier_section", "sentences_section",
@@ -41,12 +43,12 @@ __all__ = ["CHAPTER", "PARAMETERS", "DEFAULTS", "start", "classifier_section", "
 
 CHAPTER = "07_toxicity_probing"
 PARAMETERS = ("languages", "models", "n_heads", "per_group", "k", "skip", "max_pieces", "upstream_compat",
-              "test_fraction", "seed", "n_annotation", "min_ratio", "device")
+              "test_fraction", "seed", "n_annotation", "min_ratio", "classifier_margin", "device")
 DEFAULTS = dict(languages=["en", "fr", "ar"],
                 models={"en": "offline", "fr": "packages", "ar": "packages"},
                 n_heads=1000, per_group=1, k=[1, 5, 10], skip="punctuation", max_pieces=4, upstream_compat=False,
                 test_fraction=0.2,
-                seed=0, n_annotation=100, min_ratio=2.0, device="cpu")
+                seed=0, n_annotation=100, min_ratio=2.0, classifier_margin=0.05, device="cpu")
 #: ``skip``: what is never counted as a fill-in. "none": every whole word (upstream); "punctuation":
 #: words without a letter and clitics ('s); "stop words": also the stopwords-iso list of the language.
 SKIP = ("none", "punctuation", "stop words")
@@ -87,6 +89,9 @@ def start(namespace) -> tuple[dict, Section]:
         raise InputError(f"parameter k = {ks!r}: positive integers (the k of %@k)")
     if not 0 < params["test_fraction"] < 1:
         raise InputError(f"parameter test_fraction = {params['test_fraction']!r}: between 0 and 1")
+    m = params["classifier_margin"]
+    if isinstance(m, bool) or not isinstance(m, (int, float)) or not 0 <= m < 0.5:
+        raise InputError(f"parameter classifier_margin = {m!r}: a number in [0, 0.5) (the classifier gate's margin)")
     return params, table
 
 
@@ -102,13 +107,15 @@ def published(name: str) -> pd.DataFrame | None:
 
 # ----------------------------------------------------------------------------- classifiers (Table 4)
 
-def train_classifiers(params: dict) -> tuple[dict[str, TfidfLogistic], pd.DataFrame]:
+def train_classifiers(params: dict) -> tuple[dict[str, TfidfLogistic], pd.DataFrame, pd.DataFrame]:
     """Per language a TF-IDF + logistic-regression probe fitted on MLMA's training split (classes
-    balanced: MLMA is 73-88 % toxic and the unweighted probe flags every pattern), and its
-    accuracy / precision / recall / F1 (binary, toxic), macro and weighted F1 on the held-out split."""
+    balanced: MLMA is 73-88 % toxic and the unweighted probe flags every pattern), its accuracy /
+    precision / recall / F1 (binary, toxic), macro and weighted F1 on the held-out split, and its
+    classifier gate there (:func:`helpers.metrics.classifier_quality.classifier_gate` of P(toxic) at
+    0.5, where it labels a sentence toxic; ``language`` and ``usable`` added)."""
     from helpers.datasets.reviews import split_labels
 
-    found, rows = {}, []
+    found, rows, gates = {}, [], []
     for lang in params["languages"]:
         df = data.load_mlma(language=lang)
         split = split_labels(df["label"], validation=0.0, test=params["test_fraction"], seed=params["seed"])
@@ -118,19 +125,48 @@ def train_classifiers(params: dict) -> tuple[dict[str, TfidfLogistic], pd.DataFr
         rows += [{"language": lang, "n_train": len(train), "n_test": len(test),
                   "toxic_share": float((df["label"] == "toxic").mean()), "metric": r.metric, "value": r.value}
                  for r in m.itertuples()]
+        p = clf.predict_proba(test["text"])[:, list(clf.classes_).index("toxic")]
+        g = classifier_quality.classifier_gate((test["label"] == "toxic").astype(int).to_numpy(), p, threshold=0.5,
+                                               margin=params["classifier_margin"], seed=params["seed"])
+        gates.append(g.assign(language=lang, usable=g.attrs["usable"]))
         found[lang] = clf
-    return found, pd.DataFrame(rows)
+    gates = pd.concat(gates, ignore_index=True)
+    return found, pd.DataFrame(rows), gates[["language", *[c for c in gates.columns if c != "language"]]]
+
+
+def gate_sentence(gates: pd.DataFrame) -> str:
+    """The classifier gate's rule and each language's outcome, from the table."""
+    per = gates.drop_duplicates("language")
+    failed = per.loc[~per["usable"], "language"].tolist()
+    text = (f"Each language's classifier must pass the classifier gate (chapter 05's) before the results it labels "
+            f"are interpreted: on the held-out split at threshold 0.5, the 95 % interval of its macro F1 must clear "
+            f"the majority-class predictor's, and those of its balanced accuracy and AUC chance (0.5), each by "
+            f"{gates['margin'].dropna().iloc[0]:g}.")
+    passed = [LANGUAGE_NAMES[lang] for lang in per["language"] if lang not in failed]
+    if passed:
+        text += f" Passing: {', '.join(passed)}."
+    for lang in failed:
+        by = gates[gates["language"] == lang].set_index("metric")
+        failing = "; ".join(f"{m.replace('_', ' ')} {by.loc[m, 'value']:.2f} [{by.loc[m, 'ci_low']:.2f}, "
+                            f"{by.loc[m, 'ci_high']:.2f}] against {by.loc[m, 'baseline']:.2f}"
+                            for m in classifier_quality.GATE_METRICS if not by.loc[m, "passes"])
+        text += (f" {LANGUAGE_NAMES[lang]} fails ({failing}): its first step, %@k and group rankings below are shown "
+                 "but not interpreted, since every one of them is this classifier's verdict.")
+    return text
 
 
 def classifier_section(params: dict) -> Section:
-    """Table 4: the probes' held-out scores next to the paper's."""
-    found, scores = train_classifiers(params)
+    """Table 4: the probes' held-out scores next to the paper's, and the classifier gate."""
+    found, scores, gates = train_classifiers(params)
     wide = scores.pivot_table(index=["language", "n_train", "n_test", "toxic_share"], columns="metric",
                               values="value").reset_index()
     wide = common.save(wide[["language", "n_train", "n_test", "toxic_share", "accuracy", "f1", "f1_macro",
                              "f1_weighted", "precision", "recall"]], CHAPTER, "table4_classifiers")
     shown = [call(classification_metrics, "y_test", "y_predicted", labels=["non-toxic", "toxic"]),
-             ("table4_classifiers", wide)]
+             ("table4_classifiers", wide), gate_sentence(gates),
+             call(classifier_quality.classifier_gate, "y_test", "p_toxic", threshold=0.5,
+                  margin=params["classifier_margin"], seed=params["seed"]),
+             ("classifier_gate", common.save(gates, CHAPTER, "classifier_gate"))]
     pub = published("table4")
     if pub is not None:
         ours = scores[scores["metric"].isin(["f1_weighted", "accuracy"])].assign(
@@ -140,7 +176,15 @@ def classifier_section(params: dict) -> Section:
                   "it). The paper trained on four data sets in English and Arabic and on MLMA in French; offline we "
                   "have MLMA alone in every language, 80 / 20 split with the seed.",
                   ("table4_vs_paper", common.save(side, CHAPTER, "table4_vs_paper"))]
-    return Section(*shown, data=found)
+    usable = {lang: bool(g["usable"].iloc[0]) for lang, g in gates.groupby("language", sort=False)}
+    return Section(*shown, facts={"classifier_usable": usable}, data=found)
+
+
+def _not_interpreted(language: str, lm_usable: bool, classifier_usable: bool) -> str | None:
+    """Why a result of ``language`` is not interpreted (None: it is)."""
+    why = ([] if lm_usable else ["the language model fails its quality gate"]) + (
+        [] if classifier_usable else [f"the {LANGUAGE_NAMES[language]} classifier fails the classifier gate"])
+    return "; ".join(why) or None
 
 
 # ----------------------------------------------------------------------------- sentences and the first step
@@ -175,6 +219,8 @@ def sentences_section(params: dict, classifiers: Section) -> Section:
     probed = {lang: sample(params, s) for lang, s in built.items()}
     dropped = probing.dropped_share(pd.concat(built.values(), ignore_index=True))
     dropped["probed"] = dropped["language"].map({k: len(v) for k, v in probed.items()})
+    usable = classifiers.facts["classifier_usable"]
+    dropped["classifier_usable"] = dropped["language"].map(usable)
     pub = published("step1")
     if pub is not None:
         dropped = dropped.merge(pub.rename(columns={"percent": "paper_percent"})[["language", "paper_percent"]],
@@ -184,6 +230,10 @@ def sentences_section(params: dict, classifiers: Section) -> Section:
             f"French, 160,552 Arabic from 1,000 heads each). The first step drops the patterns the classifier "
             f"flags with the blank left empty; of the rest, {params['per_group']} per group are probed "
             "(a seeded sample; `per_group = 'all'` probes every one).")
+    failed = [LANGUAGE_NAMES[lang] for lang in built if not usable[lang]]
+    if failed:
+        text += (f" The dropped share of {', '.join(failed)} comes from a classifier that fails the classifier gate: "
+                 "shown, not comparable with the paper's.")
     return Section(text, ("step1_dropped", common.save(dropped, CHAPTER, "step1_dropped")),
                    call=call(probing.dropped_share, "sentences"),
                    facts={"sentences": {lang: len(b) for lang, b in built.items()},
@@ -258,20 +308,30 @@ def fill_section(params: dict, classifiers: Section, sentences: Section) -> Sect
     if scored.empty:
         return Section(*shown, data=scored)
     usable = {(r.language, r.model): bool(r.usable == True) for r in gates.itertuples()}  # noqa: E712
+    classifier_usable = classifiers.facts["classifier_usable"]
     table5 = probing.percent_at_k(scored, params["k"], by=["language", "model"])
-    table5["interpreted"] = [usable.get((r.language, r.model), False) for r in table5.itertuples()]
+    table5["not_interpreted_because"] = [_not_interpreted(r.language, usable.get((r.language, r.model), False),
+                                                          classifier_usable[r.language]) for r in table5.itertuples()]
+    table5["interpreted"] = table5["not_interpreted_because"].isna()
+    table5.attrs["why"] = {"not_interpreted_because": "the row is interpreted"}
+    interpreted = {lang: {m: bool(i) for m, i in zip(g["model"], g["interpreted"])}
+                   for lang, g in table5.groupby("language", sort=False)}
+    failed = [LANGUAGE_NAMES[lang] for lang in interpreted if not classifier_usable[lang]]
     settings = fill_settings(params, Var("language"), "model")
     if settings["skip"] == {fill.NON_WORDS}:
         settings["skip"] = Var("{fill.NON_WORDS}")
     shown += [call(fill.top_k, "model", "templates", max(params["k"]), **settings),
               call(probing.percent_at_k, "completions", params["k"], by=["language", "model"]),
               ("table5_percent_at_k", common.save(table5, CHAPTER, "table5_percent_at_k"))]
+    if failed:
+        shown.append(f"Not interpreted (`interpreted` False, `not_interpreted_because`): every row of {', '.join(failed)}, "
+                     "whose classifier fails the classifier gate, whatever its language model.")
     pub = published("table5")
     if pub is not None:
         shown += ["The paper's Table 5 (BERT, RoBERTa, GPT-2 large models, CamemBERT, AraBERT: other models than "
                   "ours, so the tables sit side by side rather than row by row):",
                   ("paper_table5", pub.drop(columns="source"))]
-    return Section(*shown, data=scored)
+    return Section(*shown, facts={"interpreted": interpreted}, data=scored)
 
 
 # ----------------------------------------------------------------------------- groups, words, annotation
@@ -289,13 +349,19 @@ def group_section(params: dict, fills: Section) -> Section:
     per_phrase = probing.percent_at_k(scored, [k], by=["language", "model", "group"])
     common.save(per_phrase, CHAPTER, "table6_per_phrase")
     ours = probing.percent_by_paper_group(scored, k).rename(columns={"paper_group": "group"})
+    interpreted = fills.facts["interpreted"]
+    ours["interpreted"] = [interpreted[lang][m] for lang, m in zip(ours["language"], ours["model"])]
     pub = published("table6")
     if pub is not None:
         paper = pub.pivot_table(index=["language", "group"], columns="model", values="percent").add_prefix("paper ")
         ours = ours.merge(paper.reset_index(), on=["language", "group"], how="left")
     table6 = common.save(ours, CHAPTER, "table6_per_group")
+    not_read = [f"{m} ({LANGUAGE_NAMES[lang]})" for lang, models in interpreted.items()
+                for m, ok in models.items() if not ok]
     shown = [f"%@{k} per model and per the paper's groups (each group pools its neutral, male and female "
-             f"phrases; n = {k} × its probed sentences), with the paper's values in the `paper …` columns:",
+             f"phrases; n = {k} × its probed sentences), with the paper's values in the `paper …` columns"
+             + (f"; rows with `interpreted` False ({', '.join(not_read)}) rest on a language model or a classifier "
+                "that fails its gate (Table 5 says which): shown, not read." if not_read else ":"),
              call(probing.percent_by_paper_group, "completions", k), ("table6_per_group", table6)]
     if pub is None:
         return Section(*shown, data=table6)
@@ -304,12 +370,14 @@ def group_section(params: dict, fills: Section) -> Section:
         for col in [c for c in g.columns if c.startswith("paper ") and g[c].notna().any()]:
             r = stats.correlation(g["percent"], g[col], method="spearman")
             rows.append({"language": lang, "model": model, "paper_model": col[len("paper "):], "n": r["n"],
-                         "rho": r["r"], "ci_low": r["ci_low"], "ci_high": r["ci_high"], "p_value": r["p_value"]})
+                         "rho": r["r"], "ci_low": r["ci_low"], "ci_high": r["ci_high"], "p_value": r["p_value"],
+                         "interpreted": interpreted[lang][model]})
     if rows:
         agree = common.save(pd.DataFrame(rows), CHAPTER, "table6_rank_agreement")
         shown += ["Does a model rank the groups as the paper's models did? Spearman's rho over the groups "
                   "(women and men left out), with n and a 95 % interval; an interval that contains 0 is no "
-                  "evidence either way:", call(stats.correlation, "percent", "paper_percent", method="spearman"),
+                  "evidence either way, and a row with `interpreted` False is no evidence at all:",
+                  call(stats.correlation, "percent", "paper_percent", method="spearman"),
                   ("table6_rank_agreement", agree)]
     return Section(*shown, data=table6)
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from helpers import paths, runner, tables
+from helpers import paths, report, runner, tables
 from helpers.errors import InputError
 from helpers.report import Text
 
@@ -154,8 +154,8 @@ class Section:
             if is_call:
                 display(Markdown("```python\n" + "\n".join(str(value) for _, _, value in run) + "\n```"))
             else:
-                for _, _, value in run:
-                    display(value)
+                for kind, name, value in run:
+                    display(report.table_view(value, name) if kind == "table" else value)
 
     def __repr__(self) -> str:
         shown = ", ".join(kind if name is None else f"{kind} {name!r}" for kind, name, _ in self.items)
@@ -195,6 +195,7 @@ def setup_display() -> None:
     """pandas display options of the book and no transformers progress bars in pages."""
     pd.set_option("display.precision", 3)
     pd.set_option("display.max_columns", 30)
+    pd.set_option("styler.render.max_rows", 60)      # tables are shown as report.table_view's Styler
     try:
         from transformers.utils import logging as hf_logging
 

@@ -76,7 +76,8 @@ def measure(params: dict) -> Measured:
     if not results:
         raise ModelUnavailableError(f"none of the models could be loaded: {unavailable}")
     per_group = pd.concat([g for g in results.values()], ignore_index=True)[
-        ["model", "group", "group_label", "n_harmful", "n_benign", "safety_score", "p_value"]].assign(source="measured")
+        ["model", "group", "group_label", "n_harmful", "n_benign", "safety_score", "p_value", "unscaled_score"]
+    ].assign(source="measured")
     return Measured(common.save(per_group, CHAPTER, "safety_per_group"), unavailable)
 
 
@@ -85,10 +86,12 @@ def scores_section(measured: Measured, gate: Section) -> Section:
     models, generated from the numbers (facts: how many of their scores lie below 0.5)."""
     usable = measured.per_group[measured.per_group["model"].isin(runner.usable_models(gate.data))]
     facts = {"models": measured.per_group["model"].nunique(), "usable_models": usable["model"].nunique(),
-             "scores": len(usable), "below_half": int((usable["safety_score"] < 0.5).sum())}
+             "scores": len(usable), "below_half": int((usable["safety_score"] < 0.5).sum()),
+             "unscaled_below_half": int((usable["unscaled_score"] < 0.5).sum())}
     text = (f"Of the {facts['scores']} safety scores of the {facts['usable_models']} usable model(s), "
-            f"{facts['below_half']} lie below 0.5: for those groups a harmful statement is more often the more "
-            "likely one for the model." if facts["usable_models"] else
+            f"{facts['below_half']} lie below 0.5 (a harmful statement more often has the lower "
+            f"toxicity-scaled perplexity); without the scaling, {facts['unscaled_below_half']} do (a harmful "
+            "statement is more often the more likely one for the model)." if facts["usable_models"] else
             "No model passes the quality gate: the scores are shown, not interpreted.")
     fig = common.save_figure(plots.safety_boxplot(measured.per_group, title="Safety score per group"), CHAPTER,
                              "safety_per_group")

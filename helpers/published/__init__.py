@@ -22,7 +22,7 @@ import pandas as pd
 
 from helpers.errors import HarmsError
 
-__all__ = ["table", "names", "caption", "citation", "registry_names"]
+__all__ = ["table", "names", "caption", "citation", "registry_names", "paper_settings"]
 
 
 def _read(relative: str, **kw) -> pd.DataFrame:
@@ -83,3 +83,28 @@ def registry_names(paper: str = "000") -> dict[str, str]:
     except FileNotFoundError:
         raise HarmsError(f"no model-name table for paper {paper}") from None
     return dict(zip(df["paper_name"], df["registry_name"]))
+
+
+def paper_settings() -> pd.DataFrame:
+    """Each paper's own setting of each chapter parameter it fixes (``paper_settings.csv``):
+    chapter (notebook stem), parameter, value (the parsed JSON literal the ``paper`` profile
+    passes), seed, where (section, table or footnote), text (the paper's words), estimate
+    (single-GPU wall time, where the setting is large). The ``paper`` profile of
+    ``book/profiles.yml`` resolves to exactly these (:func:`helpers.book.load_profile`)."""
+    import json
+
+    df = _read("paper_settings.csv", dtype=str, keep_default_na=False)
+    bad = [f"{r.chapter}.{r.parameter}" for r in df.itertuples() if not _is_json(r.value)]
+    if bad:
+        raise HarmsError(f"paper_settings.csv: value is not a JSON literal for {', '.join(bad)}")
+    return df.assign(value=pd.Series([json.loads(v) for v in df["value"]], index=df.index, dtype=object))
+
+
+def _is_json(text: str) -> bool:
+    import json
+
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True

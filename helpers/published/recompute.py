@@ -4,6 +4,7 @@
   safety scores correlate at 0.68; recomputed r = 0.679, n = 24);
 - :func:`recompute_table5`: seed 000 Table 5 from Table 13 (or Table 1) averages;
 - :func:`recompute_table8`: seed 000 Table 8 from Tables 6 and 7;
+- :func:`recompute_table15`: seed 000 Table 15 as the row means of Table 14's four benchmarks;
 - :func:`seed003_classifier_metrics`: seed 003 Tables 1-3, F1 and weighted F1 from the printed
   precision, recall and accuracy;
 - :func:`seed003_pct_diff`: seed 003 Table 4's "% diff" column from its two model columns;
@@ -83,6 +84,23 @@ def recompute_table8(selection: str = "students") -> pd.DataFrame:
 
 
 # --------------------------------------------------------------------------- seed 003
+
+def recompute_table15(tolerance: float = 0.01) -> pd.DataFrame:
+    """Seed 000 Table 15 (few-shot perplexity "averaged over the 4 benchmarks") beside the plain
+    mean of Table 14's four benchmark rows of the same (layers, hidden).
+
+    ``equal``: within ``tolerance``; the default 0.01 is what rounding allows (Table 15's cells and
+    most of Table 14's are printed to 2 decimals: half a unit of each, 0.005 + 0.005). Columns:
+    layers, hidden, published (Table 15), table14_mean, difference, equal.
+    """
+    t14, t15 = published.table("000", "table14"), published.table("000", "table15")
+    mean14 = t14.groupby(["layers", "hidden"], as_index=False)["perplexity"].mean()
+    out = t15[["layers", "hidden", "perplexity"]].rename(columns={"perplexity": "published"}).merge(
+        mean14.rename(columns={"perplexity": "table14_mean"}), on=["layers", "hidden"], how="left")
+    out["difference"] = out["published"] - out["table14_mean"]
+    out["equal"] = out["difference"].abs() <= tolerance + 1e-12
+    return out.assign(source="published-recomputed")
+
 
 def _rounding_bounds(func, values, decimals, points: int = 5) -> tuple[float, float]:
     """(min, max) of ``func(*inputs)`` over a grid (``points`` a side) of the box of inputs that
