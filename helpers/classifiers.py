@@ -14,6 +14,10 @@ Every classifier the book trains or uses follows it, whatever it is underneath:
     >>> clf.fit(texts, labels)                 # returns clf
     >>> clf.predict_proba(texts)               # [n, len(clf.classes_)], rows sum to 1
     >>> clf.predict(texts)                     # clf.classes_[argmax]
+
+``fit`` needs non-empty texts; ``predict_proba`` takes any string, an empty one too (a generated
+continuation may be empty, and it is scored as the classifier scores ""), and refuses only what
+is no string, except an embedding probe, whose sentence embeddings need a text.
 """
 
 from __future__ import annotations
@@ -46,16 +50,18 @@ class TextClassifier:
 
 
 def check_texts_and_labels(texts, labels=None, *, what: str = "training data",
-                           min_classes: int = 2) -> tuple[list[str], list | None]:
+                           min_classes: int = 2, allow_empty: bool = False) -> tuple[list[str], list | None]:
     """``texts`` as a list of non-empty strings (and ``labels`` of the same length, none missing,
     at least ``min_classes`` classes: a validation split may hold one): one :class:`InputError`
-    naming the first problem."""
+    naming the first problem. ``allow_empty``: an empty string is a text too (a generated
+    continuation may be empty: a model that stops at once), never a missing value."""
     if isinstance(texts, str):
         raise InputError(f"{what}: texts must be a list of strings, not one string")
     texts = list(texts)
-    bad = next((i for i, t in enumerate(texts) if not (isinstance(t, str) and t.strip())), None)
+    bad = next((i for i, t in enumerate(texts)
+                if not (isinstance(t, str) and (allow_empty or t.strip()))), None)
     if bad is not None:
-        raise InputError(f"{what}: row {bad} has an empty text")
+        raise InputError(f"{what}: row {bad} has " + ("no text" if allow_empty else "an empty text"))
     if labels is None:
         return texts, None
     labels = list(labels)

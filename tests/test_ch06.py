@@ -28,10 +28,21 @@ SMALL = dict(contexts_per_word=2, ceat_samples=20, stereoset_clusters_per_target
                                           ({"classifier": "svm"}, "classifier"),
                                           ({"classifier_train": "most"}, "classifier_train"),
                                           ({"classifier_margin": 0.5}, "classifier_margin = 0.5: a number"),
-                                          ({"classifier_margin": "wide"}, "classifier_margin = 'wide'")])
+                                          ({"classifier_margin": "wide"}, "classifier_margin = 'wide'"),
+                                          ({"bold_exclude": "gpt2"}, "bold_exclude = 'gpt2': a list of model names"),
+                                          ({"bold_exclude": ["no-such-model"]},
+                                           "bold_exclude: no-such-model not among the chapter's models"),
+                                          ({"toxd_fine_tuning": {"epochs": 0, "lr": 2e-5}},
+                                           r"toxd_fine_tuning = .*: a dict of epochs, lr \(whole numbers"),
+                                          ({"hatex_fine_tuning": {"epochs": 2}}, "hatex_fine_tuning = .*: a dict of"),
+                                          ({"stereotype_fine_tuning": {"epochs": 1, "lr": 1.5, "batch_size": 8}},
+                                           "stereotype_fine_tuning = .*: a dict of epochs, lr, batch_size"),
+                                          ({"stereotype_fine_tuning": {"epochs": 1, "lr": 1e-4, "batch_size": True}},
+                                           "stereotype_fine_tuning = .*: a dict of")])
 def test_bad_parameters_are_one_line(private_dirs, bad, message):
-    with pytest.raises(InputError, match=message):
+    with pytest.raises(InputError, match=message) as err:
         ch.start(dict(ch.DEFAULTS) | SMALL | bad)
+    assert "\n" not in str(err.value)
 
 
 def _with_gates(extrinsic: Section, gates: pd.DataFrame) -> Section:
@@ -199,7 +210,8 @@ def test_ablations_and_a_warm_rerun_that_loads_nothing(chapter, monkeypatch):
     assert (temp.data["n"] == len(ch.TEMPERATURE_PROMPTS) * params["temperature_generations"]).all()
     assert set(measured.temperature["model"]) == {params["models"][0]}
     noisy = check_section(ch.noise_section(params, extrinsic))
-    assert noisy.data["repeats"].tolist() == [1] + [ch.NOISE_REPEATS] * 8
+    sentiment = noisy.data[noisy.data.classifier == "sentiment"]
+    assert sentiment["repeats"].tolist() == [1] + [ch.NOISE_REPEATS] * 8
     assert noisy.data["paper_percent"].notna().all()
 
     def no_load(*a, **k):
@@ -498,3 +510,221 @@ def test_the_verdict_counts_and_names_what_survives_holm():
     none = ch._verdict(hstats.adjust_p_values(rows.assign(p_value=[0.3, 0.5, np.nan]), method="holm"))
     assert none.startswith("Of the 2 Pearson correlations with a p-value, 0 have p < 0.05")
     assert "0 survive Holm's" in none and "no intrinsic disparity is shown" in none
+
+
+# ----------------------------------------------------------------------------- issue 25: the paper's settings
+
+def _paper_value(parameter: str):
+    from helpers import published
+
+    s = published.paper_settings()
+    return s.loc[(s.chapter == ch.CHAPTER) & (s.parameter == parameter)].iloc[0]
+
+
+def test_the_paper_profile_leaves_footnote_8s_models_out_of_bold():
+    """Seed 001's footnote 8 excludes ALBERT, DistilRoBERTa and XLNet from the BOLD metrics: the
+    paper profile's ``bold_exclude`` is exactly the models of its ``models`` whose published row
+    (helpers/published/seed001/models.csv) has no BOLD metric, 19 - 12 = 7."""
+    from helpers import book, published
+    from helpers.errors import ModelUnavailableError
+
+    table = published.table("001", "models")
+    no_bold = {f"{r.family}-{r.variant}" if isinstance(r.variant, str) and r.variant else r.family
+               for r in table[~table["bold_metrics"].astype(bool)].itertuples()}
+
+    def paper_name(m):
+        try:
+            return models.spec(m).paper_name
+        except ModelUnavailableError:                  # GPT-Neo: not in the registry, not excluded either
+            return None
+
+    nb = next(n for n in book.notebooks() if n.stem == ch.CHAPTER)
+    resolved = book.parameters_for(nb, "paper")
+    want = [m for m in resolved["models"] if paper_name(m) in no_bold]
+    assert resolved["bold_exclude"] == want and len(want) == len(table) - int(table["bold_metrics"].sum()) == 7
+    assert "footnote 8" in _paper_value("bold_exclude")["where"]
+    ch.start(dict(ch.DEFAULTS) | {"models": resolved["models"], "bold_exclude": want})      # accepted
+
+
+@pytest.mark.parametrize("parameter", ["toxd_fine_tuning", "hatex_fine_tuning", "stereotype_fine_tuning"])
+def test_the_paper_profile_fine_tunes_as_appendices_b_and_c_say(parameter):
+    """Each fine-tuning setting of the paper profile is the one its quote of appendix B or C states
+    (the seed's text renders 5e-06 as ``5e065superscript...`` and 16 as ``161616``)."""
+    import re
+
+    row = _paper_value(parameter)
+    text, value = row["text"], row["value"]
+    assert value["epochs"] == int(re.search(r"for (\d+) epochs?", text).group(1))
+    mantissa, exponent = re.search(r"(\d)e(0\d)\1superscript", text).groups()
+    assert value["lr"] == float(f"{mantissa}e-{exponent}")
+    if "batch_size" in value:
+        assert value["batch_size"] == int(re.search(r"batch size (\d+?)\1\1\.", text).group(1))
+    assert sorted(value) == sorted(ch.FINE_TUNING[parameter]) and ch.DEFAULTS[parameter] != value
+
+
+def test_bold_exclude_keeps_a_model_from_generating_and_says_why(chapter):
+    """A model named in ``bold_exclude`` gets no BOLD generation, hence no B-* score, and is listed
+    with the footnote's reason; the other models' scores are those of the full run."""
+    params, gate, measured, intrinsic, extrinsic = chapter
+    masked = params["models"][3]                               # tiny RoBERTa: Gibbs sampling otherwise
+    again = ch.measure(params | {"bold_exclude": [masked]}, gate)           # cached: loads nothing new
+    assert masked not in set(again.generations["model"]) | set(again.source_generations["model"])
+    assert masked in set(measured.generations["model"])
+    assert again.not_generating[masked] == ch.BOLD_EXCLUDED
+    assert again.not_generating[params["models"][4]].startswith("an encoder")    # said, not silently missing
+    got = check_section(ch.extrinsic_section(params | {"bold_exclude": [masked]}, again))
+    scores = got.data[0]
+    assert set(scores.loc[scores.model == masked, "metric"]) == {"ToxD", "HateX"}
+    listed = got.tables["bold_not_generating"].set_index("model")["reason"]
+    assert "footnote 8" in listed[masked] and "did not generate for BOLD" in got.markdown
+    keep = ["model", "metric", "domain", "group", "score"]
+    before = extrinsic.data[0]
+    before = before[(before.model != masked)][keep].reset_index(drop=True)
+    pd.testing.assert_frame_equal(scores[scores.model != masked][keep].reset_index(drop=True), before)
+
+
+def test_fine_tuning_settings_reach_each_classifier_and_the_prose(tiny_gpt2, tiny_bert, loaded_factory, private_dirs):
+    """``toxd_fine_tuning`` and ``stereotype_fine_tuning`` are what the classifiers are trained with
+    (the manifest fine_tune writes), and the chapter's words state them beside the paper's appendix
+    values, never "as the paper" when they differ."""
+    import json
+
+    params, _ = ch.start(dict(ch.DEFAULTS) | SMALL | {
+        "models": [str(tiny_gpt2)], "classifier": "fine-tune", "stereotype_encoder": str(tiny_bert),
+        "toxd_fine_tuning": {"epochs": 1, "lr": 1e-4}, "stereotype_fine_tuning": {"epochs": 1, "lr": 3e-4,
+                                                                                   "batch_size": 8}})
+    train, test = ch.classifier_data(params)
+    loaded = loaded_factory(tiny_gpt2, "causal")
+    handle = type("Handle", (), {"name": loaded.name, "identity": loaded.identity, "load": lambda self: loaded})()
+    ch.classifier_results(handle, params, train, test)
+    manifest = json.loads((ch.classifier_folder(loaded, train) / "manifest.json").read_text())
+    assert (manifest["epochs"], manifest["lr"], manifest["batch_size"]) == (1, 1e-4, 16)
+    clf, _ = ch.stereotype_classifier(params)
+    manifest = json.loads((clf.folder / "manifest.json").read_text())
+    assert (manifest["epochs"], manifest["lr"], manifest["batch_size"]) == (1, 3e-4, 8)
+
+    paper = _paper_value("toxd_fine_tuning")["value"]
+    note = ch._classifier_note(params, ch.Measured(*[pd.DataFrame()] * 6))
+    assert (f"ToxD: 1 epoch at learning rate 0.0001 against the paper's {paper['epochs']} epoch at learning rate "
+            f"{paper['lr']:g};") in note and "as the paper" not in note.split("HateX:")[0]
+    assert ch.fine_tuning_text(params | {"toxd_fine_tuning": dict(paper)}, "toxd").endswith(", as the paper")
+    assert "HateX: 2 epochs at learning rate 2e-05 against the paper's 3 epochs at learning rate 3e-05" in note
+    assert ch.fine_tuning_text(params, "stereotype") == ("1 epoch at learning rate 0.0003, batch size 8 against the "
+                                                         "paper's 1 epoch at learning rate 5e-06, batch size 16")
+
+
+def _scipy_interval(values, seed: int):
+    """The percentile bootstrap of the mean, called here: scipy, 9,999 resamples, the seed."""
+    v = np.asarray(values, dtype=float)
+    ci = stats.bootstrap((v,), np.mean, method="percentile", confidence_level=0.95, n_resamples=9999, batch=1000,
+                         rng=np.random.default_rng(seed)).confidence_interval
+    return ci.low, ci.high
+
+
+def test_every_group_score_has_its_interval(chapter, loaded_factory):
+    """Issue 25: every per-group score of the chapter carries a 95 % interval: ILPS, B-Sent and ToxD
+    a percentile bootstrap over the words, continuations and non-toxic test texts behind it (equal
+    to scipy's called here on those items), CEAT the random-effects interval behind its own p-value
+    (z = effect / se, p = P(Z > z)), and none where a single item leaves nothing to resample."""
+    from scipy.stats import norm
+
+    params, _, measured, intrinsic, extrinsic = chapter
+    seed, model = params["seed"], params["models"][0]
+    scores = pd.concat([intrinsic.data, extrinsic.data[0]], ignore_index=True)
+    assert {"ci_low", "ci_high"} <= set(intrinsic.tables["intrinsic_group_scores"].columns)
+    assert {"ci_low", "ci_high"} <= set(extrinsic.tables["extrinsic_group_scores"].columns)
+    bounded = scores.dropna(subset=["ci_low"])
+    assert (bounded["ci_low"] <= bounded["score"] + 1e-9).all()
+    assert (bounded["score"] <= bounded["ci_high"] + 1e-9).all()
+
+    def ours(metric, group):
+        row = scores[(scores.model == model) & (scores.metric == metric) & (scores.group == group)].iloc[0]
+        return row["ci_low"], row["ci_high"]
+
+    lm = loaded_factory(model, "causal")
+    unpleasant = ch._ceat_attributes()["CEAT"][1]
+    direct = logprob_bias.ilps(lm, ch.ILPS_PHRASES["race"], unpleasant, cache=False, progress=False)
+    for group, part in direct.groupby("group"):
+        np.testing.assert_allclose(ours("ILPS", group), _scipy_interval(part["ilps"], seed), atol=1e-6)
+
+    gens = extrinsic.data[1]
+    one = gens[(gens.model == model) & gens["sentiment"].notna()]
+    for group, part in one.groupby("group"):
+        want = _scipy_interval(part["sentiment"], seed) if part["sentiment"].nunique() > 1 else (np.nan, np.nan)
+        np.testing.assert_allclose(ours("B-Sent", group), want)
+
+    train, test = ch.classifier_data(params)
+    p = ch._toxic_probabilities(lm, train, test, "probe", seed)
+    for group, term in ch.TOXD_IDENTITIES["religion"].items():
+        flags = p[((test["identity"] == term) & (test["label"] == "non-toxic")).to_numpy()] >= 0.5
+        want = _scipy_interval(flags, seed) if len(set(flags)) > 1 else (np.nan, np.nan)
+        np.testing.assert_allclose(ours("ToxD", group), want)
+
+    ceat = scores[scores.metric.isin(["CEAT", "CEATtox"])].dropna(subset=["score"])
+    se = (ceat["ci_high"] - ceat["ci_low"]) / (2 * norm.ppf(0.975))
+    np.testing.assert_allclose(ceat["score"], (ceat["ci_low"] + ceat["ci_high"]) / 2)
+    np.testing.assert_allclose(norm.sf(ceat["score"] / se), ceat["p_value"], rtol=1e-6, atol=1e-12)
+    ss = scores[scores.metric == "StereoSet"]
+    assert (ss["n"] == 1).all() and ss["ci_low"].isna().all()              # one cluster per target
+    assert "percentile bootstrap" in extrinsic.markdown and "random-effects interval" in intrinsic.markdown
+
+
+def test_stereoset_intervals_resample_a_targets_clusters():
+    """StereoSet's SS per target with the bootstrap over its clusters (each 100 or 0), against
+    scipy on those cluster values; a target whose clusters all agree has no interval."""
+    rows = []
+    for target, pro in (("A", [1, 0, 1, 1]), ("B", [0, 0, 0])):
+        for i, p in enumerate(pro):
+            rows += [{"cluster_id": f"{target}{i}", "bias_type": "race", "target": target, "gold_label": label,
+                      "score": s} for label, s in (("stereotype", 0.5 if p else 0.1), ("anti-stereotype", 0.3),
+                                                   ("unrelated", 0.01))]
+    got = ch.stereoset_group_scores(pd.DataFrame(rows), 3).set_index("group")
+    assert got.loc["A", "score"] == 75.0 and got.loc["A", "n"] == 4 and got.loc["B", "score"] == 0.0
+    np.testing.assert_allclose((got.loc["A", "ci_low"], got.loc["A", "ci_high"]),
+                               _scipy_interval([100, 0, 100, 100], 3))
+    assert np.isnan(got.loc["B", "ci_low"]) and np.isnan(got.loc["B", "ci_high"])
+
+
+def _table7_regard(monkeypatch, make):
+    """``regard.classifier`` for the regard column replaced by ``make()`` (a classifier or a raise)."""
+    real = regard.classifier
+    monkeypatch.setattr(regard, "classifier", lambda which, **kw: make() if which == "regard" else real(which, **kw))
+
+
+def test_table7_shows_the_regard_column_beside_the_papers(chapter, monkeypatch):
+    """Table 7 beyond its sentiment column: with a regard classifier its column is measured on the
+    same noisy copies (noise_table on that classifier's negative label, called here) beside the
+    paper's regard column; without one the paper's regard values are still shown, ours empty, and
+    the section says why."""
+    from helpers import published
+    from helpers.errors import ModelUnavailableError
+    from helpers.metrics import noise
+
+    params, _, _, _, extrinsic = chapter
+    texts = ch.noise_inputs(params, extrinsic.data[1])
+    paper = published.table("001", "table7")
+    stand_in = regard.vader_regard()                            # a regard-kind classifier (VADER at 0.05)
+    _table7_regard(monkeypatch, lambda: stand_in)
+    got = check_section(ch.noise_section(params, extrinsic))
+    table = got.tables["table7_vs_paper"]
+    assert table["classifier"].tolist() == ["sentiment"] * 9 + ["regard"] * 9
+    want = noise.summarise(noise.noise_table(texts, lambda b: stand_in.predict(b) == "negative",
+                                             copies=ch.NOISE_COPIES, repeats=ch.NOISE_REPEATS, seed=params["seed"]))
+    reg = table[table.classifier == "regard"]
+    np.testing.assert_allclose(reg["negative_percent"], want["negative_percent"])
+    np.testing.assert_allclose(reg["paper_percent"], paper.loc[paper.classifier == "regard", "negative_percent_mean"])
+    assert got.facts["classifiers"] == ["sentiment", "regard"] and not got.facts["not_measured"]
+
+    def offline():
+        raise ModelUnavailableError("classifier sasha/regardv3 cannot be loaded: the hub is unreachable")
+
+    _table7_regard(monkeypatch, offline)
+    got = check_section(ch.noise_section(params, extrinsic))
+    table = got.tables["table7_vs_paper"]
+    reg = table[table.classifier == "regard"]
+    assert len(reg) == 9 and reg["negative_percent"].isna().all() and reg["paper_percent"].notna().all()
+    assert "Table 7's regard column cannot be measured here: classifier sasha/regardv3 cannot be loaded" in got.markdown
+    assert "regard column is not measured here" in table.attrs["why"]["negative_percent"]
+    sent = table[table.classifier == "sentiment"]
+    np.testing.assert_allclose(sent["paper_percent"],
+                               paper.loc[paper.classifier == "sentiment", "negative_percent_mean"])

@@ -109,6 +109,9 @@ def test_every_section_follows_the_contract(tiny_gpt2, private_dirs):
     table5 = fills.tables["table5_percent_at_k"]
     assert set(table5["model"]) == {str(tiny_gpt2)} and not table5["interpreted"].any()   # a tiny model fails the gate
     assert str(fills.calls[1]).startswith("lm.fill.top_k(model, templates, 3, whole_words=True, skip={fill.NON_WORDS}")
+    paired = fills.tables["table5_vs_paper"]                      # issue 25: k = 1 beside the paper's three models
+    assert sorted(paired["paper_model"]) == ["BERT", "GPT-2", "RoBERTa"] and set(paired["k"]) == {1}
+    assert "published.table('002', 'table5')" in map(str, fills.calls) and "no %@k at k = 3" in fills.markdown
     for section in (ch.group_section, ch.words_section, ch.annotation_section):
         check_section(section(params, fills))
 
@@ -169,3 +172,157 @@ def test_a_language_whose_classifier_fails_has_its_results_shown_but_not_interpr
         agree = groups.tables["table6_rank_agreement"]
         assert len(agree) == 3 and agree["interpreted"].eq(usable).all()
         assert (f"{tiny_gpt2} (English)" in groups.markdown) != usable
+
+
+# --------------------------------------------------------------------------- beside the paper (issue 25)
+
+#: Seed 002 Table 5 (English and Arabic), §3.2's Fleiss' kappas and Table 8's BERT "pregnant", as printed.
+PAPER_TABLE5 = {("en", "BERT"): [14.20, 14.29, 14.33], ("en", "RoBERTa"): [5.95, 5.37, 5.42],
+                ("en", "GPT-2"): [3.19, 5.80, 5.45], ("ar", "AraBERT"): [3.34, 6.59, 5.82]}
+PAPER_KAPPA = {"en": 0.63, "fr": 0.64, "ar": 0.21}
+WORDS = {"en": ["religion", "hungry", "afraid", "table", "pregnant"], "ar": ["كلب", "حمار", "مريض", "بيت"]}
+GROUPS = ["A Muslim man", "A refugee", "A Jewish woman", "An Arab", "A gay person"]
+
+
+def _scored(models: list[str], languages=("en", "ar"), n: int = 25, k: int = 5, seed: int = 1) -> pd.DataFrame:
+    """Completed sentences as :func:`ch.probe` returns them: n sentences per model, k ranked fill-ins each."""
+    rng = np.random.default_rng(seed)
+    rows = [dict(language=lang, model=m, group=GROUPS[s % 5], gender="male",
+                 template=f"{GROUPS[s % 5]} did {s} [MASK] .", rank=r,
+                 word=(w := WORDS[lang][rng.integers(len(WORDS[lang]))]), sentence=f"{GROUPS[s % 5]} {w}",
+                 toxic=bool(rng.random() < 0.15))
+            for lang in languages for m in models for s in range(n) for r in range(1, k + 1)]
+    return pd.DataFrame(rows)
+
+
+def test_table5_is_paired_with_every_published_model_of_its_language_and_k():
+    """Issue 25: each measured %@k beside each published model of its language at the same k, the
+    difference and its interval (Wilson, statsmodels, minus the published value), the published range;
+    a model that is one of the paper's (bert-large-uncased: BERT) compared cell by cell; a k the paper
+    does not print has no pair; the sentence's counts are the table's."""
+    from statsmodels.stats.proportion import proportion_confint
+
+    from helpers import published
+
+    scored = _scored(["m1", "bert-large-uncased"])
+    table5 = probing.percent_at_k(scored, [1, 3, 5], by=["language", "model"]).assign(interpreted=True)
+    paired = ch.table5_vs_paper(table5, published.table("002", "table5"))
+    assert len(paired) == 2 * (3 + 1) * 2 and set(paired["k"]) == {1, 5}          # 2 models, k = 1 and 5
+    for r in paired.itertuples():
+        sel = scored[(scored["language"] == r.language) & (scored["model"] == r.model) & (scored["rank"] <= r.k)]
+        lo, hi = proportion_confint(sel["toxic"].sum(), len(sel), method="wilson")
+        want = PAPER_TABLE5[r.language, r.paper_model][[1, 5].index(r.k)]
+        theirs = [v[[1, 5].index(r.k)] for (lang, _), v in PAPER_TABLE5.items() if lang == r.language]
+        assert r.published == want and r.measured == pytest.approx(100 * sel["toxic"].mean())
+        assert r.difference == pytest.approx(100 * sel["toxic"].mean() - want)
+        assert (r.difference_ci_low, r.difference_ci_high) == pytest.approx((100 * lo - want, 100 * hi - want))
+        assert (r.paper_min, r.paper_max) == (min(theirs), max(theirs))
+        assert r.within_paper_range == (min(theirs) <= r.measured <= max(theirs))
+        assert r.same_model == (r.model == "bert-large-uncased" and r.paper_model == "BERT")
+    text = ch.table5_sentence(paired, [1, 3, 5])
+    assert "no %@k at k = 3" in text
+    bert = paired[paired["same_model"]].sort_values("k")
+    assert f"bert-large-uncased is the paper's BERT (English): ours minus the paper's %@k is " \
+           f"{bert['difference'].iloc[0]:+.2f} points at k = 1" in text
+    en = paired[(paired["language"] == "en") & (paired["model"] == "m1")].drop_duplicates("k")
+    inside, below = int(en["within_paper_range"].sum()), int((en["measured"] < en["paper_min"]).sum())
+    assert f"{inside} of 2 measured cells lie within it, {below} lie below and {2 - inside - below} above" in text
+    ar = paired[paired["language"] == "ar"]
+    equal = int(ar["within_paper_range"].sum())
+    assert f"{equal} of 4 measured cells equal it" in text and "paired with the paper's AraBERT" in text
+    excludes = int(((ar["difference_ci_low"] > 0) | (ar["difference_ci_high"] < 0)).sum())
+    assert f"excludes 0 in {excludes} of the 4 Arabic pairs" in text
+
+
+def test_tables_8_to_10_stand_beside_our_counts_or_alone(private_dirs):
+    """Issue 25: the paper's top-1 words (Tables 8-9) with our top-1 count of each, brute-force counted,
+    shown one row per published row with our models side by side; its animal names (Table 10) with our
+    count among all fill-ins; a language not probed here gets the paper's rows alone with the sentence
+    naming it; with nothing probed, all three stand alone."""
+    from chapter_contract import check_section
+
+    from helpers import published
+    from helpers.chapters.common import Section
+
+    params, _ = ch.start(dict(languages=["en", "ar"], models=["smollm2-135m"], k=[1, 5]))
+    scored = _scored(["m1", "m2"])
+    paper = pd.concat([published.table("002", "table8"), published.table("002", "table9")], ignore_index=True)
+    words = ch.paper_words(scored, paper)
+    assert set(words["language"]) == {"en", "ar"} and len(words) == 2 * (30 + 10)
+    for r in words.itertuples():
+        top1 = scored[(scored["language"] == r.language) & (scored["model"] == r.model) & (scored["rank"] == 1)]
+        hits = top1[top1["word"] == r.word]
+        assert (r.probed, r.frequency) == (25, len(hits)) and r.percent == pytest.approx(100 * len(hits) / 25)
+        if len(hits):
+            assert hits["group"].value_counts()[r.group_1] == hits["group"].value_counts().max()
+    bert = words[(words["paper_model"] == "BERT") & (words["word"] == "pregnant")]
+    assert bert["paper_frequency"].eq(22546).all() and bert["paper_groups"].eq("hispanic women, women").all()
+    section = check_section(ch.words_section(params, Section(data=scored)))
+    shown = section.tables["table8_9_vs_paper_by_model"]
+    assert len(shown) == 30 + 10 and shown["paper_frequency"].tolist() == words.drop_duplicates(
+        ["language", "paper_model", "rank"])["paper_frequency"].tolist()
+    for m in ("m1", "m2"):
+        assert shown[f"{m} top-1"].tolist() == words.loc[words["model"] == m, "frequency"].tolist()
+    found = words[(words["language"] == "en") & (words["model"] == "m1") & (words["frequency"] > 0)]
+    assert f"m1 gives {found['word'].nunique()} as its top-1 fill-in" in section.markdown
+    alone = section.tables["paper_table9"]
+    assert set(alone["language"]) == {"fr"} and "French is not among this run's `languages`" in section.markdown
+    animals = ch.animals_vs_paper(scored, published.table("002", "table10"))
+    assert len(animals) == 5 * 5 * 2
+    for r in animals[animals["rank"] == 1].itertuples():
+        sel = scored[(scored["language"] == "ar") & (scored["model"] == r.model)]
+        assert r.word_frequency == (sel["word"] == r.word).sum()
+        counts = sel.loc[sel["word"] == r.word, "group"].value_counts()
+        assert r.frequency == (counts.max() if len(counts) else pytest.approx(np.nan, nan_ok=True))
+    dog = animals[(animals["gloss"] == "dog") & (animals["rank"] == 1)]
+    assert dog["paper_group"].eq("japanese").all() and dog["paper_frequency"].eq(2085).all()
+    assert len(section.tables["table10_vs_paper_ar_by_model"]) == 25
+    empty = check_section(ch.words_section(params, Section(data=pd.DataFrame())))
+    assert {"paper_table8", "paper_table9", "paper_table10"} <= set(empty.tables)
+    assert "no English sentence was probed here" in empty.markdown
+
+
+def _fleiss(labels: pd.DataFrame) -> float:
+    """Fleiss' kappa from its definition (Fleiss 1971), items x raters."""
+    cats = sorted(set(labels.to_numpy().ravel()))
+    counts = np.array([[(row == c).sum() for c in cats] for row in labels.to_numpy()])
+    n = labels.shape[1]
+    p_item = ((counts ** 2).sum(axis=1) - n) / (n * (n - 1))
+    p_cat = counts.sum(axis=0) / counts.sum()
+    return (p_item.mean() - (p_cat ** 2).sum()) / (1 - (p_cat ** 2).sum())
+
+
+def test_fleiss_kappa_of_returned_sheets_stands_beside_the_paper_s(private_dirs):
+    """Issue 25: with filled sheets, Fleiss' kappa (against its definition) beside the paper's 0.63 / 0.64 /
+    0.21; with unfilled sheets or one rater, one sentence says so and the paper's kappa stands alone; a
+    half-filled column and an unknown language are one line."""
+    from chapter_contract import check_section
+
+    from helpers.chapters.common import Section
+
+    params, _ = ch.start(dict(languages=["en", "ar"], n_annotation=30))
+    fills = Section(data=_scored(["m1"]))
+    default = check_section(ch.annotation_section(params, fills))
+    assert "fleiss_kappa_vs_paper" not in default.tables
+    assert default.tables["paper_fleiss_kappa"].set_index("language")["fleiss_kappa"].to_dict() == PAPER_KAPPA
+    assert "have 0 filled annotator columns (unfilled)" in default.markdown
+    rng = np.random.default_rng(3)
+    sheets = {lang: probing.annotation_sheet(g, 30, seed=0) for lang, g in fills.data.groupby("language")}
+    raters = [f"annotator_{i}" for i in range(1, 6)]
+    for sheet in sheets.values():
+        sheet[raters] = rng.choice(probing.LABELS, size=(len(sheet), 5), p=[0.1, 0.1, 0.2, 0.6])
+    sheets["ar"][raters[1:]] = ""                                   # one rater in Arabic
+    section = check_section(ch.annotation_section(params, fills, annotated=sheets))
+    side = section.tables["fleiss_kappa_vs_paper"].set_index("language")
+    want = _fleiss(sheets["en"][raters])
+    assert side.loc["en", "measured"] == pytest.approx(want) and side.loc["en", "published"] == 0.63
+    assert side.loc["en", "difference"] == pytest.approx(want - 0.63) and side.loc["en", "raters"] == 5
+    assert np.isnan(side.loc["ar", "measured"]) and side.loc["ar", "published"] == 0.21
+    assert f"English {want:.2f} (5 raters, 30 sentences)" in section.markdown
+    assert "(Arabic) have 1 filled annotator column (filled by one annotator at most)" in section.markdown
+    sheets["en"].loc[:4, "annotator_3"] = ""
+    with pytest.raises(InputError, match=r"annotator_3 \(5 of 30 unlabelled\)") as e:
+        ch.annotation_section(params, fills, annotated=sheets)
+    assert "\n" not in str(e.value)
+    with pytest.raises(InputError, match="unknown language 'de'"):
+        ch.annotation_section(params, fills, annotated={"de": sheets["ar"]})

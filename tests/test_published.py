@@ -622,6 +622,124 @@ def test_seed002_tables_are_complete_and_agree_with_the_paper_s_prose():
     assert published.table("002", "step1")["percent"].tolist() == [9.55, 83.55, 18.25]
 
 
+def _lines_002() -> list[str]:
+    """Seed 002's text, NFKC-normalised (the extraction prints 'ﬁ' ligatures), lines without the
+    sentence splitter's final full stop."""
+    import unicodedata
+
+    return [unicodedata.normalize("NFKC", line).removesuffix(".") for line in _seed_text("002")]
+
+
+def _at(lines: list[str], start: str) -> int:
+    return next(i for i, line in enumerate(lines) if line.startswith(start))
+
+
+def _printed(numbers) -> str:
+    """Frequencies as the text runs them together: '22,54615,449...'."""
+    return "".join(f"{int(n):,}" for n in numbers)
+
+
+def test_seed002_table8_equals_seed_text():
+    """Three columns of ten (word, frequency, two groups), printed one line per column in the order
+    groups, words, frequencies; the model of a column is the paper's order, which §3.3 confirms."""
+    lines = _lines_002()
+    end = next(i for i, line in enumerate(lines) if ".table 8:" in line)
+    t8 = published.table("002", "table8")
+    assert list(t8["model"].unique()) == ["BERT", "RoBERTa", "GPT-2"] and (t8["language"] == "en").all()
+    for j, (model, col) in enumerate(t8.groupby("model", sort=False)):
+        assert col["rank"].tolist() == list(range(1, 11))
+        assert "".join(col["groups"]) == lines[end - 8 + j]
+        assert "".join(col["word"]) == lines[end - 5 + j]
+        assert _printed(col["frequency"]) == lines[end - 2 + j].split(".table 8:")[0]
+    cell = t8.set_index(["model", "word"])["groups"]
+    assert "refugees being depicted as hungry by bertand afraid by gpt-2" in " ".join(lines)   # §3.3
+    assert cell["BERT", "hungry"].startswith("refugees") and cell["GPT-2", "afraid"].startswith("refugees")
+    assert cell["BERT", "pregnant"] == "hispanic women, women"     # "(1) hispanic women and (2) women in general"
+
+
+def test_seed002_table9_equals_seed_text():
+    """French words with glosses on one line, the groups one cell a line; Arabic groups in ten cells
+    over seven lines, glosses in parentheses (words in glyph codes); the 20 frequencies one a line,
+    French first: the Arabic ten exceed the French sentences the first step keeps (§2.3, §3.1)."""
+    import re
+    from collections import Counter
+
+    lines = _lines_002()
+    t9 = published.table("002", "table9")
+    fr, ar = (t9[t9["language"] == lang] for lang in ("fr", "ar"))
+    assert set(fr["model"]) == {"CamemBERT"} and set(ar["model"]) == {"AraBERT"}
+    assert fr["rank"].tolist() == ar["rank"].tolist() == list(range(1, 11))
+    words = _at(lines, "fille(")
+    assert "".join(f"{w}({g})" for w, g in zip(fr["word"], fr["gloss"])) == lines[words]
+    assert [g.replace(" ", "") for g in fr["groups"]] == [g.replace(" ", "") for g in lines[words - 10:words]]
+    arabic = _at(lines, "arabic(cid:")
+    first = arabic - 7
+    assert lines[first].startswith("japanese men")
+    squash = "".join(lines[first:arabic]).replace(" ", "")
+    assert squash == "".join(ar["groups"]).replace(" ", "")
+    glosses = re.findall(r"\(([a-z ]+)\)", " ".join(lines[arabic:words - 10]))
+    assert Counter(glosses) == Counter(ar["gloss"]) and glosses[:5] == ar["gloss"].tolist()[:5]
+    assert ar["word"].iloc[0] == "كلب" and _animals_ar()["كلب"] == "dog"
+    printed = [int(x.split(".")[0].replace(",", "")) for x in lines[words + 1:words + 21]]
+    assert printed == fr["frequency"].tolist() + ar["frequency"].tolist()
+    kept = published.table("002", "step1").set_index("language")["percent"]
+    french_probed = 198_300 * (1 - kept["fr"] / 100)              # §2.3: 198,300 French sentences
+    assert "198,300 french" in " ".join(lines)
+    assert fr["frequency"].sum() <= french_probed < ar["frequency"].sum()
+    assert ar["frequency"].sum() <= 160_552 * (1 - kept["ar"] / 100)
+    assert ar["frequency"].is_monotonic_decreasing
+    prose = " ".join(lines)          # §3.4: "chinese and russian men as rich in french"; pregnant in both
+    assert "chinese and russian men asrich in french" in prose
+    assert fr.set_index("word").loc["riche", "groups"] == "chinese men, russian men"
+    assert {"pregnant"} <= set(fr["gloss"]) & set(ar["gloss"])
+
+
+def test_seed002_model_names_are_the_paper_profile_s_models():
+    """Every model of Tables 5-10 maps to the registry model the ``paper`` profile runs for it."""
+    names = published.registry_names("002")
+    settings = published.paper_settings().set_index(["chapter", "parameter"])["value"]
+    runs = settings["07_toxicity_probing", "models"]
+    assert sorted(names.values()) == sorted(m for models in runs.values() for m in models)
+    for name in ("table5", "table6", "table8", "table9", "table10"):
+        assert set(published.table("002", name)["model"]) <= set(names)
+
+
+def _animals_ar() -> dict[str, str]:
+    from helpers.metrics.probing import ANIMALS
+
+    return ANIMALS["ar"]
+
+
+def test_seed002_table10_equals_seed_text():
+    """Five animal names, five groups each: the text prints s1's groups between the glosses, s1's and
+    s2's frequencies run together with s2's groups, then s3 to s5 a column each; every row's five
+    frequencies decrease from s1 to s5, as the printed s3-s5 columns do."""
+    import re
+
+    lines = _lines_002()
+    t10 = published.table("002", "table10")
+    assert set(t10["model"]) == {"AraBERT"} and set(t10["language"]) == {"ar"}
+    assert dict(zip(t10["word"], t10["gloss"])) == _animals_ar()
+    wide = t10.pivot(index="gloss", columns="rank", values="group").loc[list(_animals_ar().values())]
+    freq = t10.pivot(index="gloss", columns="rank", values="frequency").loc[wide.index]
+    assert (freq.diff(axis=1).iloc[:, 1:] <= 0).all().all()
+    head = _at(lines, "4268word(cid:")
+    assert lines[head + 1:head + 10] == ["tr", "s1", "freq", "s2", "freq", "s3", "freq", "s4", "s5"]
+    s1, row2, s4, _, row4, _, row5 = lines[head + 10:head + 17]
+    (s12, s3), (s4f, s5), s5f = row2.split("."), row4.split("."), row5.split(".table 10:")[0]
+    glosses = list(wide.index)
+    assert [g for g in re.split("|".join(glosses), s1.replace(" ", "")) if g] == wide[1].tolist()
+    assert re.findall(r"[a-z]+", s12) == wide[2].tolist()
+    order = [(1, 2)] * 3 + [(2, 1)] * 2        # the text runs snake's and crocodile's s2 before s1
+    assert re.sub(r"[a-z ]+", "", s12) == "".join(f"{freq[a].iloc[i]:,}{freq[b].iloc[i]:,}"
+                                                   for i, (a, b) in enumerate(order))
+    assert re.findall(r"[a-z]+", s3) == wide[3].tolist()
+    assert s3.replace(" ", "") == "".join(f"{g}{n:,}" if r < 2 else f"{n:,}{g}"
+                                          for r, (g, n) in enumerate(zip(wide[3], freq[3])))
+    assert (s4, s4f) == ("".join(wide[4]), _printed(freq[4]))
+    assert (s5, s5f) == ("".join(wide[5]), _printed(freq[5]))
+
+
 # --------------------------------------------------------------------------- seed 001 (Cao et al. 2022)
 
 #: key -> (rows, columns without "source")

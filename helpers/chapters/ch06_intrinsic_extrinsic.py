@@ -16,10 +16,13 @@ language-model quality gate:
   increased log-probability of the unpleasant words;
 - StereoSet SS per target term of the domain (intrasentence, :mod:`helpers.metrics.stereoset`);
 - BOLD (:func:`helpers.lm.generation.generate` on ``prompts_per_group`` seeded prompts per
-  group): B-Sent, VADER with BOLD's 0.5 threshold (mean label, +1 / 0 / -1), and B-Tox (the hub's
-  toxicity classifier, offline a labelled substitute);
+  group; the models in ``bold_exclude`` do not generate, as seed 001's footnote 8 leaves ALBERT,
+  DistilRoBERTa and XLNet out, and are listed with the reason): B-Sent, VADER with BOLD's 0.5
+  threshold (mean label, +1 / 0 / -1), and B-Tox (the hub's toxicity classifier, offline a
+  labelled substitute);
 - ToxD and HateX: the false-positive rate per group of a toxicity classifier built on each model
-  (``classifier``: a probe on its frozen states, or the model fine-tuned as the paper does),
+  (``classifier``: a probe on its frozen states, or the model fine-tuned as the paper does, with
+  ``toxd_fine_tuning`` / ``hatex_fine_tuning``; B-Stereo's classifier with ``stereotype_fine_tuning``),
   trained on MLMA (ToxD's substitute for Jigsaw) and tested on the madlibs, or trained and tested
   on HateXplain (when its posts are in the data directory or can be downloaded);
 - the classifier gate (:mod:`helpers.metrics.classifier_quality`) of every classifier behind a
@@ -27,7 +30,11 @@ language-model quality gate:
   every B-Stereo or B-Tox score when their shared classifier fails, is shown, flagged and left out
   of the correlations (its variance NaN, the reason in ``excluded``), as a model failing the
   language-model gate is;
-- appendix G (sampling temperature) and appendix H (synthetic noise, Table 7).
+- every group score with its 95 % interval (``ci_low``, ``ci_high``): CEAT's own random-effects
+  interval, else a seeded percentile bootstrap over the items the score averages
+  (:func:`bootstrap_interval`);
+- appendix G (sampling temperature) and appendix H (synthetic noise, Table 7: the sentiment and,
+  with the hub, the regard column).
 
 Each section writes its tables under ``results/06_intrinsic_extrinsic/`` and returns what the
 notebook shows, a :class:`helpers.chapters.common.Section` (``data``: what later sections need).
@@ -41,7 +48,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from helpers import hashing, plots, published as pub, runner, stats
+from helpers import hashing, plots, published as pub, report, runner, stats
 from helpers.chapters import common
 from helpers.chapters.common import Section, Var, call
 from helpers.datasets import bold as bold_data, load as load_dataset
@@ -56,13 +63,20 @@ __all__ = ["CHAPTER", "PARAMETERS", "DEFAULTS", "start", "gate_section", "measur
 
 CHAPTER = "06_intrinsic_extrinsic"
 PARAMETERS = ("models", "contexts_per_word", "ceat_samples", "stereoset_clusters_per_target", "prompts_per_group",
-              "max_new_tokens", "classifier", "classifier_train", "toxd_per_identity", "stereotype_encoder",
-              "stereotype_train",
-              "temperature_generations", "noise_texts", "ddof", "seed", "device", "min_ratio", "classifier_margin")
+              "max_new_tokens", "bold_exclude", "classifier", "classifier_train", "toxd_per_identity",
+              "toxd_fine_tuning", "hatex_fine_tuning", "stereotype_encoder", "stereotype_train",
+              "stereotype_fine_tuning", "temperature_generations", "noise_texts", "ddof", "seed", "device", "min_ratio",
+              "classifier_margin")
 DEFAULTS = dict(models="offline+encoders", contexts_per_word=4, ceat_samples=1000, stereoset_clusters_per_target=4,
-                prompts_per_group=6, max_new_tokens=20, classifier="probe", classifier_train=400, toxd_per_identity=30,
-                stereotype_encoder="minilm-l6", stereotype_train=2000, temperature_generations=20, noise_texts=500, ddof=0, seed=0,
-                device="cpu", min_ratio=2.0, classifier_margin=0.05)
+                prompts_per_group=6, max_new_tokens=20, bold_exclude=[], classifier="probe", classifier_train=400,
+                toxd_per_identity=30, toxd_fine_tuning={"epochs": 2, "lr": 2e-05},
+                hatex_fine_tuning={"epochs": 2, "lr": 2e-05}, stereotype_encoder="minilm-l6", stereotype_train=2000,
+                stereotype_fine_tuning={"epochs": 2, "lr": 5e-05, "batch_size": 32}, temperature_generations=20,
+                noise_texts=500, ddof=0, seed=0, device="cpu", min_ratio=2.0, classifier_margin=0.05)
+#: The fine-tuning parameters and their keys: ToxD's and HateX's classifiers (``classifier =
+#: "fine-tune"``; seed 001 appendix C) and B-Stereo's (appendix B).
+FINE_TUNING = {"toxd_fine_tuning": ("epochs", "lr"), "hatex_fine_tuning": ("epochs", "lr"),
+               "stereotype_fine_tuning": ("epochs", "lr", "batch_size")}
 DOMAINS = ("gender", "race", "religion")
 #: The metrics an encoder without a language-model head has (its contextual and sentence vectors).
 ENCODER_METRICS = ("CEAT", "CEATtox", "ToxD", "HateX")
@@ -126,6 +140,9 @@ ALIGNED_RACE = {"Japanese": "Asian", "Britain": "White", "Black": "Black", "Hisp
 #: Appendix H: noisy copies per text and repeats of the whole experiment (the paper's).
 NOISE_COPIES, NOISE_REPEATS = 10, 10
 INTRINSIC = ("CEAT", "ILPS")
+#: Why a model named in ``bold_exclude`` has no BOLD generation.
+BOLD_EXCLUDED = ("in `bold_exclude`: seed 001 leaves it out of the BOLD metrics (footnote 8: not suited to the "
+                 "generation task by its pre-training)")
 EXTRINSIC = ("ToxD", "HateX", "B-Tox", "B-Sent", "B-Stereo", "B-Regard")
 
 
@@ -148,7 +165,26 @@ def start(namespace) -> tuple[dict, Section]:
     m = params["classifier_margin"]
     if isinstance(m, bool) or not isinstance(m, (int, float)) or not 0 <= m < 0.5:
         raise InputError(f"parameter classifier_margin = {m!r}: a number in [0, 0.5) (the classifier gate's margin)")
+    for name, keys in FINE_TUNING.items():
+        v = params[name]
+        if not (isinstance(v, dict) and sorted(v) == sorted(keys) and _lr(v["lr"])
+                and all(_whole(v[k]) for k in keys if k != "lr")):
+            raise InputError(f"parameter {name} = {v!r}: a dict of {', '.join(keys)} (whole numbers >= 1; lr in (0, 1))")
+    v = params["bold_exclude"]
+    if not isinstance(v, (list, tuple)) or not all(isinstance(x, str) and x.strip() for x in v):
+        raise InputError(f"parameter bold_exclude = {v!r}: a list of model names (the models that do not generate "
+                         "for BOLD)")
+    if unknown := [x for x in v if x not in params["models"]]:
+        raise InputError(f"parameter bold_exclude: {', '.join(unknown)} not among the chapter's models")
     return params, table
+
+
+def _whole(v) -> bool:
+    return not isinstance(v, bool) and isinstance(v, (int, np.integer)) and v >= 1
+
+
+def _lr(v) -> bool:
+    return not isinstance(v, bool) and isinstance(v, (int, float)) and 0 < v < 1
 
 
 # ----------------------------------------------------------------------------- models and the gate
@@ -172,6 +208,37 @@ def correlated_models(gate: pd.DataFrame) -> list[str]:
     """The models whose scores enter the correlations: those that pass the quality gate, then the
     encoders (no LM head: only :data:`ENCODER_METRICS` exist for them)."""
     return runner.usable_models(gate) + gate.loc[gate["objective"] == "encoder", "model"].tolist()
+
+
+# ----------------------------------------------------------------------------- per-group intervals
+
+#: Resamples of the per-group bootstrap intervals (scipy.stats.bootstrap's default number), in
+#: batches of :data:`BOOTSTRAP_BATCH` (memory for a group of thousands of texts).
+BOOTSTRAP_RESAMPLES, BOOTSTRAP_BATCH = 9999, 1000
+
+
+def bootstrap_interval(values, seed: int) -> tuple[float, float]:
+    """The 95 % percentile-bootstrap interval of the mean of ``values`` (missing values left out):
+    :func:`scipy.stats.bootstrap`, :data:`BOOTSTRAP_RESAMPLES` resamples, the chapter's seed.
+    ``(nan, nan)`` for fewer than two values or a constant sample, which leave nothing to resample."""
+    from scipy import stats as scipy_stats
+
+    v = np.asarray(pd.to_numeric(pd.Series(values), errors="coerce"), dtype=float)
+    v = v[~np.isnan(v)]
+    if len(v) < 2 or np.ptp(v) == 0:
+        return np.nan, np.nan
+    ci = scipy_stats.bootstrap((v,), np.mean, method="percentile", confidence_level=0.95,
+                               n_resamples=BOOTSTRAP_RESAMPLES, batch=BOOTSTRAP_BATCH,
+                               rng=np.random.default_rng(seed)).confidence_interval
+    return float(ci.low), float(ci.high)
+
+
+def group_intervals(items: pd.DataFrame, value: str, *, by=("model", "domain", "group"), seed: int) -> pd.DataFrame:
+    """``by, ci_low, ci_high``: :func:`bootstrap_interval` of ``value`` over the items (rows) of each
+    ``by``, the items behind a group's mean or share (generations, test texts, words, clusters)."""
+    rows = [dict(zip(by, key)) | dict(zip(("ci_low", "ci_high"), bootstrap_interval(part[value], seed)))
+            for key, part in items.groupby(list(by), sort=True)]
+    return pd.DataFrame(rows, columns=[*by, "ci_low", "ci_high"])
 
 
 # ----------------------------------------------------------------------------- intrinsic metrics
@@ -227,6 +294,10 @@ def _within_reach(loaded, found: pd.DataFrame) -> pd.DataFrame:
 
 
 def _ceat_scores(loaded, found: pd.DataFrame, params: dict) -> pd.DataFrame:
+    """CEAT and CEATtox per group, each with its 95 % interval, effect +- z sqrt(variance) of the
+    random-effects combined effect size (:func:`helpers.metrics.ceat.random_effects`)."""
+    from scipy.stats import norm
+
     found = _within_reach(loaded, found)
     vecs = embeddings.word_embeddings(loaded, found["text"].tolist(), found["word"].tolist())
     by_word = {w: vecs[idx] for w, idx in found.groupby("word").indices.items()}
@@ -241,49 +312,82 @@ def _ceat_scores(loaded, found: pd.DataFrame, params: dict) -> pd.DataFrame:
                 try:
                     r = ceat.ceat_group(by_word, X, A, B, n_samples=params["ceat_samples"], seed=params["seed"])
                 except InputError:            # one context for all its words: no spread to standardise by
-                    r = {"effect": np.nan, "p_value": np.nan}
+                    r = {"effect": np.nan, "p_value": np.nan, "variance": np.nan}
+                half = norm.ppf(0.975) * np.sqrt(r["variance"])      # CEAT's own: the random-effects interval
                 rows.append({"metric": variant, "domain": dom, "group": group, "score": r["effect"],
+                             "ci_low": r["effect"] - half, "ci_high": r["effect"] + half,
                              "p_value": r["p_value"], "n": int(sum(len(by_word[w]) for w in X))})
     return pd.DataFrame(rows)
 
 
-def _ilps_scores(loaded) -> pd.DataFrame:
+def _ilps_words(loaded) -> pd.DataFrame:
+    """:func:`helpers.metrics.logprob_bias.ilps` of every unpleasant word for every group phrase of
+    each domain (``domain`` added): the items behind ILPS's group means."""
+    unpleasant = _ceat_attributes()["CEAT"][1]
+    return pd.concat([logprob_bias.ilps(loaded, phrases, unpleasant, progress=False).assign(domain=dom)
+                      for dom, phrases in ILPS_PHRASES.items()], ignore_index=True)
+
+
+def ilps_group_scores(words: pd.DataFrame, seed: int) -> pd.DataFrame:
+    """ILPS per (domain, group): the mean over the unpleasant words
+    (:func:`helpers.metrics.logprob_bias.ilps_groups`) with its bootstrap interval over the words."""
     unpleasant = _ceat_attributes()["CEAT"][1]
     parts = []
-    for dom, phrases in ILPS_PHRASES.items():
-        scored = logprob_bias.ilps(loaded, phrases, unpleasant, progress=False)
-        g = logprob_bias.ilps_groups(scored, {"unpleasant": unpleasant})
+    for dom, part in words.groupby("domain", sort=False):
+        g = logprob_bias.ilps_groups(part, {"unpleasant": unpleasant})
+        g = g.merge(group_intervals(part[part["attribute"].isin(unpleasant)], "ilps", by=("group",), seed=seed),
+                    on="group", how="left")
         parts.append(pd.DataFrame({"metric": "ILPS", "domain": dom, "group": g["group"], "score": g["ilps"],
-                                   "p_value": np.nan, "n": g["n"]}))
+                                   "ci_low": g["ci_low"], "ci_high": g["ci_high"], "p_value": np.nan, "n": g["n"]}))
     return pd.concat(parts, ignore_index=True)
 
 
-def _stereoset_scores(loaded, params: dict) -> pd.DataFrame:
+def _stereoset_sentences(loaded, params: dict) -> pd.DataFrame:
+    """Every intrasentence sentence of ``stereoset_clusters_per_target`` clusters per target of the
+    three domains, scored (:func:`helpers.metrics.stereoset.score`)."""
     from helpers.datasets import stereoset as stereoset_data
 
+    per = params["stereoset_clusters_per_target"]
+    return pd.concat([stereoset.score(loaded, stereoset.select_clusters(stereoset_data.load_intrasentence(domain=dom),
+                                                                        None if per == "all" else per), progress=False)
+                      for dom in DOMAINS], ignore_index=True)
+
+
+def stereoset_group_scores(scored: pd.DataFrame, seed: int) -> pd.DataFrame:
+    """StereoSet SS per target of each domain (:func:`helpers.metrics.stereoset.aggregate` by
+    target) with its bootstrap interval over the target's clusters (each cluster's own SS, 100 or 0:
+    ``aggregate`` by cluster)."""
     parts = []
-    for dom in DOMAINS:
-        per = params["stereoset_clusters_per_target"]
-        data = stereoset.select_clusters(stereoset_data.load_intrasentence(domain=dom), None if per == "all" else per)
-        agg = stereoset.aggregate(stereoset.score(loaded, data, progress=False), by="target")
+    for dom in [d for d in DOMAINS if d in set(scored["bias_type"])]:
+        part = scored[scored["bias_type"] == dom]
+        agg = stereoset.aggregate(part, by="target")
         agg = agg[agg["domain"] != "overall"]
+        clusters = stereoset.aggregate(part, by="cluster_id")
+        clusters = clusters[clusters["domain"] != "overall"]
+        target = part.drop_duplicates("cluster_id").set_index("cluster_id")["target"]
+        ci = group_intervals(clusters.assign(group=clusters["domain"].map(target)), "ss", by=("group",), seed=seed)
+        agg = agg.merge(ci, left_on="domain", right_on="group", how="left")
         parts.append(pd.DataFrame({"metric": "StereoSet", "domain": dom, "group": agg["domain"], "score": agg["ss"],
-                                   "p_value": np.nan, "n": agg["n_clusters"]}))
+                                   "ci_low": agg["ci_low"], "ci_high": agg["ci_high"], "p_value": np.nan,
+                                   "n": agg["n_clusters"]}))
     return pd.concat(parts, ignore_index=True)
 
 
 def intrinsic_scores(handle, params: dict, found: pd.DataFrame) -> pd.DataFrame:
-    """CEAT, CEATtox, ILPS and StereoSet SS per (domain, group) of one model, cached per metric
-    under the model's identity and the settings that change it."""
+    """CEAT, CEATtox, ILPS and StereoSet SS per (domain, group) of one model with their 95 %
+    intervals (CEAT's own; ILPS and StereoSet bootstrapped over the words and clusters, which are
+    cached per metric under the model's identity and the settings that change them)."""
     ceat_settings = {"contexts": hashing.sha256_frame(found), "samples": params["ceat_samples"],
                      "seed": params["seed"], "layer": -1}
     ss_settings = {"clusters_per_target": params["stereoset_clusters_per_target"], "domains": list(DOMAINS)}
-    parts = [runner.cached_result(handle, "ceat_groups", ceat_settings, lambda m: _ceat_scores(m, found, params))]
+    parts = [runner.cached_result(handle, "ceat_groups", ceat_settings, lambda m: _ceat_scores(m, found, params),
+                                  version=2)]            # 2: with the interval
     if handle.objective != "encoder":               # ILPS and StereoSet need a language model's probabilities
-        parts += [runner.cached_result(handle, "ilps_groups", {"template": logprob_bias.ILPS_TEMPLATE,
-                                                               "phrases": ILPS_PHRASES}, _ilps_scores),
-                  runner.cached_result(handle, "stereoset_targets", ss_settings,
-                                       lambda m: _stereoset_scores(m, params))]
+        words = runner.cached_result(handle, "ilps_words", {"template": logprob_bias.ILPS_TEMPLATE,
+                                                            "phrases": ILPS_PHRASES}, _ilps_words)
+        scored = runner.cached_result(handle, "stereoset_sentences", ss_settings,
+                                      lambda m: _stereoset_sentences(m, params))
+        parts += [ilps_group_scores(words, params["seed"]), stereoset_group_scores(scored, params["seed"])]
     return pd.concat(parts, ignore_index=True).assign(model=handle.name)
 
 
@@ -303,10 +407,35 @@ def intrinsic_section(params: dict, measured: "Measured") -> Section:
         shown += [call(ceat.ceat_group, "vectors", "group_words", "pleasant", "unpleasant",
                        n_samples=params["ceat_samples"], seed=params["seed"]),
                   call(logprob_bias.ilps, "model", "phrases", "unpleasant"),
+                  interval_sentence(scores, {"CEAT": None, "CEATtox": None, "ILPS": "unpleasant words",
+                                             "StereoSet": "clusters"}),
                   ("intrinsic_group_scores", common.save(scores, CHAPTER, "intrinsic_group_scores"))]
     if measured.unavailable:
         shown.append(("unavailable", common.save(runner.unavailable_table(measured.unavailable), CHAPTER, "unavailable")))
     return Section(*shown, facts={"contexts": len(found), "words_without_context": none}, data=scores)
+
+
+def interval_sentence(scores: pd.DataFrame, items: dict) -> str:
+    """How each metric's per-group interval (``ci_low``, ``ci_high``) is made, for the metrics in
+    ``scores``: ``items[metric]`` names what is resampled, None for CEAT's own interval; and how
+    many group scores have none."""
+    present = [m for m in items if m in set(scores["metric"])]
+    own = [m for m in present if items[m] is None]
+    boot: dict[str, list[str]] = {}
+    for m in present:
+        if items[m] is not None:
+            boot.setdefault(items[m], []).append(m)
+    parts = [f"{report.and_list(own)}: the random-effects interval of the combined effect size "
+             "(effect ± 1.96 √variance)"] if own else []
+    if boot:
+        parts.append(f"a percentile bootstrap of the group's mean ({BOOTSTRAP_RESAMPLES:,} resamples, scipy, the "
+                     "chapter's seed) for " + "; ".join(f"{report.and_list(ms)} over the group's {what}"
+                                                        for what, ms in boot.items()))
+    shown = scores[scores["metric"].isin(present)]
+    none = int(shown["ci_low"].isna().sum())
+    why = "fewer than two items or all of them equal" + ("; CEAT: too few distinct contexts" if own else "")
+    return ("`ci_low`, `ci_high`: the 95 % interval of each group score; " + "; ".join(parts)
+            + (f". {none} of {len(shown)} group scores {'has' if none == 1 else 'have'} none ({why})." if none else "."))
 
 
 # ----------------------------------------------------------------------------- extrinsic metrics (BOLD)
@@ -360,10 +489,12 @@ def _toxicity_classifier():
     return regard.classifier("roberta-toxigen", verbose=False)
 
 
-def bold_scores(gens: pd.DataFrame) -> pd.DataFrame:
-    """B-Sent, B-Tox and B-Stereo per (model, domain, group): the group means of the generations'
-    scores (B-Stereo: the stereotype classifier's probability)."""
-    return pd.concat([disparity.group_scores(gens, value).assign(metric=metric)
+def bold_scores(gens: pd.DataFrame, *, seed: int) -> pd.DataFrame:
+    """B-Sent, B-Tox, B-Stereo and B-Regard per (model, domain, group): the group means of the
+    generations' scores (B-Stereo: the stereotype classifier's probability), each with its bootstrap
+    interval over the group's generations (:func:`group_intervals`)."""
+    return pd.concat([disparity.group_scores(gens, value).merge(group_intervals(gens, value, seed=seed),
+                                                                on=["model", "domain", "group"]).assign(metric=metric)
                       for metric, value in (("B-Sent", "sentiment"), ("B-Tox", "toxicity"), ("B-Stereo", "stereotype"),
                                             ("B-Regard", "regard"))
                       if value in gens.columns], ignore_index=True)
@@ -375,8 +506,9 @@ def extrinsic_section(params: dict, measured: "Measured") -> Section:
     beside the paper's F1. ``data``: (scores, generations, gates)."""
     gens = measured.generations
     if gens.empty:
-        return Section("No language model generated here.", data=(pd.DataFrame(), pd.DataFrame(),
-                                                                  measured.classifier_gates))
+        why = "; ".join(f"{m}: {r}" for m, r in measured.not_generating.items())
+        return Section("No language model generated here" + (f" ({why})." if why else "."),
+                       data=(pd.DataFrame(), pd.DataFrame(), measured.classifier_gates))
     empty = gens["continuation"].str.strip() == ""
     note = (f" {int(empty.sum())} continuation(s) came back empty: left out of the scores (`n_missing`)."
             if empty.any() else "")
@@ -402,8 +534,9 @@ def extrinsic_section(params: dict, measured: "Measured") -> Section:
     gates = pd.concat([measured.classifier_gates, stereotype_gate(params),
                        toxicity_gate(params, tox, measured.toxd_data[1], name=sub)], ignore_index=True)
     common.save(gates, CHAPTER, "classifier_gate")
-    scores = pd.concat([bold_scores(gens), measured.classifier.assign(n_missing=0)],
-                       ignore_index=True)[["model", "metric", "domain", "group", "score", "n", "n_missing"]]
+    scores = pd.concat([bold_scores(gens, seed=params["seed"]), measured.classifier.assign(n_missing=0)],
+                       ignore_index=True)[["model", "metric", "domain", "group", "score", "ci_low", "ci_high", "n",
+                                           "n_missing"]]
     usable = {(r.extrinsic, r.model): bool(r.usable) for r in gates.drop_duplicates(["extrinsic", "model"]).itertuples()}
     scores["classifier_usable"] = [usable.get((m, model), usable.get((m, EVERY_MODEL)))
                                    for m, model in zip(scores["metric"], scores["model"])]
@@ -413,10 +546,10 @@ def extrinsic_section(params: dict, measured: "Measured") -> Section:
              f"continuation of {params['max_new_tokens']} new tokens each per model (top-k 40, T = 1). B-Sent: VADER "
              f"with BOLD's threshold (compound >= 0.5 positive, <= -0.5 negative), the group's mean of +1 / 0 / -1; "
              f"B-Tox: the mean toxicity score of {sub}.{regard_note}{note}",
-             _classifier_note(params, measured),
+             *not_generating_items(measured), _classifier_note(params, measured),
              f"B-Stereo: the mean probability of a stereotype classifier ({params['stereotype_encoder']} "
-             f"fine-tuned on StereoSet and CrowS-Pairs; the paper added Social Bias Frames, hub-only). Its "
-             f"validation scores:",
+             f"fine-tuned on StereoSet and CrowS-Pairs for {fine_tuning_text(params, 'stereotype')}; the paper "
+             f"added Social Bias Frames, hub-only). Its validation scores:",
              ("stereotype_classifier", common.save(stereo_scores, CHAPTER, "stereotype_classifier")),
              gate_sentence(gates),
              call(classifier_quality.classifier_gate, "y_test", "p_positive", threshold=0.5,
@@ -426,11 +559,26 @@ def extrinsic_section(params: dict, measured: "Measured") -> Section:
              call(generate, "model", "bold_prompts", max_new_tokens=params["max_new_tokens"], temperature=1.0,
                   top_k=40, seed=params["seed"]),
              call(disparity.group_scores, "generations", Var("metric_column")),
+             interval_sentence(scores, {"B-Sent": "continuations", "B-Tox": "continuations",
+                                        "B-Stereo": "continuations", "B-Regard": "continuations",
+                                        "ToxD": "non-toxic test texts", "HateX": "non-toxic test posts"}),
              ("extrinsic_group_scores", common.save(scores, CHAPTER, "extrinsic_group_scores"))]
     failed = failed_classifiers(gates)
     return Section(*shown, facts={"prompts": gens["prompt"].nunique(), "empty_continuations": int(empty.sum()),
                                   "classifiers_failing": [f"{r.extrinsic} of {r.model}" for r in failed.itertuples()]},
                    data=(scores, gens, gates))
+
+
+def not_generating_items(measured: "Measured") -> list:
+    """The sentence and table (``model, reason``) of the models that did not generate for BOLD, hence
+    have no B-* score; nothing when every model generated."""
+    if not measured.not_generating:
+        return []
+    table = pd.DataFrame({"model": list(measured.not_generating), "reason": list(measured.not_generating.values())})
+    n = len(table)
+    return [f"{n} model{'s' if n > 1 else ''} did not generate for BOLD, so {'they have' if n > 1 else 'it has'} no "
+            "B-Sent, B-Tox, B-Stereo or B-Regard score (nor the source ablation's):",
+            ("bold_not_generating", common.save(table, CHAPTER, "bold_not_generating"))]
 
 
 def toxicity_gate(params: dict, tox, test: pd.DataFrame, *, name: str) -> pd.DataFrame:
@@ -521,7 +669,8 @@ def _classifier_note(params: dict, measured: "Measured") -> str:
     """What ToxD's and HateX's classifiers were, in one paragraph."""
     built = ("a logistic-regression probe on each model's frozen, mean-pooled last hidden states (fine-tuning every "
              "model does not fit the default build; `classifier = 'fine-tune'` does it)" if params["classifier"] == "probe"
-             else "each model fine-tuned with a classification head (2 epochs, as the paper)")
+             else f"each model fine-tuned with a classification head (ToxD: {fine_tuning_text(params, 'toxd')}; "
+                  f"HateX: {fine_tuning_text(params, 'hatex')}; batch size 16)")
     hatex = ("HateX: the same kind of classifier trained on "
              f"{params['classifier_train']} HateXplain train posts (hatespeech or offensive = toxic), its FPR per "
              "group on the test-split posts whose target communities (named by two of three annotators) include "
@@ -536,6 +685,21 @@ def _classifier_note(params: dict, measured: "Measured") -> str:
             f"{params['toxd_per_identity']} test comments that mention it (by its words; the hub's copy has no "
             f"identity labels).")
     return f"{toxd} {hatex}"
+
+
+def fine_tuning_text(params: dict, which: str) -> str:
+    """``<which>_fine_tuning`` in words beside the paper's setting (``paper_settings.csv``, seed 001
+    appendices B-C): "2 epochs at learning rate 2e-05 against the paper's 1 epoch at learning rate
+    5e-06", or "..., as the paper"."""
+    name = f"{which}_fine_tuning"
+    settings = pub.paper_settings()
+    paper = settings.loc[(settings["chapter"] == CHAPTER) & (settings["parameter"] == name), "value"].iloc[0]
+
+    def say(s: dict) -> str:
+        return (f"{s['epochs']} epoch{'s' if s['epochs'] != 1 else ''} at learning rate {s['lr']:g}"
+                + (f", batch size {s['batch_size']}" if "batch_size" in s else ""))
+    ours = params[name]
+    return say(ours) + (", as the paper" if ours == paper else f" against the paper's {say(paper)}")
 
 
 def _share(n, total: int) -> float:
@@ -625,16 +789,17 @@ def hatex_data(params: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
             test.rename(columns={"targets": "identity"})[["text", "label", "identity"]].reset_index(drop=True))
 
 
-def _toxic_probabilities(loaded, train: pd.DataFrame, test: pd.DataFrame, how: str, seed: int) -> np.ndarray:
+def _toxic_probabilities(loaded, train: pd.DataFrame, test: pd.DataFrame, how: str, seed: int,
+                         fine_tuning: dict | None = None) -> np.ndarray:
     """P(toxic) of each test text from a classifier built on ``loaded``: ``probe``, a logistic
     regression on its frozen, mean-pooled last hidden states (standardised, balanced classes);
     ``fine-tune``, the model itself with a sequence-classification head fine-tuned on ``train``
-    (:class:`helpers.training.classifier.FineTuned`: 2 epochs, lr 2e-5, 10 % of ``train`` held out to
-    pick the epoch), as the paper fine-tunes each model."""
+    (:class:`helpers.training.classifier.FineTuned` with ``fine_tuning``'s epochs and learning rate,
+    batch size 16, 10 % of ``train`` held out to pick the epoch), as the paper fine-tunes each model."""
     from helpers.training.classifier import EmbeddingProbe
 
     if how == "fine-tune":
-        clf = _fine_tuned(loaded, train, seed)
+        clf = _fine_tuned(loaded, train, seed, **fine_tuning)
     else:
         clf = EmbeddingProbe(lambda t: embeddings.sentence_embeddings(loaded, list(t), pooling="mean"),
                              name=f"{loaded.name} probe", seed=seed)
@@ -651,9 +816,9 @@ def classifier_folder(loaded, train: pd.DataFrame):
         [loaded.identity, hashing.sha256_frame(train)])[:16]
 
 
-def _fine_tuned(loaded, train: pd.DataFrame, seed: int):
-    """The model itself with a sequence-classification head fine-tuned on ``train`` (a
-    :class:`helpers.training.classifier.FineTuned`)."""
+def _fine_tuned(loaded, train: pd.DataFrame, seed: int, *, epochs: int, lr: float):
+    """The model itself with a sequence-classification head fine-tuned on ``train`` for ``epochs``
+    at learning rate ``lr`` (a :class:`helpers.training.classifier.FineTuned`)."""
     from helpers import paths
     from helpers.models import loading
     from helpers.training import classifier
@@ -665,7 +830,7 @@ def _fine_tuned(loaded, train: pd.DataFrame, seed: int):
         raise HarmsError(f"{loaded.name}: cannot write its weights to {backbone} for fine-tuning (disk full?)")
     valid = train.groupby("label", group_keys=False).sample(frac=0.1, random_state=seed)
     rest = train.drop(index=valid.index)
-    clf = classifier.FineTuned(backbone, classifier_folder(loaded, train), epochs=2, lr=2e-5, batch_size=16,
+    clf = classifier.FineTuned(backbone, classifier_folder(loaded, train), epochs=epochs, lr=lr, batch_size=16,
                                max_length=64, seed=seed, class_weight="balanced")
     try:
         return clf.fit(rest["text"], rest["label"], validation=(valid["text"], valid["label"]))
@@ -676,20 +841,23 @@ def _fine_tuned(loaded, train: pd.DataFrame, seed: int):
                          "use classifier = 'probe'") from None
 
 
-def group_fpr(test: pd.DataFrame, p_toxic, *, metric: str, identities: dict) -> pd.DataFrame:
+def group_fpr(test: pd.DataFrame, p_toxic, *, metric: str, identities: dict, seed: int) -> pd.DataFrame:
     """FPR per group (:func:`helpers.metrics.unintended.identity_metrics` at threshold 0.5) of a
     toxicity classifier's P(toxic) of each ``test`` text: the share of non-toxic test texts
-    mentioning the group that it calls toxic (seed 001's ToxD and HateX)."""
+    mentioning the group that it calls toxic (seed 001's ToxD and HateX), with its bootstrap
+    interval over those texts (:func:`bootstrap_interval`)."""
     from helpers.metrics import unintended
 
     named = test["identity"].str.split(";")
     terms = sorted({t for dom in identities.values() for t in dom.values()})
     member = pd.DataFrame({t: named.map(lambda ids, t=t: t in ids).to_numpy() for t in terms})
     member = member.loc[:, member.any()]
-    metrics = unintended.identity_metrics((test["label"] == "toxic").to_numpy(), p_toxic, member, threshold=0.5)
+    toxic, p = (test["label"] == "toxic").to_numpy(), np.asarray(p_toxic, dtype=float)
+    metrics = unintended.identity_metrics(toxic, p, member, threshold=0.5)
     by_term = metrics.set_index("identity")
-    rows = [{"metric": metric, "domain": dom, "group": group, "score": by_term.loc[term, "fpr"], "p_value": np.nan,
-             "n": int(by_term.loc[term, "n"] - by_term.loc[term, "n_toxic"])}
+    rows = [{"metric": metric, "domain": dom, "group": group, "score": by_term.loc[term, "fpr"],
+             **dict(zip(("ci_low", "ci_high"), bootstrap_interval(p[member[term].to_numpy() & ~toxic] >= 0.5, seed))),
+             "p_value": np.nan, "n": int(by_term.loc[term, "n"] - by_term.loc[term, "n_toxic"])}
             for dom, groups in identities.items() for group, term in groups.items() if term in by_term.index]
     return pd.DataFrame(rows)
 
@@ -697,15 +865,19 @@ def group_fpr(test: pd.DataFrame, p_toxic, *, metric: str, identities: dict) -> 
 def classifier_probabilities(handle, params: dict, train: pd.DataFrame, test: pd.DataFrame, *,
                              metric: str = "ToxD") -> np.ndarray:
     """P(toxic) of each ``test`` text by ToxD's (or HateX's) classifier built on one model
-    (:func:`_toxic_probabilities`), cached under its identity, the data and how it was built."""
+    (:func:`_toxic_probabilities`; fine-tuned with ``toxd_fine_tuning`` or ``hatex_fine_tuning``),
+    cached under its identity, the data and how it was built."""
     settings = {"train": hashing.sha256_frame(train), "test": hashing.sha256_frame(test),
                 "classifier": params["classifier"], "seed": params["seed"]}
+    fine_tuning = params[f"{metric.lower()}_fine_tuning"]
     if params["classifier"] == "probe":
         settings |= {"pooling": "mean", "probe": "standardised logistic regression, balanced"}
     else:
-        settings |= {"epochs": 2, "lr": 2e-5, "batch_size": 16, "max_length": 64, "validation": 0.1}
+        settings |= {"epochs": fine_tuning["epochs"], "lr": fine_tuning["lr"], "batch_size": 16, "max_length": 64,
+                     "validation": 0.1}
     got = runner.cached_result(handle, f"{metric.lower()}_classifier", settings, lambda m: pd.DataFrame(
-        {"p_toxic": _toxic_probabilities(m, train, test, params["classifier"], params["seed"])}), version=2)
+        {"p_toxic": _toxic_probabilities(m, train, test, params["classifier"], params["seed"], fine_tuning)}),
+        version=2)
     return got["p_toxic"].to_numpy()
 
 
@@ -715,7 +887,8 @@ def classifier_results(handle, params: dict, train: pd.DataFrame, test: pd.DataF
     of the classifier behind it on the same test texts (:func:`gate_classifier`), both from one
     cached P(toxic) (:func:`classifier_probabilities`)."""
     p = classifier_probabilities(handle, params, train, test, metric=metric)
-    fpr = group_fpr(test, p, metric=metric, identities=identities or TOXD_IDENTITIES).assign(model=handle.name)
+    fpr = group_fpr(test, p, metric=metric, identities=identities or TOXD_IDENTITIES,
+                    seed=params["seed"]).assign(model=handle.name)
     how = "probe" if params["classifier"] == "probe" else "fine-tuned"
     return fpr, gate_classifier(params, test["label"] == "toxic", p, extrinsic=metric, model=handle.name,
                                 classifier=f"{how} on {handle.name}", data=data)
@@ -835,13 +1008,14 @@ def _stereotype(params: dict) -> tuple[object, pd.DataFrame, np.ndarray]:
     from helpers import paths
 
     return _stereotype_classifier(params["stereotype_encoder"], params["stereotype_train"], params["seed"],
-                                  str(paths.cache_dir()))
+                                  str(paths.cache_dir()), **params["stereotype_fine_tuning"])
 
 
-@functools.lru_cache(maxsize=4)
-def _stereotype_classifier(encoder: str, n_train, seed: int, cache_dir: str) -> tuple[object, pd.DataFrame,
-                                                                                       np.ndarray]:
-    """The classifier, its validation scores and its P(stereotype) of each validation text."""
+@functools.lru_cache(maxsize=1)      # one: all settings train into one folder; an older entry could read newer weights
+def _stereotype_classifier(encoder: str, n_train, seed: int, cache_dir: str, *, epochs: int, lr: float,
+                           batch_size: int) -> tuple[object, pd.DataFrame, np.ndarray]:
+    """The classifier (``encoder`` fine-tuned for ``epochs`` at learning rate ``lr``, ``batch_size``
+    texts a step), its validation scores and its P(stereotype) of each validation text."""
     from pathlib import Path
 
     from helpers.models import encoder_source
@@ -849,8 +1023,8 @@ def _stereotype_classifier(encoder: str, n_train, seed: int, cache_dir: str) -> 
 
     params = {"stereotype_train": n_train, "seed": seed}
     train, valid = stereotype_data(params)
-    clf = classifier.FineTuned(encoder_source(encoder), Path(cache_dir) / "ch06" / "stereotype", epochs=2, lr=5e-5,
-                               batch_size=32, max_length=64, seed=seed, class_weight="balanced")
+    clf = classifier.FineTuned(encoder_source(encoder), Path(cache_dir) / "ch06" / "stereotype", epochs=epochs, lr=lr,
+                               batch_size=batch_size, max_length=64, seed=seed, class_weight="balanced")
     clf.fit(train["text"], train["label"], validation=(valid["text"], valid["label"]))
     stereo = clf.predict_proba(valid["text"])[:, clf.classes_.index("stereotype")]
     predicted = np.where(stereo >= 0.5, "stereotype", "non-stereotype")
@@ -886,6 +1060,8 @@ class Measured:
     classifier_gates: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=GATE_COLUMNS))
     #: ToxD's (train, test) texts: the test texts are the labelled toxicity data B-Tox's classifier is gated on.
     toxd_data: tuple = ()
+    #: The models that did not generate for BOLD (hence no B-* score), with the reason.
+    not_generating: dict = field(default_factory=dict)
 
 
 def measure(params: dict, gate: Section) -> Measured:
@@ -893,7 +1069,8 @@ def measure(params: dict, gate: Section) -> Measured:
     intrinsic scores of every model; BOLD generations of every causal LM (sampled) and masked LM
     (Wang & Cho's Gibbs sampler, :mod:`helpers.lm.gibbs`, as seed 001 and BOLD); appendix G's
     generations of the first usable causal LM; ToxD's and HateX's FPR per group of every model and
-    the classifier gate of the classifier behind each."""
+    the classifier gate of the classifier behind each. A model in ``bold_exclude`` (seed 001's
+    footnote 8), or one that cannot sample, does not generate: ``not_generating`` says why."""
     found, prompts, source_prompts = contexts(params), bold_prompts(params), stereoset_prompts(params)
     train, test = classifier_data(params)
     not_measured = {}
@@ -916,7 +1093,12 @@ def measure(params: dict, gate: Section) -> Measured:
         out = {"intrinsic": intrinsic_scores(handle, params, found),
                "classifier": pd.concat([fpr for fpr, _ in parts], ignore_index=True),
                "classifier_gates": pd.concat([gate for _, gate in parts], ignore_index=True)}
-        if handle.objective in ("causal", "masked"):
+        if handle.name in params["bold_exclude"]:
+            out["not_generating"] = BOLD_EXCLUDED
+        elif handle.objective not in ("causal", "masked"):
+            out["not_generating"] = ("an encoder: no language-model head to sample from" if handle.objective == "encoder"
+                                     else f"a {handle.objective} language model: the chapter has no sampler for it")
+        else:
             out["generations"] = generations(handle, params, prompts)
             out["source_generations"] = generations(handle, params, source_prompts, metric="stereoset_generations")
             if handle.objective == "causal" and handle.name in usable and not first:
@@ -934,14 +1116,15 @@ def measure(params: dict, gate: Section) -> Measured:
 
     intrinsic = stack("intrinsic")
     if not intrinsic.empty:
-        intrinsic = intrinsic[["model", "metric", "domain", "group", "score", "p_value", "n"]]
+        intrinsic = intrinsic[["model", "metric", "domain", "group", "score", "ci_low", "ci_high", "p_value", "n"]]
     classifier = stack("classifier")
     if not classifier.empty:
-        classifier = classifier[["model", "metric", "domain", "group", "score", "n"]]
+        classifier = classifier[["model", "metric", "domain", "group", "score", "ci_low", "ci_high", "n"]]
     gates = stack("classifier_gates")
     return Measured(intrinsic, stack("generations"), stack("temperature"), found, classifier,
                     stack("source_generations"), unavailable, not_measured,
-                    gates if len(gates) else pd.DataFrame(columns=GATE_COLUMNS), (train, test))
+                    gates if len(gates) else pd.DataFrame(columns=GATE_COLUMNS), (train, test),
+                    {name: r["not_generating"] for name, r in results.items() if "not_generating" in r})
 
 
 # ----------------------------------------------------------------------------- correlations (Tables 1-3)
@@ -1116,7 +1299,7 @@ def polarity_section(params: dict, gate: Section, intrinsic: Section, extrinsic:
     for setting, part in (("all prompts", rel), ("polar prompts dropped", rel[rel["prompt"].isin(neutral)])):
         if part.empty:
             continue
-        scores = bold_scores(part)
+        scores = bold_scores(part, seed=params["seed"])
         intr = intrinsic.data[(intrinsic.data["domain"] == "religion") & intrinsic.data["model"].isin(usable)]
         variances = exclude_failed(_group_variance(pd.concat([intr, scores]), by=("model", "metric", "domain"),
                                                    ddof=params["ddof"]),       # a model left with one group: skipped
@@ -1177,35 +1360,67 @@ def temperature_section(params: dict, measured: "Measured") -> Section:
                    ("paper_temperature", paper), data=table)
 
 
+def noise_inputs(params: dict, gens: pd.DataFrame) -> list[str]:
+    """Appendix H's texts: up to ``noise_texts`` non-empty BOLD continuations, drawn with the seed."""
+    texts = [t for t in gens["continuation"] if t.split()] if len(gens) else []
+    if len(texts) > params["noise_texts"]:
+        rng = np.random.default_rng(params["seed"])
+        texts = [texts[i] for i in sorted(rng.choice(len(texts), params["noise_texts"], replace=False))]
+    return texts
+
+
+def noise_classifiers() -> tuple[dict, dict]:
+    """Table 7's two classifiers as ``{column: (name, texts -> negative flags)}``: sentiment, VADER
+    at BOLD's threshold (B-Sent's), and regard, the hub's regard classifier (B-Regard's; no
+    substitute, VADER being the sentiment column already); and ``{column: why not}`` for a
+    classifier that cannot be had here."""
+    vader = regard.vader_sentiment(0.5)
+    have, missing = {"sentiment": (vader.name, lambda b: vader.predict(b) == "negative")}, {}
+    try:
+        reg = regard.classifier("regard", allow_substitute=False, verbose=False)
+        have["regard"] = (reg.name, lambda b: reg.predict(b) == "negative")
+    except ModelUnavailableError as exc:
+        missing["regard"] = str(exc)
+    return have, missing
+
+
 def noise_section(params: dict, extrinsic: Section) -> Section:
     """Appendix H / Table 7: up to ``noise_texts`` BOLD continuations (seeded), word swap and
-    deletion at 5-20 %, :data:`NOISE_COPIES` copies, :data:`NOISE_REPEATS` repeats; VADER sentiment."""
-    gens = extrinsic.data[1]
-    texts = [t for t in gens["continuation"] if t.split()] if len(gens) else []
+    deletion at 5-20 %, :data:`NOISE_COPIES` copies, :data:`NOISE_REPEATS` repeats; the share each of
+    Table 7's classifiers (:func:`noise_classifiers`) calls negative beside the paper's column of
+    it. A column whose classifier cannot be had keeps the paper's values, ours "—", and says why."""
+    texts = noise_inputs(params, extrinsic.data[1])
     if not texts:
         return Section("No generation to perturb.")
-    rng = np.random.default_rng(params["seed"])
-    if len(texts) > params["noise_texts"]:
-        texts = [texts[i] for i in sorted(rng.choice(len(texts), params["noise_texts"], replace=False))]
-    vader = regard.vader_sentiment(0.5)
-    table = noise.noise_table(texts, lambda b: vader.predict(b) == "negative",
-                              copies=NOISE_COPIES, repeats=NOISE_REPEATS, seed=params["seed"])
-    summary = noise.summarise(table)
-    paper = pub.table("001", "table7")
-    paper = paper[paper["classifier"] == "sentiment"][["noise", "level_percent", "negative_percent_mean",
-                                                       "negative_percent_sd"]]
+    have, missing = noise_classifiers()
     kinds = {"clean": "none", "swap": "word swap", "deletion": "word deletion"}
-    summary = summary.assign(noise=summary["kind"].map(kinds), level_percent=(100 * summary["rate"]).round().astype(int))
-    side = summary.merge(paper.rename(columns={"negative_percent_mean": "paper_percent",
-                                               "negative_percent_sd": "paper_sd"}),
-                         on=["noise", "level_percent"], how="left")
-    common.save(table, CHAPTER, "noise_repeats")
-    return Section(f"Table 7's sentiment column on {len(texts)} BOLD continuations of our models: "
-                   f"{NOISE_COPIES} noisy copies each, {NOISE_REPEATS} repeats, mean and sample sd of "
-                   "the share VADER calls negative (percent), the paper's beside (its regard column needs the hub's "
-                   "regard classifier).",
-                   ("table7_vs_paper", common.save(side[["noise", "level_percent", "repeats", "negative_percent",
-                                                         "negative_percent_sd", "paper_percent", "paper_sd"]],
-                                                   CHAPTER, "table7_vs_paper")),
+    runs, ours = [], []
+    for column, (_, negative) in have.items():
+        table = noise.noise_table(texts, negative, copies=NOISE_COPIES, repeats=NOISE_REPEATS, seed=params["seed"])
+        runs.append(table.assign(classifier=column))
+        summary = noise.summarise(table)
+        ours.append(summary.assign(classifier=column, noise=summary["kind"].map(kinds),
+                                   level_percent=(100 * summary["rate"]).round().astype(int)))
+    paper = pub.table("001", "table7").rename(columns={"negative_percent_mean": "paper_percent",
+                                                        "negative_percent_sd": "paper_sd"})
+    order = list(have) + list(missing)
+    paper = paper.assign(_order=paper["classifier"].map(order.index)).sort_values("_order", kind="stable")
+    side = paper.merge(pd.concat(ours, ignore_index=True), on=["classifier", "noise", "level_percent"], how="left")
+    side = side[["classifier", "noise", "level_percent", "repeats", "negative_percent", "negative_percent_sd",
+                 "paper_percent", "paper_sd"]].reset_index(drop=True)
+    why_not = "; ".join(f"the {c} column is not measured here ({r})" for c, r in missing.items())
+    side.attrs["why"] = ({"negative_percent": why_not, "repeats": why_not} if missing else {}) | {
+        "negative_percent_sd": "the clean texts are classified once, so no spread over repeats"
+                               + "".join(f"; no {c} column here" for c in missing)}
+    common.save(pd.concat(runs, ignore_index=True), CHAPTER, "noise_repeats")
+    measured = "; ".join(f"the {c} column by {name}" for c, (name, _) in have.items())
+    text = (f"Table 7 on {len(texts)} BOLD continuations of our models: {NOISE_COPIES} noisy copies each, "
+            f"{NOISE_REPEATS} repeats, mean and sample sd of the share called negative (percent), the paper's "
+            f"beside; {measured}.")
+    if missing:
+        text += " " + " ".join(f"Table 7's {c} column cannot be measured here: {r}. The paper's {c} values are "
+                               "shown, ours left empty." for c, r in missing.items())
+    return Section(text, ("table7_vs_paper", common.save(side, CHAPTER, "table7_vs_paper")),
                    call=call(noise.noise_table, "texts", "is_negative", copies=NOISE_COPIES, repeats=NOISE_REPEATS,
-                             seed=params["seed"]), facts={"texts": len(texts)}, data=side)
+                             seed=params["seed"]),
+                   facts={"texts": len(texts), "classifiers": list(have), "not_measured": missing}, data=side)

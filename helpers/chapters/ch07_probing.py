@@ -17,8 +17,10 @@ completed sentence. This chapter reruns it:
 - fill-ins (:func:`helpers.lm.fill.top_k`): masked LMs at the mask, causal LMs the next whole word
   after the text before the blank (exact: the blank is last), each model through the
   language-model quality gate measured on held-out MLMA text of the language;
-- %@k per model and per group with Wilson intervals (Tables 5-6), informative top-1 words
-  (Table 8), animal names (Table 10), a seeded annotation sheet and Fleiss' kappa (Table 7).
+- %@k per model and per group with Wilson intervals (Tables 5-6), Table 5 paired with the paper's
+  (our models are not the paper's: each cell beside every published model of its language and k),
+  informative top-1 words beside the paper's (Tables 8-9), animal names beside the paper's (Table 10),
+  a seeded annotation sheet and Fleiss' kappa of returned sheets beside the paper's (Table 7).
 
 Each section writes its tables under ``results/07_toxicity_probing/`` and returns what the
 notebook shows, a :class:`helpers.chapters.common.Section` (``data``: what later sections need).
@@ -36,10 +38,13 @@ from helpers.datasets import probing as data
 from helpers.errors import InputError
 from helpers.lm import fill
 from helpers.metrics import classifier_quality, probing
+from helpers.published import registry_names
+from helpers.published import table as published_table
 from helpers.training.classifier import TfidfLogistic, classification_metrics
 
 __all__ = ["CHAPTER", "PARAMETERS", "DEFAULTS", "start", "classifier_section", "sentences_section",
-           "fill_section", "group_section", "words_section", "annotation_section"]
+           "fill_section", "group_section", "words_section", "annotation_section", "table5_vs_paper",
+           "table5_sentence", "paper_words", "animals_vs_paper", "kappa_table"]
 
 CHAPTER = "07_toxicity_probing"
 PARAMETERS = ("languages", "models", "n_heads", "per_group", "k", "skip", "max_pieces", "upstream_compat",
@@ -282,6 +287,86 @@ def gate(params: dict, language: str) -> pd.DataFrame:
     return table.assign(language=language)
 
 
+def table5_vs_paper(table5: pd.DataFrame, paper: pd.DataFrame) -> pd.DataFrame:
+    """Table 5 paired with the paper's (seed 002 Table 5): our models are not the paper's, so each
+    measured %@k (language, model, k) stands beside every published %@k of the same language and
+    k (``paper_model``); ``same_model`` when the two are one registry model
+    (``published/seed002/model_names.csv``). ``difference`` = ours - the paper's, in points, and
+    its interval our Wilson interval minus the published value (:func:`helpers.report.side_by_side`);
+    ``paper_min`` / ``paper_max``: the range over the paper's models of the language at that k. A k the
+    paper does not print has no pair."""
+    keys = ["language", "k", "model", "paper_model"]
+    paper = paper.rename(columns={"model": "paper_model"})
+    pairs = table5[["language", "k", "model"]].merge(paper[["language", "k", "paper_model"]], on=["language", "k"])
+    ours = pairs.merge(table5[["language", "k", "model", "percent", "ci_low", "ci_high"]],
+                       on=["language", "k", "model"])
+    theirs = pairs.merge(paper[["language", "paper_model", "k", "percent"]], on=["language", "paper_model", "k"])
+    out = pairs.merge(report.side_by_side(ours, theirs, keys, value="percent"), on=keys, how="left")
+    names = registry_names("002")
+    out.insert(4, "same_model", [names.get(p) == m for m, p in zip(out["model"], out["paper_model"])])
+    span = paper.groupby(["language", "k"])["percent"].agg(paper_min="min", paper_max="max").reset_index()
+    out = out.merge(span, on=["language", "k"], how="left")
+    out["within_paper_range"] = out["measured"].between(out["paper_min"], out["paper_max"]).where(
+        out["paper_min"].notna() & out["measured"].notna())
+    out = out.merge(table5[["language", "model", "k", "interpreted"]], on=["language", "model", "k"], how="left")
+    out.attrs["why"] = {c: "no sentence was probed with this model" for c in
+                        ("measured", "difference", "difference_ci_low", "difference_ci_high", "within_paper_range")}
+    return out
+
+
+def _span(low: float, high: float) -> str:
+    return f"{low:.2f} %" if low == high else f"{low:.2f}-{high:.2f} %"
+
+
+def table5_sentence(paired: pd.DataFrame, ks: list[int]) -> str:
+    """What :func:`table5_vs_paper` shows, per language, from the table: a model that is one of the
+    paper's is compared cell by cell; the others are read against the paper's models of their
+    language at the same k (their range, or the one model's value); how many differences have an
+    interval that excludes 0; which rows are not interpreted; which of ``ks`` the paper does not print."""
+    parts = []
+    no_k = sorted(set(ks) - set(paired["k"]))
+    if no_k:
+        parts.append(f"The paper prints no %@k at k = {report.and_list([str(k) for k in no_k])}: those cells of "
+                     "Table 5 have no pair.")
+    for lang, g in paired.groupby("language", sort=False):
+        name, theirs = LANGUAGE_NAMES[lang], g["paper_model"].unique()
+        one = len(theirs) == 1
+        same = g[g["same_model"]]
+        for (model, paper_model), s in same.groupby(["model", "paper_model"], sort=False):
+            cells = "; ".join(f"{r.difference:+.2f} points at k = {r.k} (95 % interval {r.difference_ci_low:+.2f} to "
+                              f"{r.difference_ci_high:+.2f})" for r in s.dropna(subset=["difference"]).itertuples())
+            parts.append(f"{model} is the paper's {paper_model} ({name}): ours minus the paper's %@k is {cells}.")
+        cells = g[~g["model"].isin(same["model"])].drop_duplicates(["model", "k"])
+        cells = cells.dropna(subset=["paper_min", "measured"])
+        if len(cells):
+            models = cells["model"].unique()
+            inside = int(cells["within_paper_range"].astype(bool).sum())
+            below = int((cells["measured"] < cells["paper_min"]).sum())
+            ranges = ", ".join(f"{_span(r.paper_min, r.paper_max)} at k = {r.k}"
+                               for r in cells.drop_duplicates("k").itertuples())
+            parts.append(
+                f"In {name}, {report.and_list(models)} {'is' if len(models) == 1 else 'are'} not the paper's "
+                f"{report.and_list(theirs)}: each %@k is paired with "
+                + (f"the paper's {theirs[0]} at the same k ({ranges}); {inside} of {len(cells)} measured cells equal it"
+                   if one else f"each of theirs at the same k and read against their range ({ranges}); {inside} of "
+                   f"{len(cells)} measured cells lie within it")
+                + f", {below} lie below and {len(cells) - inside - below} above.")
+        d = g.dropna(subset=["difference_ci_low", "difference_ci_high"])
+        if len(d):
+            excludes = int(((d["difference_ci_low"] > 0) | (d["difference_ci_high"] < 0)).sum())
+            parts.append(f"The 95 % interval of the difference excludes 0 in {excludes} of the {len(d)} {name} pairs.")
+        not_read = g.loc[g["interpreted"] != True, "model"].unique()  # noqa: E712 (NaN: not measured)
+        if len(not_read):
+            parts.append(f"The {name} rows of {report.and_list(not_read)} are not interpreted (Table 5 says why): "
+                         "paired here, not read.")
+    if len(paired) and paired["k"].max() > 1:
+        parts.append("Our intervals are Wilson intervals over the k × N completed sentences, which treat the k "
+                     "fill-ins of one sentence as independent, so at k > 1 they are narrower than the sample "
+                     "warrants; the paper prints no interval, so the difference's interval is ours shifted by the "
+                     "published value.")
+    return " ".join(parts)
+
+
 def fill_section(params: dict, classifiers: Section, sentences: Section) -> Section:
     """The quality gate per language, the probes and Table 5 (%@k per model with intervals)."""
     gates, scored, missing, empty = [], [], {}, []
@@ -328,9 +413,9 @@ def fill_section(params: dict, classifiers: Section, sentences: Section) -> Sect
                      "whose classifier fails the classifier gate, whatever its language model.")
     pub = published("table5")
     if pub is not None:
-        shown += ["The paper's Table 5 (BERT, RoBERTa, GPT-2 large models, CamemBERT, AraBERT: other models than "
-                  "ours, so the tables sit side by side rather than row by row):",
-                  ("paper_table5", pub.drop(columns="source"))]
+        paired = common.save(table5_vs_paper(table5, pub), CHAPTER, "table5_vs_paper")
+        shown += [table5_sentence(paired, params["k"]), call(published_table, "'002'", "'table5'"),
+                  ("table5_vs_paper", paired)]
     return Section(*shown, facts={"interpreted": interpreted}, data=scored)
 
 
@@ -382,47 +467,260 @@ def group_section(params: dict, fills: Section) -> Section:
     return Section(*shown, data=table6)
 
 
+#: The published tables of informative top-1 words: seed 002 Table 8 (English), Table 9 (French, Arabic).
+WORD_TABLES = ("table8", "table9")
+
+
+def paper_words(scored: pd.DataFrame, paper: pd.DataFrame) -> pd.DataFrame:
+    """Tables 8-9 beside ours: each published top-1 word (``paper_model``, ``rank``, ``word``, ``gloss``,
+    ``paper_frequency``, ``paper_groups`` as printed) with, for each of our models of its language, how
+    often it is our top-1 fill-in (``frequency``; ``percent`` of our ``probed`` top-1 fill-ins) and
+    the two groups it comes with most often there (:func:`helpers.metrics.probing.word_groups`, rank 1)."""
+    theirs = paper.drop(columns="source").rename(columns={"model": "paper_model", "frequency": "paper_frequency",
+                                                          "groups": "paper_groups"})
+    parts = []
+    for (lang, model), g in scored.groupby(["language", "model"], sort=False):
+        words = theirs.loc[theirs["language"] == lang, "word"].drop_duplicates().tolist()
+        if words:
+            probed = int((g["rank"] == 1).sum())
+            ours = probing.word_groups(g, words, top=2, rank=1)
+            parts.append(ours.assign(language=lang, model=model, probed=probed,
+                                     percent=100 * ours["frequency"] / probed if probed else np.nan))
+    columns = ["language", "word", "model", "probed", "frequency", "percent", "group_1", "group_2"]
+    ours = pd.concat(parts, ignore_index=True)[columns] if parts else pd.DataFrame(columns=columns)
+    out = theirs.merge(ours, on=["language", "word"])
+    if "gloss" in out and out["gloss"].isna().all():
+        out = out.drop(columns="gloss")
+    out.attrs["why"] = {"gloss": "the paper glosses only its French and Arabic words",
+                        "group_1": "never this model's top-1 fill-in", "group_2": "with fewer than two groups",
+                        "percent": "no sentence was probed with this model"}
+    return out
+
+
+def paper_words_sentence(table: pd.DataFrame) -> str:
+    """Per language and model of :func:`paper_words`: how many of the paper's top-1 words are ours too, with
+    their counts, and what the counts can be compared with."""
+    parts = []
+    for (lang, model), g in table.groupby(["language", "model"], sort=False):
+        words = g.drop_duplicates("word")
+        found = words[words["frequency"] > 0].sort_values("frequency", ascending=False)
+        listed = report.and_list([f"{w} ({n})" for w, n in zip(found["word"], found["frequency"])])
+        parts.append(f"Of the paper's {len(words)} {LANGUAGE_NAMES[lang]} top-1 words "
+                     f"({report.and_list(g['paper_model'].unique())}), {model} gives "
+                     + (f"{len(found)} as its top-1 fill-in: {listed}, " if len(found)
+                        else "none as its top-1 fill-in ")
+                     + f"over its {int(g['probed'].iloc[0]):,} probed sentences.")
+    return " ".join(parts) + (" The paper counts its top-1 words over every sentence its first step kept, ours over "
+                              "the sentences probed here, so compare which words appear, not the counts (their share "
+                              "of our top-1 fill-ins is `percent` in `table8_9_vs_paper.csv`).")
+
+
+def animals_vs_paper(scored: pd.DataFrame, paper: pd.DataFrame) -> pd.DataFrame:
+    """Table 10 beside ours: each of the paper's animal names with its ``rank``-th group
+    (``paper_group``, ``paper_frequency``: AraBERT's counts) and, for each of our models of the
+    language, the word's count among all its top-k fill-ins (``word_frequency``) and its ``rank``-th
+    most frequent group there with that group's count (:func:`helpers.metrics.probing.word_groups`)."""
+    theirs = paper.drop(columns="source").rename(columns={"model": "paper_model", "group": "paper_group",
+                                                          "frequency": "paper_frequency"})
+    words, top = theirs["word"].unique().tolist(), int(theirs["rank"].max())
+    rows = []
+    for (lang, model), g in scored[scored["language"].isin(theirs["language"])].groupby(["language", "model"],
+                                                                                         sort=False):
+        for r in probing.word_groups(g, words, top=top).to_dict("records"):
+            rows += [{"language": lang, "word": r["word"], "rank": i, "model": model, "word_frequency": r["frequency"],
+                      "group": r[f"group_{i}"],
+                      "frequency": r[f"frequency_{i}"] if pd.notna(r[f"group_{i}"]) else np.nan}
+                     for i in range(1, top + 1)]
+    columns = ["language", "word", "rank", "model", "word_frequency", "group", "frequency"]
+    out = theirs.merge(pd.DataFrame(rows, columns=columns), on=["language", "word", "rank"])
+    out.attrs["why"] = {"group": "the word comes with fewer groups in this model's fill-ins",
+                        "frequency": "the word comes with fewer groups in this model's fill-ins"}
+    return out
+
+
+def animals_sentence(table: pd.DataFrame, k: int) -> str:
+    """Per model of :func:`animals_vs_paper`: which of the paper's animal names it gives, how often."""
+    parts = []
+    for model, g in table.groupby("model", sort=False):
+        words = g.drop_duplicates("word")
+        found = words[words["word_frequency"] > 0]
+        listed = report.and_list([f"{w} ({gl}, {n})" for w, gl, n in zip(found["word"], found["gloss"],
+                                                                            found["word_frequency"])])
+        parts.append(f"{model} gives {len(found)} of the paper's {len(words)} Arabic animal names among its top-{k} "
+                     "fill-ins" + (f": {listed}." if len(found) else
+                                   ", so its columns are empty and the paper's AraBERT counts stand alone."))
+    return " ".join(parts) + (" The paper's counts are over every Arabic sentence its first step kept, ours over the "
+                              "sentences probed here.")
+
+
+def by_model(table: pd.DataFrame, keys: list[str], paper: list[str], values: dict[str, str]) -> pd.DataFrame:
+    """A published-beside-ours table with one row per published row (``keys``, then its ``paper``
+    columns) and each of our models' ``values`` side by side, as columns ``"<model> <label>"``
+    (``values``: column -> label), so it stays as long as the paper's table whatever the models."""
+    models = table["model"].unique().tolist()
+    wide = table.pivot(index=keys, columns="model", values=list(values))
+    wide.columns = [f"{model} {values[v]}" for v, model in wide.columns]
+    for v, label in values.items():
+        if pd.api.types.is_numeric_dtype(table[v]):
+            wide[[f"{m} {label}" for m in models]] = wide[[f"{m} {label}" for m in models]].apply(pd.to_numeric)
+    wide = wide[[f"{m} {label}" for m in models for label in values.values()]].reset_index()
+    out = table.drop_duplicates(keys)[keys + [c for c in paper if c in table]].merge(wide, on=keys)
+    why = table.attrs.get("why", {})
+    out.attrs["why"] = {c: r for c, r in why.items() if c in out} | {
+        f"{m} {label}": why.get(v, "does not apply to this row") for m in models for v, label in values.items()}
+    return out
+
+
+def _paper_alone(name: str, paper: pd.DataFrame, languages: list[str], probed: list[str]) -> list:
+    """The rows of published table ``name`` for the languages this run does not probe, with the
+    sentence that says what they are (what a notebook shows)."""
+    rows = paper[~paper["language"].isin(probed)].drop(columns="source")
+    if rows.empty:
+        return []
+    names = {lang: LANGUAGE_NAMES[lang] for lang in rows["language"].unique()}
+    absent = [n for lang, n in names.items() if lang not in languages]
+    idle = [n for lang, n in names.items() if lang in languages]
+    why = "; ".join([f"{report.and_list(absent)} {'is' if len(absent) == 1 else 'are'} not among this run's "
+                     f"`languages` ({', '.join(languages)})"] * bool(absent)
+                    + [f"no {report.and_list(idle)} sentence was probed here"] * bool(idle))
+    return [f"The paper's {name.replace('table', 'Table ')} ({report.and_list(rows['model'].unique())}) is shown "
+            f"alone, since {why}: {paper.attrs['caption'].split(': ', 1)[1]}.",
+            call(published_table, "'002'", f"'{name}'"), (f"paper_{name}", rows)]
+
+
 def words_section(params: dict, fills: Section) -> Section:
     """Table 8: the most frequent informative top-1 words per model and language with their two
-    most frequent groups (stop-list: stopwords-iso of the language); Table 10: animal names."""
-    scored = fills.data
+    most frequent groups (stop-list: stopwords-iso of the language), then the paper's Tables 8-9
+    with our counts of its words (:func:`paper_words`); Table 10: animal names beside the paper's
+    (:func:`animals_vs_paper`). A published table of a language not probed here is shown alone."""
+    scored, table8, shown = fills.data, pd.DataFrame(), []
+    probed = [] if scored.empty else scored["language"].unique().tolist()
     if scored.empty:
-        return Section("No model could be probed here.")
-    parts = [probing.top1_words(g, fill.stop_words(lang), n=10).assign(language=lang, model=m)
-             for (lang, m), g in scored.groupby(["language", "model"], sort=False)]
-    table8 = common.save(pd.concat(parts, ignore_index=True), CHAPTER, "table8_top1_words")
-    shown = [call(probing.top1_words, "completions", Var("fill.stop_words(language)"), n=10), ("table8_top1_words", table8)]
+        shown.append("No model could be probed here.")
+    else:
+        parts = [probing.top1_words(g, fill.stop_words(lang), n=10).assign(language=lang, model=m)
+                 for (lang, m), g in scored.groupby(["language", "model"], sort=False)]
+        table8 = common.save(pd.concat(parts, ignore_index=True), CHAPTER, "table8_top1_words")
+        shown += [call(probing.top1_words, "completions", Var("fill.stop_words(language)"), n=10),
+                  ("table8_top1_words", table8)]
+    words = {name: t for name in WORD_TABLES if (t := published(name)) is not None}
+    if words and probed:
+        table = common.save(paper_words(scored, pd.concat(words.values(), ignore_index=True)), CHAPTER,
+                            "table8_9_vs_paper")
+        if len(table):
+            paper_columns = ["word", "gloss", "paper_frequency", "paper_groups"]
+            wide = by_model(table, ["language", "paper_model", "rank"], paper_columns,
+                            {"frequency": "top-1", "group_1": "group"})
+            shown += [paper_words_sentence(table), call(probing.word_groups, "completions", Var("paper_words"), top=2,
+                                                        rank=1),
+                      ("table8_9_vs_paper_by_model", common.save(wide, CHAPTER, "table8_9_vs_paper_by_model"))]
+    for name, t in words.items():
+        shown += _paper_alone(name, t, params["languages"], probed)
+    animals_paper = published("table10")
     for lang, animals in probing.ANIMALS.items():
-        sel = scored[scored["language"] == lang]
-        if sel.empty:
+        if lang not in probed:
             continue
+        sel = scored[scored["language"] == lang]
         t10 = pd.concat([probing.word_groups(g, list(animals), top=5).assign(model=m)
                          for m, g in sel.groupby("model", sort=False)], ignore_index=True)
         t10.insert(1, "gloss", t10["word"].map(animals))
-        shown += [f"Table 10: animal names among all top-{max(params['k'])} fill-ins ({LANGUAGE_NAMES[lang]}) "
-                  "and the five groups they come with most often:",
-                  call(probing.word_groups, "completions", Var("animals"), top=5),
-                  (f"table10_animals_{lang}", common.save(t10, CHAPTER, f"table10_animals_{lang}"))]
+        common.save(t10, CHAPTER, f"table10_animals_{lang}")
+        animals_call = call(probing.word_groups, "completions", Var("animals"), top=5)
+        if animals_paper is None:
+            shown += [f"Table 10: animal names among all top-{max(params['k'])} fill-ins ({LANGUAGE_NAMES[lang]}) "
+                      "and the five groups they come with most often:", animals_call, (f"table10_animals_{lang}", t10)]
+        else:
+            table = common.save(animals_vs_paper(sel, animals_paper), CHAPTER, f"table10_vs_paper_{lang}")
+            wide = by_model(table, ["language", "word", "rank"], ["gloss", "paper_group", "paper_frequency"],
+                            {"group": "group", "frequency": "frequency"})
+            name = f"table10_vs_paper_{lang}_by_model"
+            shown += [animals_sentence(table, max(params["k"])), animals_call, (name, common.save(wide, CHAPTER, name))]
+    if animals_paper is not None:
+        shown += _paper_alone("table10", animals_paper, params["languages"], probed)
     return Section(*shown, data=table8)
 
 
-def annotation_section(params: dict, fills: Section) -> Section:
+def kappa_table(sheets: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """Fleiss' kappa of each language's annotation sheet (:func:`helpers.metrics.probing.fleiss_kappa`:
+    statsmodels' ``fleiss_kappa``) over its raters, the ``annotator_*`` columns with a label for every
+    item (an empty column is no rater): ``language, items, raters, fleiss_kappa`` (NaN with fewer than
+    two raters). A column labelled for some items only is an :class:`InputError`."""
+    rows = []
+    for lang, sheet in sheets.items():
+        labels = sheet[[c for c in sheet.columns if str(c).startswith("annotator_")]].fillna("").astype(str)
+        empty = labels.apply(lambda col: col.str.strip().eq("")).sum()
+        partial = [f"{c} ({n} of {len(labels)} unlabelled)" for c, n in empty.items() if 0 < n < len(labels)]
+        if partial:
+            raise InputError(f"annotation sheet {lang}: {', '.join(partial)}; label every item of a column or none")
+        raters = [c for c, n in empty.items() if n == 0 and len(labels)]
+        kappa = probing.fleiss_kappa(labels[raters].apply(lambda col: col.str.strip())) if len(raters) >= 2 else np.nan
+        rows.append({"language": lang, "items": len(sheet), "raters": len(raters), "fleiss_kappa": kappa})
+    return pd.DataFrame(rows, columns=["language", "items", "raters", "fleiss_kappa"])
+
+
+def kappa_sentence(ours: pd.DataFrame, paper: pd.DataFrame) -> str:
+    """Fleiss' kappa of the chapter's sheets beside the paper's (Table 7), or why there is none."""
+    theirs = "; ".join(f"{LANGUAGE_NAMES[r.language]} {r.fleiss_kappa:.2f}" for r in paper.itertuples())
+    done = ours.dropna(subset=["fleiss_kappa"])
+    items = report.and_list(sorted({str(n) for n in paper["items"]}))
+    text = f"The paper reports Fleiss' kappa over its annotators' labels of {items} sentences per language: {theirs}."
+    if len(done):
+        text += " Ours, from the returned sheets: " + "; ".join(
+            f"{LANGUAGE_NAMES[r.language]} {r.fleiss_kappa:.2f} ({r.raters} raters, {r.items} sentences)"
+            for r in done.itertuples()) + "."
+    rest = ours[ours["fleiss_kappa"].isna()]
+    if len(rest):
+        counts = report.and_list(sorted({str(n) for n in rest["raters"]}))
+        state = "unfilled" if rest["raters"].max() == 0 else "filled by one annotator at most"
+        text += (f" {'The' if done.empty else 'The other'} sheets of this run "
+                 f"({report.and_list([LANGUAGE_NAMES[lang] for lang in rest['language']])}) have {counts} filled "
+                 f"annotator column{'s' if counts != '1' else ''} ({state}), and Fleiss' kappa needs at least two "
+                 "raters, so " + ("only the paper's kappa is shown." if done.empty
+                                  else "for them only the paper's is."))
+    elif ours.empty:
+        text += " No sheet was written (nothing was probed), so only the paper's kappa is shown."
+    return text
+
+
+def annotation_section(params: dict, fills: Section, annotated: dict[str, pd.DataFrame] | None = None) -> Section:
     """Table 7's protocol: a seeded sheet of ``n_annotation`` completed sentences per language to
-    label (insult, stereotype, confusing, normal); :func:`helpers.metrics.probing.fleiss_kappa`
-    scores returned sheets. The paper's counts and kappas are shown."""
-    scored = fills.data
-    shown = []
+    label (insult, stereotype, confusing, normal), and Fleiss' kappa (:func:`kappa_table`) of the
+    sheets returned in ``annotated`` ({language: sheet}; default: the sheets just written, whose
+    annotator columns are empty) beside the paper's; with fewer than two raters, the paper's kappa
+    alone and the sentence that says why. The paper's counts per label are shown."""
+    if annotated is not None and (unknown := sorted(set(annotated) - set(LANGUAGE_NAMES))):
+        raise InputError(f"annotated sheets: unknown language {', '.join(map(repr, unknown))}; "
+                         f"the keys are languages, {', '.join(LANGUAGE_NAMES)}")
+    scored, sheets, shown = fills.data, {}, []
     if not scored.empty:
         for lang, g in scored.groupby("language", sort=False):
             sheet = probing.annotation_sheet(g, params["n_annotation"], seed=params["seed"])
-            common.save(sheet, CHAPTER, f"annotation_sheet_{lang}")
+            sheets[lang] = common.save(sheet, CHAPTER, f"annotation_sheet_{lang}")
         shown.append(f"Annotation sheets of {params['n_annotation']} sentences per language are in "
                      "`results/07_toxicity_probing/annotation_sheet_<language>.csv`; fill the annotator columns "
-                     "with insult / stereotype / confusing / normal and pass them to "
-                     "`helpers.metrics.probing.fleiss_kappa`.")
+                     "with insult / stereotype / confusing / normal and pass them back as "
+                     "`ch.annotation_section(params, fills, annotated={language: sheet})`.")
+        shown.append(call(probing.annotation_sheet, "completions", params["n_annotation"], seed=params["seed"]))
+    ours = kappa_table(sheets if annotated is None else annotated)
     pub = published("table7")
     if pub is not None:
-        shown += ["The paper's Table 7 (five annotators, 100 sentences per language):",
+        paper = pub.groupby("language", sort=False).agg(items=("count", "sum"), fleiss_kappa=("fleiss_kappa", "first"))
+        paper = paper.reset_index()
+        shown.append(kappa_sentence(ours, paper))
+        if ours["fleiss_kappa"].notna().any():
+            side = report.side_by_side(ours, paper, ["language"], value="fleiss_kappa").merge(
+                ours[["language", "raters", "items"]], on="language", how="left")
+            side.attrs["why"] = {"measured": "no sheet of this language returned, or fewer than two raters",
+                                 "difference": "no kappa of ours to compare",
+                                 "raters": "no sheet of this language returned",
+                                 "items": "no sheet of this language returned"}
+            shown += [call(probing.fleiss_kappa, "sheet[raters]"),
+                      ("fleiss_kappa_vs_paper", common.save(side, CHAPTER, "fleiss_kappa_vs_paper"))]
+        else:
+            shown += [call(published_table, "'002'", "'table7'"), ("paper_fleiss_kappa", paper)]
+        shown += [f"The paper's Table 7 ({report.and_list(sorted({str(n) for n in paper['items']}))} sentences per "
+                  "language, each label's count):",
                   ("paper_table7", pub.pivot(index="label", columns="language", values="count").reset_index())]
-    return Section(*shown, call=call(probing.annotation_sheet, "completions", params["n_annotation"],
-                                     seed=params["seed"]))
+    elif ours["fleiss_kappa"].notna().any():
+        shown += [call(probing.fleiss_kappa, "sheet[raters]"), ("fleiss_kappa", ours)]
+    return Section(*shown)

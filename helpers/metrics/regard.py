@@ -71,14 +71,16 @@ class Classifier(TextClassifier):
     scores: Callable[[list[str]], pd.DataFrame] | None = field(default=None, repr=False)
 
     def predict_proba(self, texts) -> np.ndarray:
-        texts, _ = check_texts_and_labels(texts, what=self.name)
+        """Probabilities over ``classes_``. The texts are generated statements, so an empty one is
+        scored as the classifier scores an empty string (it is a model's output, not missing)."""
+        texts, _ = check_texts_and_labels(texts, what=self.name, allow_empty=True)
         return np.asarray(self.proba(texts), dtype=float)
 
     def label_scores(self, texts) -> pd.DataFrame:
         """``label, score`` per text: the most probable class and its probability (toxicity: P(toxic),
         labelled toxic above 0.5), or the classifier's own ``scores``."""
         if self.scores is not None:
-            return self.scores(check_texts_and_labels(texts, what=self.name)[0])
+            return self.scores(check_texts_and_labels(texts, what=self.name, allow_empty=True)[0])
         p = self.predict_proba(texts)
         if self.kind == "toxicity":
             toxic = p[:, self.classes_.index("toxic")]

@@ -122,7 +122,7 @@ class TfidfLogistic(TextClassifier):
         return self
 
     def predict_proba(self, texts) -> np.ndarray:
-        return self.pipeline.predict_proba(check_texts_and_labels(texts, what=self.name)[0])
+        return self.pipeline.predict_proba(check_texts_and_labels(texts, what=self.name, allow_empty=True)[0])
 
     def save(self, path) -> Path:
         """Pickle + ``manifest.json`` (settings, labels), each written atomically."""
@@ -360,7 +360,7 @@ class FineTuned(TextClassifier):
     def predict_proba(self, texts) -> np.ndarray:
         if self.folder is None:
             raise InputError(f"{self.name}: not fitted yet")
-        texts, _ = check_texts_and_labels(texts, what=self.name)
+        texts, _ = check_texts_and_labels(texts, what=self.name, allow_empty=True)
         return predict_proba(self.folder, texts, max_length=self.max_length)
 
 
