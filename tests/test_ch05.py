@@ -122,6 +122,11 @@ def test_augment_reaches_every_students_distillation(trained, monkeypatch):
     assert seen == [{"n_aug": 2}] * len(ch.TASKS)
     ch.train_classifiers(params, data)
     assert seen[-1] is False and ch.DEFAULTS["augment"] is False
+    seen.clear()                                  # per task, as the seed (MLMA augmented, IMDB not)
+    ch.train_classifiers(params | {"augment": {"hate": {"n_aug": 2}, "sentiment": False}}, data)
+    assert seen == [{"n_aug": 2}, False] and list(ch.TASKS) == ["hate", "sentiment"]
+    with pytest.raises(InputError, match="augment: unknown setting"):
+        ch.start(dict(ch.DEFAULTS) | {"augment": {"hate": {"n_augs": 2}}})
 
 
 def test_unintended_section_equals_direct_metric_calls(trained):

@@ -78,11 +78,22 @@ def start(namespace) -> tuple[dict, Section]:
         value = params[name]
         if not (isinstance(value, (tuple, list)) and len(value) == 2 and all(isinstance(v, int) and v >= 0 for v in value)):
             raise InputError(f"parameter {name} = {value!r}: a pair of non-negative integers")
-    augmentation.resolve(params["augment"], seed=params["seed"], mlm_handle=False)   # a bad value: one line
+    for task in TASKS:                                                # a bad value: one line
+        augmentation.resolve(augment_for(params, task), seed=params["seed"], mlm_handle=False)
     margin = params["classifier_margin"]
     if isinstance(margin, bool) or not isinstance(margin, (int, float)) or not 0 <= margin < 0.5:
         raise InputError(f"parameter classifier_margin = {margin!r}: a number in [0, 0.5)")
     return params, table
+
+
+def augment_for(params: dict, task: str):
+    """The ``augment`` setting of one task: ``augment`` itself, or its entry for ``task`` when it is
+    a dict keyed by task (``{"hate": {...}, "sentiment": False}``: the seed augments MLMA only; a
+    task left out is not augmented)."""
+    augment = params["augment"]
+    if isinstance(augment, dict) and augment and set(augment) <= set(TASKS):
+        return augment.get(task, False)
+    return augment
 
 
 def _digest(*parts) -> str:
@@ -195,7 +206,7 @@ def train_classifiers(params: dict, data: dict[str, TaskData]) -> Classifiers:
             shape=STUDENT_SHAPE,
             intermediate_epochs=params["distill_epochs"][0], prediction_epochs=params["distill_epochs"][1],
             lr=TRAINING["distill_lr"], batch_size=TRAINING["batch_size"], max_length=params["max_length"],
-            seed=params["seed"], augment=params["augment"])
+            seed=params["seed"], augment=augment_for(params, task))
         found.student[task] = classifier.FineTuned.load(student, max_length=params["max_length"])
         found.seconds[task] = {"teacher_call": round(t1 - t0, 1), "student_call": round(time.time() - t1, 1)}
     return found
