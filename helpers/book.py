@@ -223,13 +223,15 @@ def settings_table(notebooks_dir: Path = NOTEBOOKS_DIR, profile: str = "paper") 
     (the notebook's parameters cell), what ``profile`` passes, and the paper's own words with the
     section that states them and the estimated time where large (:func:`helpers.published.paper_settings`)."""
     cfg = load_profile(profile)
+    settings = published.paper_settings()
+    notebook = {c: Path(notebooks_dir) / f"{c}.ipynb" for c in settings["chapter"].unique()}
+    declared = {c: declared_parameters(nb) if nb.is_file() else {} for c, nb in notebook.items()}
+    passed = {c: parameters_for(nb, cfg) if nb.is_file() else {} for c, nb in notebook.items()}
     rows = []
-    for row in published.paper_settings().itertuples():
-        nb = Path(notebooks_dir) / f"{row.chapter}.ipynb"
-        declared = declared_parameters(nb) if nb.is_file() else {}
-        resolved = parameters_for(nb, cfg) if nb.is_file() else {}
+    for row in settings.itertuples():
+        resolved = passed[row.chapter]
         rows.append({"chapter": row.chapter, "parameter": row.parameter,
-                     "default": declared.get(row.parameter, "(not declared)"),
+                     "default": declared[row.chapter].get(row.parameter, "(not declared)"),
                      "profile": repr(resolved[row.parameter]) if row.parameter in resolved else "(not passed)",
                      "seed": row.seed, "where": row.where, "text": row.text, "estimate": row.estimate})
     return rows

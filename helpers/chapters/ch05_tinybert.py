@@ -80,9 +80,7 @@ def start(namespace) -> tuple[dict, Section]:
             raise InputError(f"parameter {name} = {value!r}: a pair of non-negative integers")
     for task in TASKS:                                                # a bad value: one line
         augmentation.resolve(augment_for(params, task), seed=params["seed"], mlm_handle=False)
-    margin = params["classifier_margin"]
-    if isinstance(margin, bool) or not isinstance(margin, (int, float)) or not 0 <= margin < 0.5:
-        raise InputError(f"parameter classifier_margin = {margin!r}: a number in [0, 0.5)")
+    classifier_quality.check_margin(params["classifier_margin"])
     return params, table
 
 

@@ -162,9 +162,7 @@ def start(namespace) -> tuple[dict, Section]:
         raise InputError(f"parameter ddof = {params['ddof']!r}: 0 (population variance) or 1 (sample)")
     if params["classifier"] not in CLASSIFIERS:
         raise InputError(f"parameter classifier = {params['classifier']!r}: one of {', '.join(CLASSIFIERS)}")
-    m = params["classifier_margin"]
-    if isinstance(m, bool) or not isinstance(m, (int, float)) or not 0 <= m < 0.5:
-        raise InputError(f"parameter classifier_margin = {m!r}: a number in [0, 0.5) (the classifier gate's margin)")
+    classifier_quality.check_margin(params["classifier_margin"])
     for name, keys in FINE_TUNING.items():
         v = params[name]
         if not (isinstance(v, dict) and sorted(v) == sorted(keys) and _lr(v["lr"])

@@ -94,9 +94,7 @@ def start(namespace) -> tuple[dict, Section]:
         raise InputError(f"parameter k = {ks!r}: positive integers (the k of %@k)")
     if not 0 < params["test_fraction"] < 1:
         raise InputError(f"parameter test_fraction = {params['test_fraction']!r}: between 0 and 1")
-    m = params["classifier_margin"]
-    if isinstance(m, bool) or not isinstance(m, (int, float)) or not 0 <= m < 0.5:
-        raise InputError(f"parameter classifier_margin = {m!r}: a number in [0, 0.5) (the classifier gate's margin)")
+    classifier_quality.check_margin(params["classifier_margin"])
     return params, table
 
 

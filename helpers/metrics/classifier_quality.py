@@ -29,12 +29,20 @@ import pandas as pd
 
 from helpers.errors import InputError
 
-__all__ = ["classifier_gate", "GATE_METRICS", "MARGIN"]
+__all__ = ["classifier_gate", "check_margin", "GATE_METRICS", "MARGIN"]
 
 #: Gated statistics, in the order of the table.
 GATE_METRICS = ("macro_f1", "balanced_accuracy", "auc")
 #: Default margin over the baseline that an interval's lower end must clear.
 MARGIN = 0.05
+
+
+def check_margin(margin, name: str = "classifier_margin") -> float:
+    """``margin`` as a number in [0, 0.5) (a larger margin could not be cleared by a balanced
+    accuracy or an AUC), else one :class:`InputError` line naming ``name``."""
+    if isinstance(margin, bool) or not isinstance(margin, (int, float)) or not 0 <= margin < 0.5:
+        raise InputError(f"parameter {name} = {margin!r}: a number in [0, 0.5) (the classifier gate's margin)")
+    return float(margin)
 
 
 def _statistics(y: np.ndarray, p: np.ndarray, threshold: float) -> dict:
@@ -97,8 +105,7 @@ def classifier_gate(y_true, p_positive, *, threshold: float = 0.5, margin: float
         raise InputError("classifier_gate: labels must be 0 or 1 (1 = the positive class)")
     if np.isnan(p).any():
         raise InputError("classifier_gate: a probability is NaN")
-    if not 0 <= margin < 0.5:
-        raise InputError(f"classifier_gate: margin must be in [0, 0.5), got {margin}")
+    check_margin(margin, "margin")
     y = y.astype(int)
     n_pos = int(y.sum())
     if n_pos == 0 or n_pos == y.size:

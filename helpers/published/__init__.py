@@ -94,17 +94,12 @@ def paper_settings() -> pd.DataFrame:
     import json
 
     df = _read("paper_settings.csv", dtype=str, keep_default_na=False)
-    bad = [f"{r.chapter}.{r.parameter}" for r in df.itertuples() if not _is_json(r.value)]
+    values, bad = [], []
+    for r in df.itertuples():
+        try:
+            values.append(json.loads(r.value))
+        except ValueError:
+            bad.append(f"{r.chapter}.{r.parameter}")
     if bad:
         raise HarmsError(f"paper_settings.csv: value is not a JSON literal for {', '.join(bad)}")
-    return df.assign(value=pd.Series([json.loads(v) for v in df["value"]], index=df.index, dtype=object))
-
-
-def _is_json(text: str) -> bool:
-    import json
-
-    try:
-        json.loads(text)
-    except ValueError:
-        return False
-    return True
+    return df.assign(value=pd.Series(values, index=df.index, dtype=object))
