@@ -7,7 +7,6 @@ No test here depends on timing. The launch-button tests build a one-page book (~
 
 from __future__ import annotations
 
-import ast
 import os
 import re
 import shlex
@@ -21,7 +20,7 @@ import pytest
 import yaml
 
 from helpers.progress import progress_bars_of_libraries
-from helpers import book, tables
+from helpers import book
 from helpers.paths import REPO_ROOT
 
 README = REPO_ROOT / "README.md"
@@ -85,7 +84,6 @@ def test_training_progress_in_a_log_is_one_line_per_phase(tmp_path):
 def test_library_bars_off_in_a_log_and_restored(monkeypatch):
     from transformers.utils import logging as tlog
 
-    from helpers.training import zoo
 
     tlog.enable_progress_bar()
     monkeypatch.setenv("HARMS_PROGRESS", "lines")

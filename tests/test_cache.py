@@ -8,7 +8,6 @@ import json
 import math
 import multiprocessing as mp
 import os
-import pickle
 import subprocess
 import sys
 

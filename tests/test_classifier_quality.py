@@ -86,3 +86,44 @@ def test_margin_decides_against_the_lower_end_of_the_interval():
 def test_bad_input_is_one_line(y, p, message):
     with pytest.raises(InputError, match=message):
         cq.classifier_gate(y, p)
+
+
+def _gate(good: bool, **columns):
+    y, p = _data(signal=3.0 if good else 0.0)
+    g = cq.classifier_gate(y, p, n_resamples=200)
+    return g.assign(usable=g.attrs["usable"], **columns)
+
+
+def test_the_three_chapters_state_one_gate_rule_and_the_mlma_bound_only_where_an_mlma_classifier_fails():
+    """Chapters 05-07 word the gate with report.classifier_gate_rule; the offline MLMA bound is
+    added when (and only when) an MLMA English classifier fails: ch05's hate models, ch06's ToxD,
+    ch07's English classifier."""
+    import pandas as pd
+
+    from helpers import report
+    from helpers.chapters import ch05_tinybert as ch05, ch06_intrinsic_extrinsic as ch06, ch07_probing as ch07
+
+    assert _gate(True).attrs["usable"] and not _gate(False).attrs["usable"]
+    rule = report.classifier_gate_rule(cq.MARGIN, where="W")
+    assert rule == ("W, the 95 % interval of its macro F1 must clear the majority-class predictor's, and those of its "
+                    "balanced accuracy and AUC chance (0.5), each by 0.05")
+
+    def ch05_table(hate_ok, sentiment_ok):
+        return pd.concat([_gate(ok, task=t, model=m, data=f"{t} test split") for t, ok in
+                          (("hate", hate_ok), ("sentiment", sentiment_ok)) for m in ("teacher", "student")])
+
+    def ch06_table(ok):
+        return pd.concat([_gate(ok[e], extrinsic=e, model="m", classifier="c", data="d") for e in ("ToxD", "HateX")])
+
+    def ch07_table(ok):
+        return pd.concat([_gate(v, language=lang) for lang, v in ok.items()])
+
+    cases = [(ch05.gate_sentence, ch05_table(False, True), True), (ch05.gate_sentence, ch05_table(True, False), False),
+             (ch06.gate_sentence, ch06_table({"ToxD": False, "HateX": True}), True),
+             (ch06.gate_sentence, ch06_table({"ToxD": True, "HateX": False}), False),
+             (ch07.gate_sentence, ch07_table({"en": False, "fr": True}), True),
+             (ch07.gate_sentence, ch07_table({"en": True, "fr": False}), False)]
+    for sentence, table, bound in cases:
+        text = sentence(table)
+        assert "the 95 % interval of its macro F1 must clear the majority-class predictor's" in text
+        assert (report.MLMA_OFFLINE_BOUND in text) is bound, text

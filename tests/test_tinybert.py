@@ -103,6 +103,25 @@ def test_distillation_is_deterministic_resumable_and_reused(teacher, tmp_path, m
     assert json.loads((changed / "manifest.json").read_text())["key"] != man["key"]
 
 
+def test_the_best_epoch_follows_the_selection_metric_and_keys_the_student(teacher, tmp_path):
+    """metric="f1_macro" (chapter 05 on MLMA) keeps the epoch with the highest macro F1 of its own
+    history, computed again here with scikit-learn; a student chosen by another metric is not reused."""
+    from sklearn.metrics import f1_score
+
+    train, val = _data(24, 0), _data(8, 1)
+    kw = dict(shape=SMALL, intermediate_epochs=0, prediction_epochs=3, lr=5e-3, batch_size=4, seed=0)
+    weighted = tinybert.distill_classifier(teacher, train, val, out_dir=tmp_path / "w", **kw)
+    macro = tinybert.distill_classifier(teacher, train, val, out_dir=tmp_path / "m", metric="f1_macro", **kw)
+    mw, mm = (json.loads((d / "manifest.json").read_text()) for d in (weighted, macro))
+    assert mm["key"] != mw["key"] and mm["metric"] == "f1_macro" and "metric" not in mw
+    assert mm["best_f1_macro"] == max(h["f1_macro"] for h in mm["history"]) and "best_f1_weighted" not in mm
+    student = classifier.FineTuned.load(macro, max_length=128)
+    pred = np.asarray(student.classes_)[student.predict_proba(val["text"]).argmax(1)]
+    assert f1_score(val["label"].astype(str), pred, average="macro") == pytest.approx(mm["best_f1_macro"])
+    with pytest.raises(InputError, match="unknown metric 'auc'"):
+        tinybert.distill_classifier(teacher, train, val, out_dir=tmp_path / "x", metric="auc", **kw)
+
+
 def test_student_moves_towards_the_teacher(teacher, tmp_path):
     train, val = _data(24, 0), _data(8, 1)
     kw = dict(shape=SMALL, intermediate_epochs=0, lr=5e-3, batch_size=4, seed=0)

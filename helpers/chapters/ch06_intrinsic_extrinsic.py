@@ -617,13 +617,14 @@ def gate_sentence(gates: pd.DataFrame) -> str:
     """The gate's rule and which classifiers fail it, from the table."""
     per = gates.drop_duplicates(["extrinsic", "model"])
     text = (f"Each classifier must pass the classifier gate (chapter 05's) before the score it gives is "
-            f"interpreted: on its held-out labelled texts at threshold 0.5, the 95 % interval of its macro F1 must "
-            f"clear the majority-class predictor's, and those of its balanced accuracy and AUC chance (0.5), each "
-            f"by {gates['margin'].dropna().iloc[0]:g}. {int(per['usable'].sum())} of {len(per)} pass.")
+            f"interpreted: {report.classifier_gate_rule(gates['margin'].dropna().iloc[0])}. "
+            f"{int(per['usable'].sum())} of {len(per)} pass.")
     failed = failed_classifiers(gates)
     if len(failed):
         text += (" Failing, shown but left out of the correlations that rest on them: " + "; ".join(
             f"{m} of {', '.join(g['model'])}" for m, g in failed.groupby("extrinsic", sort=False)) + ".")
+        if failed["extrinsic"].str.startswith("ToxD").any():
+            text += " " + report.MLMA_OFFLINE_BOUND
     return text
 
 

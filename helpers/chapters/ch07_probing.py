@@ -142,9 +142,8 @@ def gate_sentence(gates: pd.DataFrame) -> str:
     per = gates.drop_duplicates("language")
     failed = per.loc[~per["usable"], "language"].tolist()
     text = (f"Each language's classifier must pass the classifier gate (chapter 05's) before the results it labels "
-            f"are interpreted: on the held-out split at threshold 0.5, the 95 % interval of its macro F1 must clear "
-            f"the majority-class predictor's, and those of its balanced accuracy and AUC chance (0.5), each by "
-            f"{gates['margin'].dropna().iloc[0]:g}.")
+            f"are interpreted: "
+            f"{report.classifier_gate_rule(gates['margin'].dropna().iloc[0], where='on the held-out split at threshold 0.5')}.")
     passed = [LANGUAGE_NAMES[lang] for lang in per["language"] if lang not in failed]
     if passed:
         text += f" Passing: {', '.join(passed)}."
@@ -155,6 +154,8 @@ def gate_sentence(gates: pd.DataFrame) -> str:
                             for m in classifier_quality.GATE_METRICS if not by.loc[m, "passes"])
         text += (f" {LANGUAGE_NAMES[lang]} fails ({failing}): its first step, %@k and group rankings below are shown "
                  "but not interpreted, since every one of them is this classifier's verdict.")
+        if lang == "en":
+            text += " " + report.MLMA_OFFLINE_BOUND
     return text
 
 

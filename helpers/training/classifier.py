@@ -143,6 +143,10 @@ class TfidfLogistic(TextClassifier):
 
 # --------------------------------------------------------------------------- fine-tuned encoders
 
+#: What a training run may choose its best epoch by (columns of :func:`classification_metrics`).
+SELECTION_METRICS = ("accuracy", "precision", "recall", "f1", "f1_macro", "f1_weighted")
+
+
 def fine_tune(encoder, train: pd.DataFrame, validation: pd.DataFrame, *, out_dir, text: str = "text",
               label: str = "label", epochs: int = 3, lr: float = 2e-5, batch_size: int = 16, max_length: int = 128,
               seed: int = 0, patience: int = 2, metric: str = "f1_weighted", checkpoint_every: int = 50,
@@ -164,8 +168,8 @@ def fine_tune(encoder, train: pd.DataFrame, validation: pd.DataFrame, *, out_dir
                             ("patience", patience, isinstance(patience, int) and patience >= 1)):
         if not ok:
             raise InputError(f"fine_tune: {name} = {value!r} is not a sensible value")
-    if metric not in ("accuracy", "precision", "recall", "f1", "f1_macro", "f1_weighted"):
-        raise InputError(f"fine_tune: unknown metric {metric!r}")
+    if metric not in SELECTION_METRICS:
+        raise InputError(f"fine_tune: unknown metric {metric!r}; one of {', '.join(SELECTION_METRICS)}")
     if class_weight not in (None, "balanced"):
         raise InputError(f"fine_tune: class_weight must be None or 'balanced', got {class_weight!r}")
     check_split(train, text=text, label=label, what="training split")

@@ -228,10 +228,11 @@ def distill_classifier(teacher, train: pd.DataFrame, validation: pd.DataFrame, *
                        prediction_epochs: int = 2, general_texts=None, general_epochs: int = 1, lr: float = 5e-5,
                        batch_size: int = 16, max_length: int = 128, temperature: float = 1.0,
                        attention: str = "scores", init: str = "pruned", seed: int = 0, checkpoint_every: int = 50,
-                       stop_after_steps: int | None = None, augment=None) -> Path | None:
+                       stop_after_steps: int | None = None, augment=None, metric: str = "f1_weighted") -> Path | None:
     """Distil the fine-tuned classifier in directory ``teacher`` into a TinyBERT-shaped student
-    (module docstring); the best prediction-stage epoch by weighted F1 on ``validation`` is saved
-    in ``out_dir`` with the teacher's tokenizer and a manifest. ``stop_after_steps`` ends the call
+    (module docstring); the best prediction-stage epoch by ``metric`` on ``validation`` (weighted
+    F1 by default; ``"f1_macro"`` on skewed data, where weighted F1 rewards the majority class) is
+    saved in ``out_dir`` with the teacher's tokenizer and a manifest. ``stop_after_steps`` ends the call
     after that many optimizer steps with a checkpoint on disk (returns None; the next call
     resumes). ``augment``: None / False (default) trains on ``train`` as it is; True or a dict of
     settings adds TinyBERT's augmented copies to the training texts of the intermediate and
@@ -253,6 +254,8 @@ def distill_classifier(teacher, train: pd.DataFrame, validation: pd.DataFrame, *
             raise InputError(f"distill_classifier: {name} = {value!r} is not a sensible value")
     if not (isinstance(temperature, (int, float)) and temperature > 0):
         raise InputError(f"temperature must be positive, got {temperature!r}")
+    if metric not in clf.SELECTION_METRICS:
+        raise InputError(f"distill_classifier: unknown metric {metric!r}; one of {', '.join(clf.SELECTION_METRICS)}")
     clf.check_split(train, text=text, label=label, what="training split")
     clf.check_split(validation, text=text, label=label, what="validation split")
     general = check_texts(general_texts, "general text") if general_texts is not None else []
@@ -276,6 +279,8 @@ def distill_classifier(teacher, train: pd.DataFrame, validation: pd.DataFrame, *
                     general=hashing.sha256_json(general) if general else None)
     if augmented is not None:                       # absent when off: the keys of earlier students stay valid
         settings["augment"] = augmentation.settings_key(augmented)
+    if metric != "f1_weighted":                     # likewise
+        settings["metric"] = metric
     key = hashing.sha256_json(settings)
     out = Path(out_dir)
     if (out / "manifest.json").is_file() and json.loads((out / "manifest.json").read_text()).get("key") == key:
@@ -334,7 +339,7 @@ def distill_classifier(teacher, train: pd.DataFrame, validation: pd.DataFrame, *
                 pred = clf.predict_proba((student, tok), validation[text].tolist(), max_length=max_length).argmax(1)
                 scores = clf.classification_metrics(validation[label].astype(str).map(index).to_numpy(), pred,
                                                     labels=list(range(len(names))))
-                value = float(scores.set_index("metric").loc["f1_weighted", "value"])
+                value = float(scores.set_index("metric").loc[metric, "value"])
                 state["history"].append({"stage": stage, "epoch": state["epoch"] + 1,
                                          **dict(zip(scores["metric"], scores["value"]))})
                 if state["best"] is None or value > state["best"]:
@@ -352,5 +357,5 @@ def distill_classifier(teacher, train: pd.DataFrame, validation: pd.DataFrame, *
                 "student": sum(p.numel() for p in student.parameters())}
     extra = {"training_texts": len(texts)} if augmented is not None else {}
     return clf.promote(work, out, {"key": key, **settings, **extra, "history": state["history"],
-                                   "best_f1_weighted": state["best"], "parameters": n_params,
+                                   f"best_{metric}": state["best"], "parameters": n_params,
                                    "seconds_last_call": round(time.time() - started, 2)})
