@@ -140,6 +140,20 @@ def build_parser() -> argparse.ArgumentParser:
     _add_scoring_options(p)
     p.set_defaults(func=_cmd_safety)
 
+    p = sub.add_parser("report", help="the harm report card of a model, or of two compared item by item")
+    p.add_argument("--model", action="append", required=True,
+                   help="registry name, hub id, local directory or .gguf; twice to compare the second with the first")
+    p.add_argument("--baseline", default=None, help="compare --model with this model (the same as naming it first)")
+    p.add_argument("--output", required=True, help="output directory (report.json and tidy CSVs)")
+    p.add_argument("--budget", default="quick", help="quick (8 + 8 sentences per group), standard (the book's "
+                                                     "default, 25 + 25) or full (every sentence)")
+    p.add_argument("--seed", type=_int_at_least(0, "a whole number >= 0"), default=0,
+                   help="seed of the samples and of the bootstrap")
+    p.add_argument("--device", type=_device, default="cpu", help="cpu, cuda, cuda:N, mps or auto")
+    p.add_argument("--threads", type=_positive, default=None, help="CPU threads (as for harms score)")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing card in --output")
+    p.set_defaults(func=_cmd_report)
+
     p = sub.add_parser("fill", help="fill each template's [MASK] blank: the top-k words, or the "
                                     "log-probability of given candidate words")
     p.add_argument("--model", required=True, help="registry name, hub id or local directory")
@@ -315,6 +329,24 @@ def _cmd_safety(args: argparse.Namespace) -> None:
     print(per_group[cols].to_string(index=False, float_format=lambda v: f"{v:.4f}",
                                     formatters={"safety_score": lambda v: f"{v:.9f}"}))
     print(f"wrote {sentence_csv} and {group_csv}")
+
+
+# --------------------------------------------------------------------------- harms report
+
+def _cmd_report(args: argparse.Namespace) -> None:
+    """The report card (:func:`helpers.card.report_card`) written to ``--output``
+    (:func:`helpers.card.write`), and its summary printed."""
+    from helpers import card
+
+    card._budget(args.budget)                                    # a bad budget: one line, nothing loaded
+    out = Path(args.output)
+    if (out / "report.json").exists() and not args.overwrite:
+        raise InputError(f"{out}: a report card is already there; pass --overwrite to replace it")
+    runs.set_threads(args.threads)
+    c = card.report_card(args.model, baseline=args.baseline, budget=args.budget, device=args.device, seed=args.seed)
+    card.write(c, out, overwrite=args.overwrite)
+    print(card.summary(c))
+    print(f"wrote {out}")
 
 
 # --------------------------------------------------------------------------- harms stereoset

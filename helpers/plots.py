@@ -332,3 +332,45 @@ def effect_sizes(df: pd.DataFrame, *, test: str = "test", value: str = "effect_s
         ax.legend(frameon=False)
     fig.suptitle(title or "SEAT effect sizes")
     return fig
+
+
+def forest(df: pd.DataFrame, *, value: str = "value", low: str = "ci_low", high: str = "ci_high",
+           label: str = "group", hue: str = "model", ideal: float | None = None,
+           title: str | None = None) -> matplotlib.figure.Figure:
+    """Per-group values with their 95 % intervals, one row per ``label`` and a marker per
+    ``hue`` (the report card's per-group plot); a dashed line at ``ideal``."""
+    fig, ax = _figure(7.0, 0.35 * df[label].nunique() + 1.2)
+    labels = list(dict.fromkeys(df[label]))
+    hues = list(dict.fromkeys(df[hue]))
+    for k, (name, part) in enumerate(df.groupby(hue, sort=False)):
+        y = np.array([labels.index(v) for v in part[label]]) + (k - (len(hues) - 1) / 2) * 0.25
+        err = np.vstack([part[value] - part[low], part[high] - part[value]]).clip(min=0)
+        ax.errorbar(part[value], y, xerr=err, fmt="o", capsize=2, label=name)
+    if ideal is not None:
+        ax.axvline(ideal, ls="--", color="grey", lw=1)
+    ax.set_yticks(range(len(labels)), [group_label(v) for v in labels])
+    ax.invert_yaxis()
+    ax.set_xlabel(value.replace("_", " "))
+    if len(hues) > 1:
+        ax.legend(loc="best", fontsize="small")
+    if title:
+        ax.set_title(title)
+    return fig
+
+
+def standing_strip(published_values: pd.Series, marks: pd.DataFrame, *, value: str = "value",
+                   title: str | None = None) -> matplotlib.figure.Figure:
+    """The published models' values as a strip, each of ``marks`` (model, value, ci_low, ci_high)
+    drawn on it with its interval (the report card's "where it stands")."""
+    fig, ax = _figure(7.0, 1.2 + 0.3 * len(marks))
+    ax.scatter(published_values.to_numpy(), np.zeros(len(published_values)), color="grey", alpha=0.6,
+               label="published models")
+    for k, r in enumerate(marks.itertuples(), start=1):
+        ax.errorbar([getattr(r, value)], [k], xerr=[[getattr(r, value) - r.ci_low], [r.ci_high - getattr(r, value)]],
+                    fmt="D", capsize=3, label=r.model)
+    ax.set_yticks([])
+    ax.set_xlabel(value.replace("_", " "))
+    ax.legend(loc="best", fontsize="small")
+    if title:
+        ax.set_title(title)
+    return fig

@@ -1,0 +1,170 @@
+"""The harm report card (helpers/card.py, `harms report`): the card's numbers are the chapters'
+numbers, the paired comparison against a brute-force bootstrap, bad input one line each."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from helpers import card, cli, models, runner
+from helpers.metrics import safety
+
+SAMPLE = 3
+
+
+@pytest.fixture(scope="module")
+def tiny_card(tiny_gpt2, tmp_path_factory):
+    return card.report_card([str(tiny_gpt2)], budget="quick")
+
+
+def test_the_cards_safety_scores_are_chapter_01s_for_the_same_model_and_settings(tiny_card, tiny_gpt2):
+    b = card.BUDGETS["quick"]
+    for metric, (dataset, size) in card.DATASETS.items():
+        _, per_group = runner.safety_results(models.lazy(str(tiny_gpt2)), dataset=dataset, sample_per_group=b[size],
+                                             seed=0, n_resamples=b["n_resamples"], progress=False)
+        got = tiny_card.metrics[(tiny_card.metrics["metric"] == metric) & (tiny_card.metrics["group"] != "mean over groups")]
+        assert got["group"].tolist() == per_group["group"].tolist()
+        assert got["value"].tolist() == per_group["safety_score"].tolist()                       # exact
+        assert got["ci_low"].tolist() == per_group["ci_low"].tolist() and (got["ideal"] == 1.0).all()
+        mean = tiny_card.metrics[(tiny_card.metrics["metric"] == metric) & (tiny_card.metrics["group"] == "mean over groups")]
+        assert mean["value"].item() == pytest.approx(per_group["safety_score"].mean())
+        assert mean["ci_low"].item() <= mean["value"].item() <= mean["ci_high"].item()
+
+
+def test_a_model_failing_the_gate_gets_its_card_flagged_and_every_metric_has_a_status(tiny_card):
+    assert not tiny_card.usable(tiny_card.models[0])                 # a random 2-layer GPT-2
+    text = card.summary(tiny_card)
+    assert "FAILS the quality gate" in text and "not interpreted" in text
+    status = tiny_card.status.set_index("metric")["status"]
+    assert set(status.index) == set(card.CATALOGUE["metric"])
+    assert (status[list(card.DATASETS)] == "computed").all()
+    assert status["BOLD generation bias"] == "not on this version of the card"
+
+
+def test_an_encoder_is_listed_not_applicable_with_the_reason():
+    class Encoder:
+        name, objective = "enc", "encoder"
+    status = card._status(Encoder()).set_index("metric")["status"]
+    assert status["safety_score:toxigen"].startswith("not applicable: a model of objective 'encoder' has no log-prob")
+    assert status["SEAT"] == "not on this version of the card"
+
+
+def test_standing_ranks_the_mean_among_the_published_24():
+    from helpers import published
+
+    pub = published.table("000", "table1").groupby("model")["safety_score"].mean()
+    value = float(np.sort(pub.to_numpy())[5]) + 1e-6                     # just above the 6th lowest
+    m = pd.DataFrame([{"model": "x", "metric": "safety_score:toxigen", "group": "mean over groups", "value": value,
+                       "ci_low": value - 0.01, "ci_high": value + 0.01}])
+    s = card.standing(m).iloc[0]
+    assert (s["rank"], s["of"]) == (len(pub) - 6 + 1, 25) and s["published_median"] == pytest.approx(pub.median())
+    assert bool(s["differs_from_median"]) == (not value - 0.01 <= pub.median() <= value + 0.01)
+
+
+def _two(seed=0, n=12):
+    rng = np.random.default_rng(seed)
+    rows = []
+    for i in range(n):
+        for label in ("hate", "neutral"):
+            rows.append({"id": f"{label}{i}", "label": label, "toxicity": 1 + rng.random() * 4,
+                         "target_groups": ["women"] if i % 2 else ["black", "women"]})
+    a = pd.DataFrame(rows)
+    a["perplexity"] = rng.lognormal(3, 1, len(a)) * np.where(a["label"] == "hate", 1.5, 1.0)
+    b = a.assign(perplexity=a["perplexity"] * rng.lognormal(0, 0.3, len(a)))
+    return a, b
+
+
+def test_paired_group_differences_equal_a_brute_force_stratified_paired_bootstrap():
+    a, b = _two()
+    got = safety.paired_group_differences(a, b, n_resamples=50, seed=3).set_index("group")
+    rng = np.random.default_rng(3)
+    draws = {}
+    for group in ("black", "women"):                                  # the module's group order
+        part = a[a["target_groups"].map(lambda g: group in g)]
+        h, n = part[part["label"] == "hate"], part[part["label"] == "neutral"]
+        ih, ib = rng.integers(0, len(h), (50, len(h))), rng.integers(0, len(n), (50, len(n)))
+        sa = lambda df: (df["perplexity"] / df["toxicity"]).to_numpy()   # noqa: E731
+        hb, nb = sa(b.set_index("id").loc[h["id"]].reset_index()), sa(b.set_index("id").loc[n["id"]].reset_index())
+        ha, na = sa(h), sa(n)
+        u = lambda x, y: stats.mannwhitneyu(x, y).statistic / (len(x) * len(y))   # noqa: E731
+        draws[group] = np.array([u(hb[ih[r]], nb[ib[r]]) - u(ha[ih[r]], na[ib[r]]) for r in range(50)])
+        assert got.loc[group, "difference"] == pytest.approx(u(hb, nb) - u(ha, na))
+        assert got.loc[group, "ci_low"] == pytest.approx(np.quantile(draws[group], 0.025))
+        p = 2 * min((draws[group] <= 0).mean(), (draws[group] >= 0).mean())
+        assert got.loc[group, "p_value"] == pytest.approx(max(p, 1 / 50))
+    mean = (draws["black"] + draws["women"]) / 2
+    assert got.loc["mean", "ci_high"] == pytest.approx(np.quantile(mean, 0.975))
+
+
+def test_a_model_compared_with_itself_differs_by_nothing():
+    a, _ = _two()
+    d = card.compare({"m": {"safety_score:toxigen": a}, "n": {"safety_score:toxigen": a}}, "m", "n",
+                     n_resamples=100, seed=0, interpretable=True)
+    assert (d["difference"] == 0).all() and (d["ci_low"] == 0).all() and (d["p_holm"] == 1).all()
+    assert set(d["verdict"]) == {"no detectable difference"}
+    assert card.verdict(-0.1, 0.01, interpretable=True) == "B less safe than A"
+    assert card.verdict(0.1, 0.01, interpretable=False).startswith("not interpreted")
+
+
+def test_two_models_on_the_cli_write_a_comparison_holm_adjusted(tiny_gpt2, tiny_gpt2_bos, tmp_path, capsys):
+    from statsmodels.stats.multitest import multipletests
+
+    assert cli.main(["report", "--model", str(tiny_gpt2), "--model", str(tiny_gpt2_bos), "--output", str(tmp_path)]) == 0
+    doc = json.loads((tmp_path / "report.json").read_text())
+    comp = pd.read_csv(tmp_path / "comparison.csv")
+    assert doc["schema"] == "harms-report-card/1" and len(doc["models"]) == 2 and len(doc["comparison"]) == len(comp)
+    np.testing.assert_allclose(comp["p_holm"], multipletests(comp["p_value"], method="holm")[1])
+    assert set(comp["verdict"]) == {"not interpreted (a model fails the quality gate)"}
+    assert all(doc["provenance"]["models"][m]["fingerprint"] for m in doc["models"])
+    capsys.readouterr()
+    assert cli.main(["report", "--model", str(tiny_gpt2), "--output", str(tmp_path)]) == 2      # already there
+    assert "already there; pass --overwrite" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, fragment", [
+    (["--budget", "huge"], "--budget 'huge': one of quick, standard, full"),
+    (["--model", "no-such-model-xyz"], "unknown model 'no-such-model-xyz'"),
+])
+def test_bad_input_is_one_line(argv, fragment, tmp_path, capsys):
+    base = ["report", "--output", str(tmp_path / "o")] + ([] if "--model" in argv else ["--model", "smollm2-135m"])
+    assert cli.main(base + argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and fragment in err[0] and not (tmp_path / "o").exists()
+
+
+def test_the_page_is_self_contained_renders_in_chromium_and_the_model_card_parses(tiny_card, tmp_path):
+    from huggingface_hub import ModelCard
+
+    from test_book import _page, _run_chromium
+
+    out = card.write(tiny_card, tmp_path / "card")
+    page = (out / "report.html").read_text()
+    assert "http://" not in page and "https://" not in page and "<script" not in page      # nothing fetched
+    parsed = _page(page)
+    assert len(parsed.images) == 3 and all(src.startswith("data:image/png;base64,") for src in parsed.images)
+    dom = _run_chromium(["--virtual-time-budget=5000", "--dump-dom", (out / "report.html").as_uri()], tmp_path)
+    assert "Fails the language-model quality gate" in dom and dom.count("<img") == 3
+    mc = ModelCard((out / "model_card.md").read_text())                  # the hub's own loader, offline
+    got = {r.dataset_type: r.metric_value for r in mc.data.eval_results}
+    means = tiny_card.metrics[tiny_card.metrics["group"] == "mean over groups"].set_index("metric")["value"]
+    assert got == {d: round(float(means[m]), 4) for m, (d, _) in card.DATASETS.items()}
+    assert "## Bias, Risks, and Limitations" in mc.text
+
+
+def test_the_mean_over_groups_interval_is_a_brute_force_stratified_bootstrap():
+    a, _ = _two(seed=1)
+    low, high = safety.mean_score_interval(a, n_resamples=40, seed=5)
+    rng = np.random.default_rng(5)
+    per_group = []
+    for group in ("black", "women"):
+        part = a[a["target_groups"].map(lambda g: group in g)]
+        s = (part["perplexity"] / part["toxicity"]).to_numpy()
+        h, n = s[(part["label"] == "hate").to_numpy()], s[(part["label"] == "neutral").to_numpy()]
+        ih, ib = rng.integers(0, h.size, (40, h.size)), rng.integers(0, n.size, (40, n.size))
+        per_group.append([stats.mannwhitneyu(h[ih[r]], n[ib[r]]).statistic / (h.size * n.size) for r in range(40)])
+    mean = np.mean(per_group, axis=0)
+    assert (low, high) == pytest.approx((np.quantile(mean, 0.025), np.quantile(mean, 0.975)))
