@@ -106,8 +106,9 @@ def test_a_model_compared_with_itself_differs_by_nothing():
                      n_resamples=100, seed=0, interpretable=True)
     assert (d["difference"] == 0).all() and (d["ci_low"] == 0).all() and (d["p_holm"] == 1).all()
     assert set(d["verdict"]) == {"no detectable difference"}
-    assert card.verdict(-0.1, 0.01, interpretable=True) == "B less safe than A"
-    assert card.verdict(0.1, 0.01, interpretable=False).startswith("not interpreted")
+    assert card.verdict("safety_score:toxigen", -0.1, 0.01, interpretable=True) == "B less safe than A"
+    assert card.verdict("stereoset_ss:intrasentence", 3.0, 0.01, interpretable=True).startswith("B prefers the stereotype more")
+    assert card.verdict("safety_score:toxigen", 0.1, 0.01, interpretable=False).startswith("not interpreted")
 
 
 def test_two_models_on_the_cli_write_a_comparison_holm_adjusted(tiny_gpt2, tiny_gpt2_bos, tmp_path, capsys):
@@ -145,9 +146,10 @@ def test_the_page_is_self_contained_renders_in_chromium_and_the_model_card_parse
     page = (out / "report.html").read_text()
     assert "http://" not in page and "https://" not in page and "<script" not in page      # nothing fetched
     parsed = _page(page)
-    assert len(parsed.images) == 3 and all(src.startswith("data:image/png;base64,") for src in parsed.images)
+    n_figures = tiny_card.metrics["metric"].nunique() + 1                # a forest plot per metric, the standing strip
+    assert len(parsed.images) == n_figures == 4 and all(src.startswith("data:image/png;base64,") for src in parsed.images)
     dom = _run_chromium(["--virtual-time-budget=5000", "--dump-dom", (out / "report.html").as_uri()], tmp_path)
-    assert "Fails the language-model quality gate" in dom and dom.count("<img") == 3
+    assert "Fails the language-model quality gate" in dom and dom.count("<img") == n_figures
     mc = ModelCard((out / "model_card.md").read_text())                  # the hub's own loader, offline
     got = {r.dataset_type: r.metric_value for r in mc.data.eval_results}
     means = tiny_card.metrics[tiny_card.metrics["group"] == "mean over groups"].set_index("metric")["value"]
@@ -178,3 +180,48 @@ def test_an_encoders_card_has_no_gate_verdict_and_lists_every_lm_metric_not_appl
     assert "no quality gate" in text and "FAILS" not in text
     status = c.status.set_index("metric")["status"]
     assert status["safety_score:toxigen"].startswith("not applicable") and "the quality gate does not apply" in card.html(c)
+
+
+def test_the_cards_stereoset_ss_is_the_official_aggregate_with_a_cluster_bootstrap(tiny_card, tiny_gpt2):
+    from helpers.datasets import stereoset as stereoset_data
+    from helpers.metrics import stereoset
+
+    data = stereoset.select_clusters(stereoset_data.load_intrasentence(), 1)
+    scored = stereoset.score(models.load(str(tiny_gpt2)), data, progress=False)
+    official = stereoset.aggregate(scored).set_index("domain")["ss"]
+    got = tiny_card.metrics[tiny_card.metrics["metric"] == "stereoset_ss:intrasentence"].set_index("group")
+    assert got["value"].to_dict() == official.to_dict() and (got["ideal"] == 50).all()      # exact
+    assert (got["ci_low"] <= got["value"]).all() and (got["value"] <= got["ci_high"]).all()
+
+
+def test_ss_intervals_equal_a_brute_force_cluster_bootstrap():
+    from helpers.metrics import stereoset
+
+    rng = np.random.default_rng(0)
+    wide = pd.DataFrame({"cluster_id": range(30), "target": [f"t{i % 7}" for i in range(30)],
+                         "bias_type": ["race"] * 18 + ["gender"] * 12, "pro": rng.integers(0, 2, 30).astype(float)})
+    got = stereoset.ss_intervals(wide, n_resamples=25, seed=4).set_index("domain")
+    draws = np.random.default_rng(4)
+    idx = {k: draws.integers(0, len(p), (25, len(p))) for k, p in wide.groupby("bias_type", sort=True)}
+    for k, p in wide.groupby("bias_type", sort=True):
+        p = p.reset_index(drop=True)
+        boot = [p.iloc[idx[k][r]].groupby("target")["pro"].mean().mean() * 100 for r in range(25)]
+        assert got.loc[k, "ss"] == pytest.approx(p.groupby("target")["pro"].mean().mean() * 100)
+        assert (got.loc[k, "ci_low"], got.loc[k, "ci_high"]) == pytest.approx((np.quantile(boot, 0.025),
+                                                                              np.quantile(boot, 0.975)))
+
+
+def test_paired_preferences_are_an_exact_binomial_test_of_the_discordant_clusters():
+    from helpers.metrics import stereoset
+
+    rng = np.random.default_rng(2)
+    base = pd.DataFrame({"cluster_id": range(40), "target": [f"t{i % 5}" for i in range(40)], "bias_type": "race"})
+    a = base.assign(pro=rng.integers(0, 2, 40).astype(float))
+    b = base.assign(pro=np.where(rng.random(40) < 0.3, 1 - a["pro"], a["pro"]))
+    got = stereoset.paired_preferences(a, b).set_index("domain").loc["race"]
+    only_a = int(((a["pro"] == 1) & (b["pro"] == 0)).sum())
+    only_b = int(((a["pro"] == 0) & (b["pro"] == 1)).sum())
+    assert (got["only_a_pro"], got["only_b_pro"]) == (only_a, only_b)
+    assert got["p_value"] == pytest.approx(stats.binomtest(only_b, only_a + only_b, 0.5).pvalue)
+    same = stereoset.paired_preferences(a, a).set_index("domain")
+    assert (same["difference"] == 0).all() and (same["p_value"] == 1).all()
