@@ -233,3 +233,19 @@ def verdict(ci_low: float, ci_high: float, *, higher_is_more_biased: bool = True
         return VERDICTS[2]
     up = ci_low > 0
     return VERDICTS[0] if up == higher_is_more_biased else VERDICTS[1]
+
+
+def mcnemar_exact(a, b) -> dict:
+    """The exact McNemar test of two paired binary outcomes (``statsmodels``' ``mcnemar(exact=True)``:
+    a two-sided binomial test of the discordant pairs): ``only_a`` (a = 1, b = 0), ``only_b``,
+    ``n`` and ``p_value`` (1 when no pair is discordant)."""
+    from statsmodels.stats.contingency_tables import mcnemar
+
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if a.shape != b.shape:
+        raise InputError(f"mcnemar_exact: the two outcomes differ in shape ({a.shape} vs {b.shape})")
+    only_a, only_b = int(((a == 1) & (b == 0)).sum()), int(((a == 0) & (b == 1)).sum())
+    both = int(((a == 1) & (b == 1)).sum())
+    table = [[both, only_a], [only_b, a.size - both - only_a - only_b]]
+    p = float(mcnemar(table, exact=True).pvalue) if only_a + only_b else 1.0
+    return {"only_a": only_a, "only_b": only_b, "n": int(a.size), "p_value": p}

@@ -147,7 +147,7 @@ def test_the_page_is_self_contained_renders_in_chromium_and_the_model_card_parse
     assert "http://" not in page and "https://" not in page and "<script" not in page      # nothing fetched
     parsed = _page(page)
     n_figures = tiny_card.metrics["metric"].nunique() + 1                # a forest plot per metric, the standing strip
-    assert len(parsed.images) == n_figures == 4 and all(src.startswith("data:image/png;base64,") for src in parsed.images)
+    assert len(parsed.images) == n_figures == 5 and all(src.startswith("data:image/png;base64,") for src in parsed.images)
     dom = _run_chromium(["--virtual-time-budget=5000", "--dump-dom", (out / "report.html").as_uri()], tmp_path)
     assert "Fails the language-model quality gate" in dom and dom.count("<img") == n_figures
     mc = ModelCard((out / "model_card.md").read_text())                  # the hub's own loader, offline
@@ -225,3 +225,39 @@ def test_paired_preferences_are_an_exact_binomial_test_of_the_discordant_cluster
     assert got["p_value"] == pytest.approx(stats.binomtest(only_b, only_a + only_b, 0.5).pvalue)
     same = stereoset.paired_preferences(a, a).set_index("domain")
     assert (same["difference"] == 0).all() and (same["p_value"] == 1).all()
+
+
+def test_crows_pairs_preferences_follow_the_direction_and_the_wilson_interval():
+    from statsmodels.stats.proportion import proportion_confint
+
+    from helpers.metrics import crows_pairs
+
+    pairs = pd.DataFrame({"pair_id": range(6), "bias_type": ["race"] * 4 + ["age"] * 2,
+                          "stereo_antistereo": ["stereo", "stereo", "antistereo", "antistereo", "stereo", "antistereo"]})
+    more, less = np.array([-1, -3, -1, -3, -2, -2.0]), np.array([-2, -2, -2, -2, -2, -2.0])
+    p = crows_pairs.preferences(pairs, more, less)
+    assert p["pro"].tolist() == [1, 0, 0, 1, 0, 0]             # stereo: sent_more higher; antistereo: sent_less; ties 0
+    assert crows_pairs.preferences(pairs, more, less, convention="lm-eval")["pro"].tolist() == [1, 0, 1, 0, 0, 0]
+    s = crows_pairs.scores(p).set_index("group")
+    assert s.loc["race", "score"] == 0.5 and s.loc["overall", "n"] == 6
+    low, high = proportion_confint(2, 6, method="wilson")                  # statsmodels, independent
+    assert (s.loc["overall", "ci_low"], s.loc["overall", "ci_high"]) == pytest.approx((low, high))
+    d = crows_pairs.paired_preferences(p, p.assign(pro=1.0)).set_index("group").loc["overall"]
+    assert (d["only_b_pro"], d["only_a_pro"]) == (4, 0)
+    assert d["p_value"] == pytest.approx(stats.binomtest(4, 4, 0.5).pvalue)
+
+
+def test_the_cards_crows_pairs_are_the_models_own_sentence_scores(tiny_card, tiny_gpt2):
+    from helpers.datasets.bias_sets import load_crows_pairs
+    from helpers.lm import scoring
+
+    rows = tiny_card.metrics[tiny_card.metrics["metric"] == "crows_pairs"].set_index("group")
+    assert rows.loc["overall", "n"] == sum(min(10, n) for n in load_crows_pairs()["bias_type"].value_counts())
+    prefs = tiny_card.per_sentence[tiny_card.models[0]]["crows_pairs"]
+    pairs = load_crows_pairs().set_index("pair_id").loc[prefs["pair_id"]]
+    lm = models.load(str(tiny_gpt2))
+    more = scoring.score(lm, pairs["sent_more"].tolist(), progress=False)["log_likelihood"].to_numpy()
+    less = scoring.score(lm, pairs["sent_less"].tolist(), progress=False)["log_likelihood"].to_numpy()
+    stereo = (pairs["stereo_antistereo"] == "stereo").to_numpy()
+    np.testing.assert_array_equal(prefs["pro"].to_numpy(), np.where(stereo, more > less, less > more).astype(float))
+    assert rows.loc["overall", "value"] == prefs["pro"].mean() and (rows["ideal"] == 0.5).all()

@@ -317,7 +317,7 @@ def paired_preferences(a: pd.DataFrame, b: pd.DataFrame, *, by: str = "bias_type
     ``by`` value and overall, the clusters where only one of them prefers the stereotype and the
     exact McNemar test on them (``statsmodels``' ``mcnemar(exact=True)``: a binomial test of the
     discordant pairs). ``difference``: b's SS minus a's, in points (upstream's term-mean SS)."""
-    from statsmodels.stats.contingency_tables import mcnemar
+    from helpers.stats import mcnemar_exact
 
     keys = ["cluster_id", "target", by]
     m = a[keys + ["pro"]].merge(b[keys + ["pro"]], on=keys, suffixes=("_a", "_b"), validate="one_to_one")
@@ -325,13 +325,9 @@ def paired_preferences(a: pd.DataFrame, b: pd.DataFrame, *, by: str = "bias_type
         raise InputError("paired_preferences: the two models share no StereoSet cluster")
     rows = []
     for k, p in [*m.groupby(by, sort=True), ("overall", m)]:
-        only_a = int(((p["pro_a"] == 1) & (p["pro_b"] == 0)).sum())
-        only_b = int(((p["pro_a"] == 0) & (p["pro_b"] == 1)).sum())
-        both = int(((p["pro_a"] == 1) & (p["pro_b"] == 1)).sum())
-        table = [[both, only_a], [only_b, len(p) - both - only_a - only_b]]
-        pvalue = float(mcnemar(table, exact=True).pvalue) if only_a + only_b else 1.0
+        test = mcnemar_exact(p["pro_a"], p["pro_b"])
         ss_a = _term_scores(p.rename(columns={"pro_a": "pro"}).assign(related=0.0))["ss"]
         ss_b = _term_scores(p.rename(columns={"pro_b": "pro"}).assign(related=0.0))["ss"]
-        rows.append({"domain": k, "n_clusters": len(p), "only_a_pro": only_a, "only_b_pro": only_b,
-                     "ss_a": ss_a, "ss_b": ss_b, "difference": ss_b - ss_a, "p_value": pvalue})
+        rows.append({"domain": k, "n_clusters": len(p), "only_a_pro": test["only_a"], "only_b_pro": test["only_b"],
+                     "ss_a": ss_a, "ss_b": ss_b, "difference": ss_b - ss_a, "p_value": test["p_value"]})
     return pd.DataFrame(rows)
