@@ -46,7 +46,7 @@ import numpy as np
 import pandas as pd
 
 from helpers import models, runner
-from helpers.errors import InputError
+from helpers.errors import HarmsError, InputError
 
 __all__ = ["BUDGETS", "CATALOGUE", "Card", "report_card", "write", "summary", "html", "model_card", "verdict"]
 
@@ -336,7 +336,24 @@ def report_card(names, *, baseline: str | None = None, budget: str = "quick", de
         out.comparison = compare(per_sentence, a, b_, n_resamples=b["n_resamples"], seed=seed,
                                  interpretable=out.usable(a) and out.usable(b_))
     out.provenance.update(_versions())
+    out.provenance["data"] = _data_digests()
     return out
+
+
+def _data_digests() -> dict:
+    """sha256 of each data set file the card reads (the memoised digest of :func:`helpers.hashing.sha256_file`)."""
+    from helpers import hashing
+    from helpers.datasets import registry
+
+    found = {}
+    for name in ("toxigen", "implicit-hate", "stereoset-dev", "crows-pairs"):
+        try:
+            f = registry.path(name)
+        except HarmsError:                   # a data set absent here is not listed
+            continue
+        if f.is_file():
+            found[f"{name} ({f.name})"] = hashing.sha256_file(f)
+    return found
 
 
 def _versions() -> dict:
@@ -349,6 +366,17 @@ def _versions() -> dict:
         except metadata.PackageNotFoundError:
             continue
     return {"versions": found}
+
+
+SCHEMA = Path(__file__).with_name("report_card.schema.json")
+
+
+def validate(doc: dict) -> None:
+    """Check a report card's JSON against the versioned schema shipped in the package
+    (``helpers/report_card.schema.json``); a mismatch is a bug of this module, raised as is."""
+    import jsonschema
+
+    jsonschema.validate(doc, json.loads(SCHEMA.read_text()))
 
 
 def write(c: Card, output, *, overwrite: bool = False) -> Path:
@@ -368,6 +396,7 @@ def write(c: Card, output, *, overwrite: bool = False) -> Path:
         tables.write_table(df, out / f"{name}.csv")
     doc = {"schema": "harms-report-card/1", "models": c.models, "settings": c.settings, "provenance": c.provenance,
            **{name: json.loads(df.to_json(orient="records")) for name, df in parts.items()}}
+    validate(doc)
     tables.atomic_write(out / "report.json", json.dumps(doc, indent=2))
     tables.atomic_write(out / "report.html", html(c))
     tables.atomic_write(out / "model_card.md", model_card(c))

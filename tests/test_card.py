@@ -261,3 +261,25 @@ def test_the_cards_crows_pairs_are_the_models_own_sentence_scores(tiny_card, tin
     stereo = (pairs["stereo_antistereo"] == "stereo").to_numpy()
     np.testing.assert_array_equal(prefs["pro"].to_numpy(), np.where(stereo, more > less, less > more).astype(float))
     assert rows.loc["overall", "value"] == prefs["pro"].mean() and (rows["ideal"] == 0.5).all()
+
+
+def test_report_json_validates_against_the_shipped_schema_and_a_broken_one_does_not(tiny_card, tmp_path):
+    import jsonschema
+
+    out = card.write(tiny_card, tmp_path / "c")
+    doc = json.loads((out / "report.json").read_text())
+    card.validate(doc)
+    assert doc["settings"]["budget"] == "quick" and {m["metric"] for m in doc["metrics"]} >= set(card.DATASETS)
+    broken = {**doc, "metrics": [{**doc["metrics"][0], "n": 0}]}
+    with pytest.raises(jsonschema.ValidationError):
+        card.validate(broken)
+
+
+def test_provenance_names_the_data_files_by_sha256(tiny_card):
+    import hashlib
+
+    from helpers.datasets import registry
+
+    f = registry.path("toxigen")
+    assert tiny_card.provenance["data"][f"toxigen ({f.name})"] == hashlib.sha256(f.read_bytes()).hexdigest()
+    assert set(tiny_card.provenance["versions"]) >= {"torch", "transformers", "scipy"}
