@@ -283,3 +283,31 @@ def test_provenance_names_the_data_files_by_sha256(tiny_card):
     f = registry.path("toxigen")
     assert tiny_card.provenance["data"][f"toxigen ({f.name})"] == hashlib.sha256(f.read_bytes()).hexdigest()
     assert set(tiny_card.provenance["versions"]) >= {"torch", "transformers", "scipy"}
+
+
+def test_a_card_interrupted_mid_way_resumes_to_the_identical_card_without_rescoring(tiny_gpt2, tmp_path, monkeypatch):
+    """Ctrl-C after the ToxiGen scores: the rerun reuses them (per-sentence score cache) and gives
+    the same card as an uninterrupted run."""
+    from helpers.lm import scoring
+
+    monkeypatch.setenv("HARMS_CACHE_DIR", str(tmp_path / "cache"))
+    real = runner.safety_results
+
+    def interrupted(handle, *, dataset, **kw):
+        if dataset == "implicit-hate":
+            raise KeyboardInterrupt
+        return real(handle, dataset=dataset, **kw)
+    monkeypatch.setattr(runner, "safety_results", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        card.report_card([str(tiny_gpt2)])
+    monkeypatch.setattr(runner, "safety_results", real)
+    computed = []                                  # the sentences actually run through the model
+    real_sentence_scores = scoring.sentence_scores
+    monkeypatch.setattr(scoring, "sentence_scores",
+                        lambda m, chunk, **kw: computed.extend(chunk) or real_sentence_scores(m, chunk, **kw))
+    resumed = card.report_card([str(tiny_gpt2)])
+    toxigen = set(resumed.per_sentence[resumed.models[0]]["safety_score:toxigen"]["text"])
+    assert computed and not toxigen & set(computed)                     # ToxiGen: all from the cache
+    monkeypatch.setenv("HARMS_CACHE_DIR", str(tmp_path / "fresh"))
+    fresh = card.report_card([str(tiny_gpt2)])
+    pd.testing.assert_frame_equal(resumed.metrics, fresh.metrics)
