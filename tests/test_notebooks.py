@@ -17,7 +17,7 @@ from helpers.errors import InputError
 CHAPTERS = {"01_safety_scores": "ch01_safety", "02_correlations": "ch02_correlations",
             "03_architecture": "ch03_architecture", "04_distillation": "ch04_distillation",
             "05_tinybert_bias_suite": "ch05_tinybert", "06_intrinsic_extrinsic": "ch06_intrinsic_extrinsic",
-            "07_toxicity_probing": "ch07_probing"}
+            "07_toxicity_probing": "ch07_probing", "08_report_cards": "ch08_report_cards"}
 TEMPLATE = book.NOTEBOOKS_DIR / "templates" / "NN_template.ipynb"
 #: Every notebook written to the contract: the chapters and the template, with their modules.
 NOTEBOOKS = {book.NOTEBOOKS_DIR / f"{stem}.ipynb": name for stem, name in CHAPTERS.items()} | {TEMPLATE: "template"}

@@ -17,7 +17,8 @@ SETTINGS = Path(paths.REPO_ROOT) / "helpers" / "published" / "paper_settings.csv
 NOTEBOOKS = Path(paths.REPO_ROOT) / "notebooks"
 COLUMNS = ["chapter", "parameter", "value", "seed", "where", "text", "estimate"]
 #: The paper behind each chapter (book/intro.md, "The four papers").
-SEED_OF = {"01": "000", "02": "000", "03": "000", "04": "000", "05": "003", "06": "001", "07": "002"}
+SEED_OF = {"01": "000", "02": "000", "03": "000", "04": "000", "05": "003", "06": "001", "07": "002",
+           "08": "000"}   # chapter 08's cards: seed 000's models, its distillation question and its full data
 
 
 def _rows() -> list[dict]:

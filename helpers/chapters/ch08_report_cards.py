@@ -1,0 +1,99 @@
+"""Chapter 08: the harm report card (issue 26) of the book's models, built by the same function as
+``harms report`` (:func:`helpers.card.report_card`), so the page and the command agree.
+
+Two sections: the cards of ``models`` side by side (each one's quality gate, every metric on the
+card with its interval, its standing among seed 000's published models), and one comparison item
+by item (``pair``: the second model against the first; by default SmolLM2-135M and one of its
+pruned and distilled students, chapter 04's question as one command).
+
+    >>> from helpers.chapters import ch08_report_cards as ch
+    >>> params, shown = ch.start({"models": "smollm2-135m", "pair": None})
+    >>> ch.cards_section(params)
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from helpers import card, plots
+from helpers.chapters import common
+from helpers.chapters.common import Section, call
+from helpers.errors import InputError
+from helpers.metrics import crows_pairs, safety, stereoset
+
+CHAPTER = "08_report_cards"
+#: The notebook's parameters, in the order of its parameters cell and of ``parameters.csv``.
+PARAMETERS = ("models", "pair", "budget", "seed", "device", "min_ratio")
+DEFAULTS = dict(models="packages", pair=["smollm2-135m", "zoo-smollm2-L24-kd"], budget="quick", seed=0,
+                device="cpu", min_ratio=2.0)
+
+
+def start(namespace) -> tuple[dict, Section]:
+    """The chapter's parameters (:func:`helpers.chapters.common.start`); ``pair`` is two
+    different model names or None (no comparison); ``budget`` one of :data:`helpers.card.BUDGETS`."""
+    params, table = common.start(CHAPTER, namespace, PARAMETERS, DEFAULTS)
+    pair = params["pair"]
+    if pair is not None and not (isinstance(pair, (list, tuple)) and len(pair) == 2 and len(set(map(str, pair))) == 2):
+        raise InputError(f"parameter pair = {pair!r}: two different model names, or None")
+    card._budget(params["budget"])
+    return params, table
+
+
+def _card(params: dict, names) -> card.Card:
+    return card.report_card(names, budget=params["budget"], device=params["device"], seed=params["seed"],
+                            min_ratio=params["min_ratio"])
+
+
+def cards_section(params: dict) -> Section:
+    """One card per model (``cards_gate.csv``, ``cards_metrics.csv``, ``cards_standing.csv``), the
+    overall value of each metric per model with its interval (a figure), and a sentence per
+    metric from the numbers (only models passing the gate are read)."""
+    cards = [_card(params, [name]) for name in params["models"]]
+    gate = common.save(pd.concat([c.gate for c in cards], ignore_index=True), CHAPTER, "cards_gate")
+    metrics = common.save(pd.concat([c.metrics for c in cards], ignore_index=True), CHAPTER, "cards_metrics")
+    standing = common.save(pd.concat([c.standing for c in cards], ignore_index=True), CHAPTER, "cards_standing")
+    usable = gate.loc[gate["usable"].astype(bool), "model"].tolist()
+    overall = metrics[metrics["group"].isin(["mean over groups", "overall"])]
+    fig = common.save_figure(plots.forest(overall.assign(group=overall["metric"]), title="Each card's overall values"),
+                             CHAPTER, "cards_overall")
+    facts = {"models": len(cards), "usable": len(usable)}
+    lines = [f"{len(usable)} of {len(cards)} models pass the language-model quality gate"
+             + (f" ({', '.join(m for m in gate['model'] if m not in usable)} shown, not read)." if len(usable) < len(cards)
+                else ".")]
+    for metric, rows in overall[overall["model"].isin(usable)].groupby("metric", sort=False):
+        ideal = float(rows["ideal"].iloc[0])
+        excludes = rows[(rows["ci_low"] > ideal) | (rows["ci_high"] < ideal)]
+        facts[f"{metric}_excluding_ideal"] = len(excludes)
+        values = (f"value {rows['value'].iloc[0]:.3f}" if len(rows) == 1 else
+                  f"values {rows['value'].min():.3f} to {rows['value'].max():.3f}")
+        lines.append(f"{metric}: {len(excludes)} of {len(rows)} usable models have an interval that excludes the "
+                     f"ideal {ideal:g} ({values}).")
+    for r in standing[standing["model"].isin(usable)].itertuples():
+        lines.append(f"{r.model}'s mean ToxiGen safety score ranks {r.rank} of {r.of} beside seed 000's 24 models; "
+                     f"its interval {'excludes' if r.differs_from_median else 'includes'} their median "
+                     f"{r.published_median:.3f}.")
+    return Section(" ".join(lines), ("cards_overall", fig), ("cards_gate", gate), ("cards_metrics", metrics),
+                   ("cards_standing", standing),
+                   call(stereoset.ss_intervals, "clusters", n_resamples=card.BUDGETS[params["budget"]]["n_resamples"]),
+                   call(crows_pairs.scores, "preferences"),
+                   call=call(safety.safety_scores, "per_sentence", n_resamples=card.BUDGETS[params["budget"]]["n_resamples"],
+                             seed=params["seed"]),
+                   facts=facts, data=cards)
+
+
+def comparison_section(params: dict) -> Section:
+    """The card of ``pair`` (B against A item by item, ``comparison.csv``) and the count of
+    verdicts, from the Holm-adjusted tests; a sentence only when ``pair`` is None."""
+    if params["pair"] is None:
+        return Section("No pair of models is compared (`pair = None`).", facts={"compared": 0})
+    c = _card(params, [str(m) for m in params["pair"]])
+    table = common.save(c.comparison, CHAPTER, "comparison")
+    counts = table["verdict"].value_counts()
+    a, b = c.models
+    text = (f"{b} against {a}, on the same sentences, clusters and pairs: {len(table)} comparisons "
+            f"(per group and overall), Holm-adjusted together. "
+            + "; ".join(f"{v}: {n}" for v, n in counts.items()) + ".")
+    return Section(text, ("comparison", table),
+                   call=call(safety.paired_group_differences, "per_sentence_a", "per_sentence_b",
+                             n_resamples=card.BUDGETS[params["budget"]]["n_resamples"], seed=params["seed"]),
+                   facts={"compared": len(table), **{str(k): int(n) for k, n in counts.items()}}, data=c)

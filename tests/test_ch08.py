@@ -1,0 +1,37 @@
+"""Chapter 08 (report cards): the chapter shows exactly what `harms report` computes, within the
+chapter contract; its prose counts come from the tables."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from helpers import card
+from helpers.chapters import ch08_report_cards as ch
+from helpers.errors import InputError
+
+from chapter_contract import check_section
+
+
+@pytest.mark.parametrize("bad, fragment", [({"pair": ["a"]}, "parameter pair"), ({"pair": ["a", "a"]}, "parameter pair"),
+                                           ({"budget": "huge"}, "--budget 'huge'")])
+def test_bad_parameters_are_one_line(bad, fragment, private_dirs, tiny_gpt2):
+    with pytest.raises(InputError, match=fragment):
+        ch.start({"models": str(tiny_gpt2), **bad})
+
+
+def test_the_cards_are_harms_reports_and_the_comparison_its_pair(private_dirs, tiny_gpt2, tiny_gpt2_bos):
+    params, _ = ch.start({"models": [str(tiny_gpt2), str(tiny_gpt2_bos)], "pair": [str(tiny_gpt2), str(tiny_gpt2_bos)]})
+    cards = check_section(ch.cards_section(params))
+    alone = card.report_card([str(tiny_gpt2)], budget="quick")
+    shown = cards.tables["cards_metrics"]
+    pd.testing.assert_frame_equal(shown[shown["model"] == alone.models[0]].reset_index(drop=True), alone.metrics)
+    assert cards.facts == {"models": 2, "usable": 0}                    # two random tiny GPT-2s
+    assert cards.markdown.startswith("0 of 2 models pass the language-model quality gate")
+    comparison = check_section(ch.comparison_section(params))
+    pair = card.report_card([str(tiny_gpt2), str(tiny_gpt2_bos)], budget="quick")
+    pd.testing.assert_frame_equal(comparison.tables["comparison"].reset_index(drop=True), pair.comparison)
+    assert comparison.facts["compared"] == len(pair.comparison)
+    assert comparison.facts["not interpreted (a model fails the quality gate)"] == len(pair.comparison)
+    none = ch.comparison_section({**params, "pair": None})
+    assert none.facts == {"compared": 0} and not none.tables
