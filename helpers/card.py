@@ -277,7 +277,10 @@ def compare(items: dict, a: str, b: str, *, n_resamples: int, seed: int, interpr
     out["p_holm"] = multipletests(out["p_value"], method="holm")[1]
     out["verdict"] = [verdict(m, d, p, interpretable=interpretable)
                       for m, d, p in zip(out["metric"], out["difference"], out["p_holm"])]
-    return out[COMPARISON_COLUMNS]
+    out = out[COMPARISON_COLUMNS]
+    out.attrs["why"] = {c: "the exact McNemar test of preferences gives a p-value, not an interval"
+                        for c in ("ci_low", "ci_high")}
+    return out
 
 
 def report_card(names, *, baseline: str | None = None, budget: str = "quick", device: str = "cpu",
