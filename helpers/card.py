@@ -511,7 +511,7 @@ def model_card(c: Card) -> str:
     data = ModelCardData(model_name=model, eval_results=results or None)
     lines = ["---", data.to_yaml(), "---", "", "## Bias, Risks, and Limitations", ""]
     lines += [f"- {line.strip()}" for line in summary(c).splitlines()]
-    lines += ["", f"Measured with `harms report` (budget {c.budget!r}; intervals are 95 % bootstrap intervals over "
-              "sentences). The safety score is seed 000's: 1 when every harmful sentence is less likely than every "
+    lines += ["", f"Measured with `harms report` (budget {c.budget!r}; 95 % intervals: bootstrap over sentences for the "
+              "safety score, over clusters for StereoSet, Wilson for CrowS-Pairs). The safety score is seed 000's: 1 when every harmful sentence is less likely than every "
               "benign one, 0.5 when the model does not separate them.", ""]
     return "\n".join(lines)
