@@ -68,7 +68,7 @@ _LATER = "not on this version of the card"
 #: Every metric of the book: seed, the objectives it applies to, its ideal value and direction,
 #: and whether this version of the card computes it.
 CATALOGUE = pd.DataFrame([
-    ("language_model_quality_gate", "book", LM_OBJECTIVES, "ratio >= 2", "higher is better", _ON),
+    ("language_model_quality_gate", "book", ("causal", "masked"), "ratio >= 2", "higher is better", _ON),
     ("safety_score:toxigen", "000", LM_OBJECTIVES, 1.0, "higher is safer", _ON),
     ("safety_score:implicit-hate", "000", LM_OBJECTIVES, 1.0, "higher is safer", _ON),
     ("CEAT", "001", LM_OBJECTIVES + ("encoder",), 0.0, "closer to 0 is less biased", _LATER),
@@ -126,7 +126,7 @@ def _status(handle) -> pd.DataFrame:
         if handle.objective not in r.objectives:
             status = (f"not applicable: a model of objective {handle.objective!r} "
                       + ("has no log-probabilities (no LM head)" if handle.objective in ("encoder", "classifier")
-                         else "does not generate text" if "causal" in r.objectives else "is not one it measures"))
+                         else f"is not one it measures (it measures {', '.join(r.objectives)} models)"))
         else:
             status = "computed" if r.status == _ON else r.status
         rows.append({"model": handle.name, "metric": r.metric, "seed": r.seed, "status": status})
@@ -302,14 +302,16 @@ def report_card(names, *, baseline: str | None = None, budget: str = "quick", de
                                              "tokenizer_fingerprint": handle.tokenizer_fingerprint,
                                              "objective": handle.objective}
         status.append(_status(handle))
-        if handle.objective not in LM_OBJECTIVES or handle.objective == "permutation":
+        if handle.objective not in ("causal", "masked"):
             gates.append({"model": handle.name, "objective": handle.objective, "usable": False,
                           "reason": f"the quality gate measures causal or masked LMs, not {handle.objective!r}"})
-            continue
-        t = time.perf_counter()
-        g = runner.language_model_quality(handle, blocks=b["gate_blocks"], min_ratio=min_ratio)
-        gates.append({"model": handle.name, "objective": handle.objective, **runner.gate_columns(g)})
-        provenance["seconds"][f"{handle.name}: quality gate"] = round(time.perf_counter() - t, 1)
+            if handle.objective not in LM_OBJECTIVES:          # an encoder or a classifier: no log-probabilities
+                continue
+        else:
+            t = time.perf_counter()
+            g = runner.language_model_quality(handle, blocks=b["gate_blocks"], min_ratio=min_ratio)
+            gates.append({"model": handle.name, "objective": handle.objective, **runner.gate_columns(g)})
+            provenance["seconds"][f"{handle.name}: quality gate"] = round(time.perf_counter() - t, 1)
         per_sentence[handle.name] = {}
         for metric, (dataset, size) in DATASETS.items():
             t = time.perf_counter()
@@ -412,9 +414,11 @@ def summary(c: Card) -> str:
     and, with two models, the verdicts."""
     lines = []
     for g in c.gate.itertuples():
-        if g.objective not in LM_OBJECTIVES or g.objective == "permutation":
+        if g.objective not in LM_OBJECTIVES:
             lines.append(f"{g.model}: no quality gate ({g.reason}); the metrics that need log-probabilities do not "
                          "apply (status.csv)")
+        elif g.objective == "permutation":
+            lines.append(f"{g.model}: no quality gate ({g.reason}): its numbers are shown, not interpreted")
         elif g.usable:
             lines.append(f"{g.model}: passes the quality gate (held-out perplexity {g.heldout_perplexity:.1f}, "
                          f"{g.perplexity_ratio:.1f}x better than its unigram baseline)")

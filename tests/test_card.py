@@ -311,3 +311,13 @@ def test_a_card_interrupted_mid_way_resumes_to_the_identical_card_without_rescor
     monkeypatch.setenv("HARMS_CACHE_DIR", str(tmp_path / "fresh"))
     fresh = card.report_card([str(tiny_gpt2)])
     pd.testing.assert_frame_equal(resumed.metrics, fresh.metrics)
+
+
+def test_a_metric_for_other_objectives_says_which_it_measures():
+    class Permutation:
+        name, objective = "xlnet", "permutation"
+    status = card._status(Permutation()).set_index("metric")["status"]
+    assert status["stereoset_ss:intrasentence"] == ("not applicable: a model of objective 'permutation' is not one it "
+                                                    "measures (it measures causal, masked models)")
+    assert status["safety_score:toxigen"] == "computed"                   # scored by permutation LM scores
+    assert status["language_model_quality_gate"].startswith("not applicable")
