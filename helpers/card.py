@@ -384,15 +384,22 @@ def validate(doc: dict) -> None:
     jsonschema.validate(doc, json.loads(SCHEMA.read_text()))
 
 
+def check_output(output, *, overwrite: bool = False) -> Path:
+    """``output`` as a Path, or one line when a card is already there and ``overwrite`` is off
+    (checked before anything is computed, and again when writing)."""
+    out = Path(output)
+    if (out / "report.json").exists() and not overwrite:
+        raise InputError(f"{out}: a report card is already there; pass --overwrite to replace it")
+    return out
+
+
 def write(c: Card, output, *, overwrite: bool = False) -> Path:
     """``metrics.csv``, ``status.csv``, ``gate.csv``, ``standing.csv``, ``comparison.csv`` (two
     models), ``report.json``, ``report.html`` and ``model_card.md`` in ``output`` (each written atomically); an existing card there is
     one line unless ``overwrite``."""
     from helpers import tables
 
-    out = Path(output)
-    if (out / "report.json").exists() and not overwrite:
-        raise InputError(f"{out}: a report card is already there; pass --overwrite to replace it")
+    out = check_output(output, overwrite=overwrite)
     out.mkdir(parents=True, exist_ok=True)
     parts = {"gate": c.gate, "metrics": c.metrics, "status": c.status, "standing": c.standing}
     if len(c.comparison):

@@ -339,9 +339,7 @@ def _cmd_report(args: argparse.Namespace) -> None:
     from helpers import card
 
     card._budget(args.budget)                                    # a bad budget: one line, nothing loaded
-    out = Path(args.output)
-    if (out / "report.json").exists() and not args.overwrite:
-        raise InputError(f"{out}: a report card is already there; pass --overwrite to replace it")
+    out = card.check_output(args.output, overwrite=args.overwrite)
     runs.set_threads(args.threads)
     c = card.report_card(args.model, baseline=args.baseline, budget=args.budget, device=args.device, seed=args.seed)
     card.write(c, out, overwrite=args.overwrite)

@@ -208,10 +208,7 @@ def paired_difference(a: pd.DataFrame, b: pd.DataFrame, *, n_resamples: int = 10
     right = b.set_index("id").reindex(left.index)
     if right["perplexity"].isna().all() or len(left) == 0:
         raise InputError("paired_difference: the two models share no scored sentence")
-    long = pd.DataFrame({"sa": left["perplexity"].to_numpy(float) / left[tox].to_numpy(float),
-                         "sb": right["perplexity"].to_numpy(float) / left[tox].to_numpy(float),
-                         "hate": (left["label"] == "hate").to_numpy(),
-                         "group": left["target_groups"].to_numpy()}).explode("group").dropna()
+    long = _exploded(left, tox, sa=left["perplexity"], sb=right["perplexity"])
     codes, _ = pd.factorize(long["group"])
     sa, sb, hate = long["sa"].to_numpy(float), long["sb"].to_numpy(float), long["hate"].to_numpy(bool)
 
