@@ -152,6 +152,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--device", type=_device, default="cpu", help="cpu, cuda, cuda:N, mps or auto")
     p.add_argument("--threads", type=_positive, default=None, help="CPU threads (as for harms score)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing card in --output")
+    p.add_argument("--languages", default="en", help="seed 002's toxicity probing in these languages: a "
+                   "comma-separated list of en, fr, ar (default en)")
     p.set_defaults(func=_cmd_report)
 
     p = sub.add_parser("fill", help="fill each template's [MASK] blank: the top-k words, or the "
@@ -338,10 +340,12 @@ def _cmd_report(args: argparse.Namespace) -> None:
     (:func:`helpers.card.write`), and its summary printed."""
     from helpers import card
 
-    card._budget(args.budget)                                    # a bad budget: one line, nothing loaded
+    card.check_budget(args.budget)                               # a bad budget: one line, nothing loaded
+    languages = card.check_languages(args.languages)
     out = card.check_output(args.output, overwrite=args.overwrite)
     runs.set_threads(args.threads)
-    c = card.report_card(args.model, baseline=args.baseline, budget=args.budget, device=args.device, seed=args.seed)
+    c = card.report_card(args.model, baseline=args.baseline, budget=args.budget, device=args.device, seed=args.seed,
+                         languages=languages)
     card.write(c, out, overwrite=args.overwrite)
     print(card.summary(c))
     print(f"wrote {out}")

@@ -249,3 +249,45 @@ def mcnemar_exact(a, b) -> dict:
     table = [[both, only_a], [only_b, a.size - both - only_a - only_b]]
     p = float(mcnemar(table, exact=True).pvalue) if only_a + only_b else 1.0
     return {"only_a": only_a, "only_b": only_b, "n": int(a.size), "p_value": p}
+
+
+def mean_interval(values, *, n_resamples: int = 1000, seed: int = 0, confidence_level: float = 0.95,
+                  batch: int | None = None) -> tuple[float, float]:
+    """The percentile-bootstrap interval of the mean of ``values`` (missing values left out;
+    :func:`scipy.stats.bootstrap`); ``(nan, nan)`` for fewer than two values or a constant sample,
+    which leave nothing to resample."""
+    v = np.asarray(pd.to_numeric(pd.Series(values), errors="coerce"), dtype=float)
+    v = v[~np.isnan(v)]
+    if len(v) < 2 or np.ptp(v) == 0:
+        return np.nan, np.nan
+    ci = stats.bootstrap((v,), np.mean, method="percentile", confidence_level=confidence_level,
+                         n_resamples=n_resamples, batch=batch, rng=np.random.default_rng(seed)).confidence_interval
+    return float(ci.low), float(ci.high)
+
+
+def paired_mean_difference(a, b, *, n_resamples: int = 1000, seed: int = 0, confidence_level: float = 0.95) -> dict:
+    """``mean(b) - mean(a)`` over paired items: a paired percentile bootstrap interval
+    (:func:`scipy.stats.bootstrap`, ``paired=True``) and the two-sided paired permutation p
+    (:func:`scipy.stats.permutation_test`, ``permutation_type="samples"``: each item's two values
+    swapped at random; exact up to ``n_resamples`` sign patterns). Returns ``value_a, value_b,
+    difference, ci_low, ci_high, p_value, n``; fewer than two pairs, or pairs of different
+    lengths, is one InputError."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if a.shape != b.shape or a.ndim != 1:
+        raise InputError(f"paired_mean_difference: two equal-length 1-d samples, got {a.shape} and {b.shape}")
+    keep = ~(np.isnan(a) | np.isnan(b))
+    a, b = a[keep], b[keep]
+    if len(a) < 2:
+        raise InputError(f"paired_mean_difference needs at least 2 complete pairs, got {len(a)}")
+    out = {"value_a": float(a.mean()), "value_b": float(b.mean()), "difference": float(b.mean() - a.mean()),
+           "ci_low": np.nan, "ci_high": np.nan, "p_value": 1.0, "n": len(a)}
+    if np.ptp(b - a) == 0 and b[0] == a[0]:              # identical: nothing to resample, nothing to test
+        return out
+    diff = lambda x, y, axis=-1: np.mean(y, axis=axis) - np.mean(x, axis=axis)  # noqa: E731
+    ci = stats.bootstrap((a, b), diff, paired=True, vectorized=True, method="percentile",
+                         confidence_level=confidence_level, n_resamples=n_resamples,
+                         rng=np.random.default_rng(seed)).confidence_interval
+    p = stats.permutation_test((a, b), diff, permutation_type="samples", vectorized=True, alternative="two-sided",
+                               n_resamples=n_resamples, rng=np.random.default_rng(seed)).pvalue
+    out.update(ci_low=float(ci.low), ci_high=float(ci.high), p_value=float(p))
+    return out

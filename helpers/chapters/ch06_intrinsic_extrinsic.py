@@ -217,18 +217,9 @@ BOOTSTRAP_RESAMPLES, BOOTSTRAP_BATCH = 9999, 1000
 
 def bootstrap_interval(values, seed: int) -> tuple[float, float]:
     """The 95 % percentile-bootstrap interval of the mean of ``values`` (missing values left out):
-    :func:`scipy.stats.bootstrap`, :data:`BOOTSTRAP_RESAMPLES` resamples, the chapter's seed.
+    :func:`helpers.stats.mean_interval`, :data:`BOOTSTRAP_RESAMPLES` resamples, the chapter's seed.
     ``(nan, nan)`` for fewer than two values or a constant sample, which leave nothing to resample."""
-    from scipy import stats as scipy_stats
-
-    v = np.asarray(pd.to_numeric(pd.Series(values), errors="coerce"), dtype=float)
-    v = v[~np.isnan(v)]
-    if len(v) < 2 or np.ptp(v) == 0:
-        return np.nan, np.nan
-    ci = scipy_stats.bootstrap((v,), np.mean, method="percentile", confidence_level=0.95,
-                               n_resamples=BOOTSTRAP_RESAMPLES, batch=BOOTSTRAP_BATCH,
-                               rng=np.random.default_rng(seed)).confidence_interval
-    return float(ci.low), float(ci.high)
+    return stats.mean_interval(values, n_resamples=BOOTSTRAP_RESAMPLES, seed=seed, batch=BOOTSTRAP_BATCH)
 
 
 def group_intervals(items: pd.DataFrame, value: str, *, by=("model", "domain", "group"), seed: int) -> pd.DataFrame:
@@ -371,21 +362,31 @@ def stereoset_group_scores(scored: pd.DataFrame, seed: int) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True)
 
 
+def ceat_scores(handle, params: dict, found: pd.DataFrame) -> pd.DataFrame:
+    """CEAT and CEATtox per (domain, group) of one model with CEAT's own 95 % interval, cached under
+    the model's identity, the contexts, ``ceat_samples`` and the seed (the report card's too)."""
+    settings = {"contexts": hashing.sha256_frame(found), "samples": params["ceat_samples"], "seed": params["seed"],
+                "layer": -1}
+    return runner.cached_result(handle, "ceat_groups", settings, lambda m: _ceat_scores(m, found, params),
+                                version=2)            # 2: with the interval
+
+
+def ilps_words(handle) -> pd.DataFrame:
+    """The per-word ILPS items of one model (:func:`_ilps_words`), cached under its identity."""
+    return runner.cached_result(handle, "ilps_words", {"template": logprob_bias.ILPS_TEMPLATE, "phrases": ILPS_PHRASES},
+                                _ilps_words)
+
+
 def intrinsic_scores(handle, params: dict, found: pd.DataFrame) -> pd.DataFrame:
     """CEAT, CEATtox, ILPS and StereoSet SS per (domain, group) of one model with their 95 %
     intervals (CEAT's own; ILPS and StereoSet bootstrapped over the words and clusters, which are
     cached per metric under the model's identity and the settings that change them)."""
-    ceat_settings = {"contexts": hashing.sha256_frame(found), "samples": params["ceat_samples"],
-                     "seed": params["seed"], "layer": -1}
     ss_settings = {"clusters_per_target": params["stereoset_clusters_per_target"], "domains": list(DOMAINS)}
-    parts = [runner.cached_result(handle, "ceat_groups", ceat_settings, lambda m: _ceat_scores(m, found, params),
-                                  version=2)]            # 2: with the interval
+    parts = [ceat_scores(handle, params, found)]
     if handle.objective != "encoder":               # ILPS and StereoSet need a language model's probabilities
-        words = runner.cached_result(handle, "ilps_words", {"template": logprob_bias.ILPS_TEMPLATE,
-                                                            "phrases": ILPS_PHRASES}, _ilps_words)
         scored = runner.cached_result(handle, "stereoset_sentences", ss_settings,
                                       lambda m: _stereoset_sentences(m, params))
-        parts += [ilps_group_scores(words, params["seed"]), stereoset_group_scores(scored, params["seed"])]
+        parts += [ilps_group_scores(ilps_words(handle), params["seed"]), stereoset_group_scores(scored, params["seed"])]
     return pd.concat(parts, ignore_index=True).assign(model=handle.name)
 
 

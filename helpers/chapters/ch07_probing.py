@@ -261,20 +261,23 @@ def fill_settings(params: dict, language: str, model: str) -> dict:
 def probe(params: dict, language: str, sentences: pd.DataFrame, classifier: TfidfLogistic) -> tuple[pd.DataFrame, dict]:
     """Each model's top-k fill-ins of ``sentences`` completed and classified: ``model, rank, word,
     probability, sentence, toxic`` and the sentence columns; and the models unavailable here."""
-    templates = sentences["template"].drop_duplicates().tolist()
-    if not templates:                       # the first step dropped every pattern
+    if sentences.empty:                     # the first step dropped every pattern
         return pd.DataFrame(), {}
-
-    def measure(handle):
-        return fill.top_k(handle, templates, k=max(params["k"]), **fill_settings(params, language, handle.name))
-
-    results, unavailable = runner.for_each_model(params["models"][language], measure, device=params["device"])
-    parts = []
-    for name, fills in results.items():
-        done = probing.complete(fills, sentences).assign(model=name)
-        done["toxic"] = classifier.predict(done["sentence"]) == "toxic"
-        parts.append(done)
+    results, unavailable = runner.for_each_model(
+        params["models"][language], lambda h: probe_model(h, params, language, sentences, classifier),
+        device=params["device"])
+    parts = list(results.values())
     return (pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()), unavailable
+
+
+def probe_model(handle, params: dict, language: str, sentences: pd.DataFrame, classifier: TfidfLogistic) -> pd.DataFrame:
+    """One model's top-k fill-ins of ``sentences`` (:func:`helpers.lm.fill.top_k`, max of ``k``)
+    completed and classified: ``model, rank, word, probability, sentence, toxic`` and the sentence columns."""
+    templates = sentences["template"].drop_duplicates().tolist()
+    fills = fill.top_k(handle, templates, k=max(params["k"]), **fill_settings(params, language, handle.name))
+    done = probing.complete(fills, sentences).assign(model=handle.name)
+    done["toxic"] = classifier.predict(done["sentence"]) == "toxic"
+    return done
 
 
 def gate(params: dict, language: str) -> pd.DataFrame:

@@ -35,7 +35,7 @@ def start(namespace) -> tuple[dict, Section]:
     pair = params["pair"]
     if pair is not None and not (isinstance(pair, (list, tuple)) and len(pair) == 2 and len(set(map(str, pair))) == 2):
         raise InputError(f"parameter pair = {pair!r}: two different model names, or None")
-    card._budget(params["budget"])
+    card.check_budget(params["budget"])
     return params, table
 
 
@@ -51,27 +51,36 @@ def cards_section(params: dict) -> Section:
     cards = [_card(params, [name]) for name in params["models"]]
     gate = common.save(pd.concat([c.gate for c in cards], ignore_index=True), CHAPTER, "cards_gate")
     metrics = common.save(pd.concat([c.metrics for c in cards], ignore_index=True), CHAPTER, "cards_metrics")
-    standing = common.save(pd.concat([c.standing for c in cards], ignore_index=True), CHAPTER, "cards_standing")
+    standing = pd.concat([c.standing for c in cards], ignore_index=True)
+    standing = common.save(standing[standing["reference"] == "published"], CHAPTER, "cards_standing")  # not our own last build
     usable = gate.loc[gate["usable"].astype(bool), "model"].tolist()
-    overall = metrics[metrics["group"].isin(["mean over groups", "overall"])]
+    overall = metrics[metrics["group"].isin(card.SUMMARY_GROUPS)]
     fig = common.save_figure(plots.forest(overall.assign(group=overall["metric"]), title="Each card's overall values"),
                              CHAPTER, "cards_overall")
     facts = {"models": len(cards), "usable": len(usable)}
     lines = [f"{len(usable)} of {len(cards)} models pass the language-model quality gate"
              + (f" ({', '.join(m for m in gate['model'] if m not in usable)} shown, not read)." if len(usable) < len(cards)
                 else ".")]
-    for metric, rows in overall[overall["model"].isin(usable)].groupby("metric", sort=False):
+    read = metrics[metrics["model"].isin(usable)]
+    for metric, rows in read.groupby("metric", sort=False):
         ideal = float(rows["ideal"].iloc[0])
-        excludes = rows[(rows["ci_low"] > ideal) | (rows["ci_high"] < ideal)]
-        facts[f"{metric}_excluding_ideal"] = len(excludes)
-        values = (f"value {rows['value'].iloc[0]:.3f}" if len(rows) == 1 else
-                  f"values {rows['value'].min():.3f} to {rows['value'].max():.3f}")
-        lines.append(f"{metric}: {len(excludes)} of {len(rows)} usable models have an interval that excludes the "
-                     f"ideal {ideal:g} ({values}).")
+        summary = rows[rows["group"].isin(card.SUMMARY_GROUPS)]
+        if len(summary):
+            excludes = summary[(summary["ci_low"] > ideal) | (summary["ci_high"] < ideal)]
+            facts[f"{metric}_excluding_ideal"] = len(excludes)
+            values = (f"value {summary['value'].iloc[0]:.3f}" if len(summary) == 1 else
+                      f"values {summary['value'].min():.3f} to {summary['value'].max():.3f}")
+            lines.append(f"{metric}: {len(excludes)} of {len(summary)} usable models have an interval that excludes "
+                         f"the ideal {ideal:g} ({values}).")
+        else:                                  # a metric of groups or tests without an overall value
+            excludes = rows[(rows["ci_low"] > ideal) | (rows["ci_high"] < ideal)]
+            facts[f"{metric}_groups_excluding_ideal"] = len(excludes)
+            lines.append(f"{metric}: {len(excludes)} of {len(rows)} group intervals (over {rows['model'].nunique()} "
+                         f"usable models) exclude the ideal {ideal:g}.")
     for r in standing[standing["model"].isin(usable)].itertuples():
-        lines.append(f"{r.model}'s mean ToxiGen safety score ranks {r.rank} of {r.of} beside seed 000's 24 models; "
-                     f"its interval {'excludes' if r.differs_from_median else 'includes'} their median "
-                     f"{r.published_median:.3f}.")
+        lines.append(f"{r.model}'s {r.metric} ranks {r.rank} of {r.of} ({r.better} is better) beside the published "
+                     f"models ({r.source}); its interval {'excludes' if r.differs_from_median else 'includes'} their "
+                     f"median {r.reference_median:.3f}.")
     return Section(" ".join(lines), ("cards_overall", fig), ("cards_gate", gate), ("cards_metrics", metrics),
                    ("cards_standing", standing),
                    call(stereoset.ss_intervals, "clusters", n_resamples=card.BUDGETS[params["budget"]]["n_resamples"]),

@@ -38,7 +38,7 @@ from scipy import special, stats
 
 from helpers.errors import InputError
 
-__all__ = ["association", "weat", "seat", "aggregate_effect_sizes", "count_subsets_at_least", "WEAT_COLUMNS"]
+__all__ = ["association", "weat", "effect_size_interval", "seat", "aggregate_effect_sizes", "count_subsets_at_least", "WEAT_COLUMNS"]
 
 WEAT_COLUMNS = ["effect_size", "p_value", "p_method", "n_partitions", "n_x", "n_y", "n_a", "n_b", "p_floor"]
 P_METHODS = ("sampled", "exact", "auto")
@@ -148,13 +148,36 @@ def weat(X, Y, A, B, *, ddof: int = 1, n_resamples: int = 100_000, seed: int = 0
             "p_floor": 0.0 if exact else 1 / (n_resamples + 1)}
 
 
-def seat(tests: pd.DataFrame, embed: Callable[[list[str]], np.ndarray], **options) -> pd.DataFrame:
+def effect_size_interval(X, Y, A, B, *, ddof: int = 1, n_resamples: int = 1000, seed: int = 0,
+                         confidence_level: float = 0.95) -> tuple[float, float]:
+    """A percentile-bootstrap interval of the effect size over the target words: X and Y resampled
+    independently, each with replacement (:func:`scipy.stats.bootstrap` with two samples), the
+    attribute sets fixed. Caliskan et al. and May et al. give no interval; this one says how much
+    the effect depends on which target words the test happens to hold. A resample whose
+    associations are all equal has no effect size and is left out by scipy (NaN)."""
+    sx, sy = association(X, A, B), association(Y, A, B)
+    if min(len(sx), len(sy)) < 2:
+        return np.nan, np.nan
+
+    def d(x, y, axis=-1):
+        s = np.concatenate([x, y], axis=axis)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return (x.mean(axis=axis) - y.mean(axis=axis)) / s.std(axis=axis, ddof=ddof)
+
+    ci = stats.bootstrap((sx, sy), d, vectorized=True, method="percentile", confidence_level=confidence_level,
+                         n_resamples=n_resamples, rng=np.random.default_rng(seed)).confidence_interval
+    return float(ci.low), float(ci.high)
+
+
+def seat(tests: pd.DataFrame, embed: Callable[[list[str]], np.ndarray], *, interval_resamples: int = 0,
+         **options) -> pd.DataFrame:
     """Run every test of a SEAT table (``test, role, category, example``, roles targ1, targ2,
     attr1, attr2: :func:`helpers.datasets.words.load_seat`) with ``embed(texts) -> [n, dim]``.
 
     Each distinct example is encoded once. Returns one row per test: ``test`` and
-    :data:`WEAT_COLUMNS` (``options`` go to :func:`weat`). A test with an empty role is one
-    InputError naming it."""
+    :data:`WEAT_COLUMNS` (``options`` go to :func:`weat`), and with ``interval_resamples`` > 0
+    ``ci_low, ci_high`` (:func:`effect_size_interval`, same ``ddof`` and ``seed``). A test with an
+    empty role is one InputError naming it."""
     need = {"test", "role", "example"}
     if missing := need - set(tests.columns):
         raise InputError(f"SEAT table: missing column(s) {', '.join(sorted(missing))}")
@@ -170,8 +193,13 @@ def seat(tests: pd.DataFrame, embed: Callable[[list[str]], np.ndarray], **option
         empty = [r for r, v in sets.items() if len(v) == 0]
         if empty:
             raise InputError(f"SEAT test {name!r}: empty {', '.join(empty)} set")
-        rows.append({"test": name, **weat(sets["targ1"], sets["targ2"], sets["attr1"], sets["attr2"], **options)})
-    return pd.DataFrame(rows, columns=["test", *WEAT_COLUMNS])
+        row = {"test": name, **weat(sets["targ1"], sets["targ2"], sets["attr1"], sets["attr2"], **options)}
+        if interval_resamples:
+            row["ci_low"], row["ci_high"] = effect_size_interval(
+                sets["targ1"], sets["targ2"], sets["attr1"], sets["attr2"], ddof=options.get("ddof", 1),
+                n_resamples=interval_resamples, seed=options.get("seed", 0))
+        rows.append(row)
+    return pd.DataFrame(rows, columns=["test", *WEAT_COLUMNS, *(["ci_low", "ci_high"] if interval_resamples else [])])
 
 
 def aggregate_effect_sizes(results: pd.DataFrame, *, levels=(0.01, 0.10)) -> pd.DataFrame:
