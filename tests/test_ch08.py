@@ -38,3 +38,22 @@ def test_the_cards_are_harms_reports_and_the_comparison_its_pair(private_dirs, t
         ~pair.comparison["metric"].isin(flagged)).sum()
     none = ch.comparison_section({**params, "pair": None})
     assert none.facts == {"compared": 0} and not none.tables
+
+
+def test_the_quantised_pair_is_one_line_when_the_fp32_weights_cannot_be_had(private_dirs, tiny_gpt2, monkeypatch):
+    from helpers import models
+    from helpers.errors import ModelUnavailableError
+
+    params, _ = ch.start({"models": str(tiny_gpt2), "pair": None})
+    assert params["quantised_pair"] == ["HuggingFaceTB/SmolLM2-135M-Instruct", "smollm2-135m"]
+    real = models.lazy
+
+    def no_hub(name, **kw):
+        if str(name).startswith("HuggingFaceTB/"):
+            raise ModelUnavailableError(f"cannot load {name!r}: the Hugging Face hub is unreachable")
+        return real(name, **kw)
+    monkeypatch.setattr(models, "lazy", no_hub)
+    shown = ch.comparison_section(params, "quantised_pair")
+    assert shown.facts["compared"] == 0 and "hub is unreachable" in shown.facts["unavailable"]
+    assert shown.markdown.startswith("Not measured here (does 4-bit quantisation change them?")
+    assert not shown.tables and not (ch.common.paths.results_dir(ch.CHAPTER) / "comparison_quantised.csv").exists()

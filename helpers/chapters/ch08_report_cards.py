@@ -1,10 +1,12 @@
 """Chapter 08: the harm report card (issue 26) of the book's models, built by the same function as
 ``harms report`` (:func:`helpers.card.report_card`), so the page and the command agree.
 
-Two sections: the cards of ``models`` side by side (each one's quality gate, every metric on the
-card with its interval, its standing among seed 000's published models), and one comparison item
-by item (``pair``: the second model against the first; by default SmolLM2-135M and one of its
-pruned and distilled students, chapter 04's question as one command).
+Three sections: the cards of ``models`` side by side (each one's quality gate, every metric on the
+card with its interval, its standing among the papers' published models), and two comparisons
+item by item (the second model against the first): ``pair``, by default SmolLM2-135M and one of
+its pruned and distilled students (chapter 04's question as one command), and ``quantised_pair``,
+SmolLM2's fp32 weights (the hub's) against the 4-bit GGUF the package ships, measured where both
+load.
 
     >>> from helpers.chapters import ch08_report_cards as ch
     >>> params, shown = ch.start({"models": "smollm2-135m", "pair": None})
@@ -23,18 +25,26 @@ from helpers.metrics import crows_pairs, safety, stereoset
 
 CHAPTER = "08_report_cards"
 #: The notebook's parameters, in the order of its parameters cell and of ``parameters.csv``.
-PARAMETERS = ("models", "pair", "budget", "seed", "device", "min_ratio")
-DEFAULTS = dict(models="packages", pair=["smollm2-135m", "zoo-smollm2-L24-kd"], budget="quick", seed=0,
+PARAMETERS = ("models", "pair", "quantised_pair", "budget", "seed", "device", "min_ratio")
+DEFAULTS = dict(models="packages", pair=["smollm2-135m", "zoo-smollm2-L24-kd"],
+                quantised_pair=["HuggingFaceTB/SmolLM2-135M-Instruct", "smollm2-135m"], budget="quick", seed=0,
                 device="cpu", min_ratio=2.0)
+#: The comparisons the chapter draws: the parameter naming the pair, its table, and what it asks.
+PAIRS = {"pair": ("comparison", "does pruning and distillation change the model's harms?"),
+         "quantised_pair": ("comparison_quantised", "does 4-bit quantisation change them? (A: the fp32 weights, "
+                                                    "B: the 4-bit GGUF the package ships)")}
 
 
 def start(namespace) -> tuple[dict, Section]:
-    """The chapter's parameters (:func:`helpers.chapters.common.start`); ``pair`` is two
-    different model names or None (no comparison); ``budget`` one of :data:`helpers.card.BUDGETS`."""
+    """The chapter's parameters (:func:`helpers.chapters.common.start`); ``pair`` and
+    ``quantised_pair`` are two different model names or None (no comparison); ``budget`` one of
+    :data:`helpers.card.BUDGETS`."""
     params, table = common.start(CHAPTER, namespace, PARAMETERS, DEFAULTS)
-    pair = params["pair"]
-    if pair is not None and not (isinstance(pair, (list, tuple)) and len(pair) == 2 and len(set(map(str, pair))) == 2):
-        raise InputError(f"parameter pair = {pair!r}: two different model names, or None")
+    for name in PAIRS:
+        pair = params[name]
+        if pair is not None and not (isinstance(pair, (list, tuple)) and len(pair) == 2
+                                     and len(set(map(str, pair))) == 2):
+            raise InputError(f"parameter {name} = {pair!r}: two different model names, or None")
     card.check_budget(params["budget"])
     return params, table
 
@@ -90,19 +100,26 @@ def cards_section(params: dict) -> Section:
                    facts=facts, data=cards)
 
 
-def comparison_section(params: dict) -> Section:
-    """The card of ``pair`` (B against A item by item, ``comparison.csv``) and the count of
-    verdicts, from the Holm-adjusted tests; a sentence only when ``pair`` is None."""
-    if params["pair"] is None:
-        return Section("No pair of models is compared (`pair = None`).", facts={"compared": 0})
-    c = _card(params, [str(m) for m in params["pair"]])
-    table = common.save(c.comparison, CHAPTER, "comparison")
+def comparison_section(params: dict, which: str = "pair") -> Section:
+    """The card of ``params[which]`` (B against A item by item; :data:`PAIRS`) and the count of
+    verdicts, from the Holm-adjusted tests; a sentence only when the pair is None, or when a model
+    of it cannot be loaded here (the fp32 weights need the hub: the reason, in one line)."""
+    from helpers.errors import ModelUnavailableError
+
+    table_name, question = PAIRS[which]
+    if params[which] is None:
+        return Section(f"No pair of models is compared (`{which} = None`).", facts={"compared": 0})
+    try:
+        c = _card(params, [str(m) for m in params[which]])
+    except ModelUnavailableError as exc:
+        return Section(f"Not measured here ({question}): {exc}", facts={"compared": 0, "unavailable": str(exc)})
+    table = common.save(c.comparison, CHAPTER, table_name)
     counts = table["verdict"].value_counts()
     a, b = c.models
-    text = (f"{b} against {a}, on the same sentences, clusters and pairs: {len(table)} comparisons "
-            f"(per group and overall), Holm-adjusted together. "
+    text = (f"{b} against {a} ({question}), on the same sentences, clusters, pairs, words and texts: {len(table)} "
+            f"comparisons (per group and overall), Holm-adjusted together. "
             + "; ".join(f"{v}: {n}" for v, n in counts.items()) + ".")
-    return Section(text, ("comparison", table),
+    return Section(text, (table_name, table),
                    call=call(safety.paired_group_differences, "per_sentence_a", "per_sentence_b",
                              n_resamples=card.BUDGETS[params["budget"]]["n_resamples"], seed=params["seed"]),
                    facts={"compared": len(table), **{str(k): int(n) for k, n in counts.items()}}, data=c)
