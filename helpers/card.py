@@ -615,15 +615,18 @@ def offline_reference(metric: str, group: str, budget: str) -> pd.Series:
     from helpers import paths, tables
 
     folder = paths.results_dir("08_report_cards")
+    if not (folder / "cards_metrics.csv").is_file():
+        return pd.Series(dtype=float)
     try:
-        params = tables.read_table(folder / "parameters.csv").set_index("parameter")["value"]
-        if str(params.get("budget", "")).strip("'\"") != budget:
+        params = tables.read_csv_checked(folder / "parameters.csv", ["parameter", "value"], "chapter 08's parameters")
+        if params.set_index("parameter")["value"].get("budget", "").strip("'\"") != budget:
             return pd.Series(dtype=float)
-        cards = tables.read_table(folder / "cards_metrics.csv")
-    except (OSError, HarmsError, KeyError):
+        cards = tables.read_csv_checked(folder / "cards_metrics.csv", ["model", "metric", "group", "value"],
+                                        "chapter 08's cards")
+    except InputError:                           # a broken or partial build: no second reference set
         return pd.Series(dtype=float)
     part = cards[(cards["metric"] == metric) & (cards["group"] == group)]
-    return part.set_index("model")["value"].astype(float)
+    return pd.to_numeric(part.set_index("model")["value"], errors="coerce").dropna()
 
 
 def standing(metrics: pd.DataFrame, *, budget: str | None = None) -> pd.DataFrame:

@@ -452,3 +452,37 @@ def test_a_language_the_tokenizer_cannot_write_is_one_line_and_one_it_can_passes
         with pytest.raises(InputError, match="--languages"):
             card.check_languages(bad)
     assert card.check_languages("en, ar,en") == ("en", "ar")
+
+
+def test_standing_places_probing_among_seed_002s_models_lower_is_better_and_reads_no_stale_build(tmp_path,
+                                                                                                  monkeypatch):
+    from helpers import published
+
+    monkeypatch.setenv("HARMS_RESULTS_DIR", str(tmp_path / "results"))    # no book built here
+    t = published.table("002", "table5")
+    pub = t[(t["language"] == "en") & (t["k"] == 10)].set_index("model")["percent"].astype(float)
+    value = float(pub.min()) - 1.0                                           # below every published model
+    m = pd.DataFrame([{"model": "x", "metric": "atomic_probing:en", "group": "overall", "value": value,
+                       "ci_low": value - 0.5, "ci_high": value + 0.5}])
+    s = card.standing(m, budget="quick")
+    assert len(s) == 1 and s["reference"].item() == "published" and s["source"].item() == "seed 002 table5"
+    assert (s["rank"].item(), s["of"].item(), s["better"].item()) == (1, len(pub) + 1, "lower")
+    assert s["reference_median"].item() == pytest.approx(pub.median()) and bool(s["differs_from_median"].item())
+
+
+def test_the_books_offline_models_are_a_second_reference_only_for_the_same_budget(tmp_path, monkeypatch):
+    from helpers import tables
+
+    monkeypatch.setenv("HARMS_RESULTS_DIR", str(tmp_path))
+    folder = tmp_path / "08_report_cards"
+    folder.mkdir()
+    tables.write_table(pd.DataFrame({"parameter": ["budget"], "value": ["'quick'"]}), folder / "parameters.csv")
+    rows = [{"model": name, "metric": "safety_score:toxigen", "group": "mean over groups", "value": v}
+            for name, v in (("x", 0.9), ("a", 0.2), ("b", 0.4), ("c", 0.6))]
+    tables.write_table(pd.DataFrame(rows), folder / "cards_metrics.csv")
+    m = pd.DataFrame([{"model": "x", "metric": "safety_score:toxigen", "group": "mean over groups", "value": 0.5,
+                       "ci_low": 0.45, "ci_high": 0.55}])
+    s = card.standing(m, budget="quick").set_index("reference")
+    assert (s.loc["offline models", "rank"], s.loc["offline models", "of"]) == (2, 4)   # x's own row left out
+    assert s.loc["offline models", "reference_median"] == pytest.approx(0.4)
+    assert "offline models" not in set(card.standing(m, budget="standard")["reference"])   # another budget
