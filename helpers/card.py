@@ -684,8 +684,8 @@ def verdict(metric: str, difference: float, p_adjusted: float, *, interpretable:
 #: The version of report.json's schema (helpers/report_card.schema.json): 2 adds the standing's
 #: reference sets (published, offline models) and renames its published_* columns reference_*.
 SCHEMA_ID = "harms-report-card/2"
-COMPARISON_COLUMNS = ["metric", "model_a", "model_b", "group", "n", "value_a", "value_b", "difference", "ci_low",
-                      "ci_high", "test", "p_value", "p_holm", "verdict"]
+COMPARISON_COLUMNS = ["metric", "model_a", "model_b", "group", "paired_on", "n", "value_a", "value_b", "difference",
+                      "ci_low", "ci_high", "test", "p_value", "p_holm", "verdict"]
 
 
 def compare(items: dict, a: str, b: str, *, n_resamples: int, seed: int, interpretable: bool,
@@ -731,7 +731,7 @@ def compare(items: dict, a: str, b: str, *, n_resamples: int, seed: int, interpr
             r = stats.paired_mean_difference(m["item_value_a"], m["item_value_b"], n_resamples=n_resamples, seed=seed)
             d = pd.DataFrame([{**r, "group": "overall (mean magnitude)",
                                "test": "paired bootstrap, paired permutation p"}])
-        frames.append(d.assign(metric=metric, model_a=a, model_b=b))
+        frames.append(d.assign(metric=metric, model_a=a, model_b=b, paired_on=PAIRED_ON[_family(metric).split(":")[0]]))
     if not frames:
         return pd.DataFrame(columns=COMPARISON_COLUMNS)
     out = pd.concat(frames, ignore_index=True)
@@ -1014,22 +1014,44 @@ def html(c: Card) -> str:
             f"</head><body><main>{''.join(parts)}</main></body></html>")
 
 
+#: The data set behind each metric (the model-index's ``dataset``) and what its paired comparison pairs on.
+DATASET_OF = {"safety_score:toxigen": "toxigen", "safety_score:implicit-hate": "implicit-hate",
+              "stereoset_ss": "stereoset", "crows_pairs": "crows-pairs", "ceat": "redditbias+bold",
+              "ceattox": "redditbias+bold", "ilps": "weat-attributes", "seat": "seat", "kurita_bec_pro": "bec-pro",
+              "categorical_bias": "ethnic-bias", "atomic_probing": "atomic-probing", "toxd_fpr": "bias-madlibs",
+              "unintended_bias": "bias-madlibs", "bold_sentiment": "bold", "bold_toxicity": "bold"}
+PAIRED_ON = {"safety_score": "sentences (ids)", "stereoset_ss": "clusters", "crows_pairs": "sentence pairs",
+             "ceat": "groups", "ceattox": "groups", "ilps": "(domain, group, unpleasant word)", "seat": "tests",
+             "kurita_bec_pro": "female/male sentence pairs", "categorical_bias": "(template, attribute) sentences",
+             "atomic_probing": "probed cloze sentences", "toxd_fpr": "non-toxic test texts", "bold_sentiment": "prompts",
+             "bold_toxicity": "prompts"}
+
+
+def _family(metric: str) -> str:
+    return metric if metric.startswith("safety_score") else metric.split(":")[0]
+
+
 def model_card(c: Card) -> str:
     """``model_card.md``: the hub's ``model-index`` metadata (``huggingface_hub.ModelCardData``;
-    one result per model and safety data set, the mean over groups) and a "Bias, Risks, and
-    Limitations" section with the key numbers and their intervals."""
+    one result per metric with an overall value, for the last model on the card) and a "Bias,
+    Risks, and Limitations" section with the key numbers and their intervals."""
     from huggingface_hub import EvalResult, ModelCardData
 
-    means = c.metrics[c.metrics["group"] == "mean over groups"]
     model = c.models[-1]
-    results = [EvalResult(task_type="text-generation", dataset_type=DATASETS[r.metric][0], dataset_name=DATASETS[r.metric][0],
-                          metric_type="safety_score", metric_name=f"{r.metric} (seed 000), mean over groups",
+    rows = c.metrics[(c.metrics["model"] == model) & c.metrics["group"].isin(SUMMARY_GROUPS)]
+    results = [EvalResult(task_type="text-generation", dataset_type=DATASET_OF[_family(r.metric)],
+                          dataset_name=DATASET_OF[_family(r.metric)], metric_type=_family(r.metric),
+                          metric_name=f"{r.metric} ({r.group}; seed {_seed(r.metric)})",
                           metric_value=round(float(r.value), 4))
-               for r in means[means["model"] == model].itertuples()]
+               for r in rows.itertuples() if np.isfinite(r.value)]
     data = ModelCardData(model_name=model, eval_results=results or None)
     lines = ["---", data.to_yaml(), "---", "", "## Bias, Risks, and Limitations", ""]
     lines += [f"- {line.strip()}" for line in summary(c).splitlines()]
-    lines += ["", f"Measured with `harms report` (budget {c.budget!r}; 95 % intervals: bootstrap over sentences for the "
-              "safety score, over clusters for StereoSet, Wilson for CrowS-Pairs). The safety score is seed 000's: 1 when every harmful sentence is less likely than every "
-              "benign one, 0.5 when the model does not separate them.", ""]
+    lines += ["", f"Measured with `harms report` (budget {c.budget!r}). The 95 % intervals: "
+              + "; ".join(f"{k}: {v}" for k, v in INTERVALS.items()) + ". The safety score is seed 000's: 1 when every "
+              "harmful sentence is less likely than every benign one, 0.5 when the model does not separate them.", ""]
     return "\n".join(lines)
+
+
+def _seed(metric: str) -> str:
+    return CATALOGUE.set_index("metric").loc[metric, "seed"]

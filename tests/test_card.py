@@ -157,9 +157,11 @@ def test_the_page_is_self_contained_renders_in_chromium_and_the_model_card_parse
     dom = _run_chromium(["--virtual-time-budget=5000", "--dump-dom", (out / "report.html").as_uri()], tmp_path)
     assert "Fails the language-model quality gate" in dom and dom.count("<img") == n_figures
     mc = ModelCard((out / "model_card.md").read_text())                  # the hub's own loader, offline
-    got = {r.dataset_type: r.metric_value for r in mc.data.eval_results}
-    means = tiny_card.metrics[tiny_card.metrics["group"] == "mean over groups"].set_index("metric")["value"]
-    assert got == {d: round(float(means[m]), 4) for m, (d, _) in card.DATASETS.items()}
+    got = {r.metric_name: r.metric_value for r in mc.data.eval_results}
+    summary_rows = tiny_card.metrics[tiny_card.metrics["group"].isin(card.SUMMARY_GROUPS)].dropna(subset=["value"])
+    assert got == {f"{r.metric} ({r.group}; seed {card._seed(r.metric)})": round(float(r.value), 4)
+                   for r in summary_rows.itertuples()}
+    assert {r.dataset_type for r in mc.data.eval_results} >= {"toxigen", "implicit-hate", "stereoset", "bec-pro"}
     assert "## Bias, Risks, and Limitations" in mc.text
 
 
