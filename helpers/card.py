@@ -103,7 +103,7 @@ CATALOGUE = pd.DataFrame([
     ("categorical_bias", "003", ("causal", "masked"), 0.0, "lower is less biased", _ON),
     ("unintended_bias", "003", LM_OBJECTIVES + ("encoder",), 0.0, "closer to 0 is less biased", _ON),
 ], columns=["metric", "seed", "objectives", "ideal", "direction", "status"])
-#: What each metric's per-group interval resamples, and what a paired comparison pairs on.
+#: What each metric's per-group interval resamples (PAIRED_ON: what its paired comparison pairs on).
 INTERVALS = {
     "safety_score": "percentile bootstrap over the group's sentences (stratified by label for the mean)",
     "stereoset_ss": "percentile bootstrap over clusters", "crows_pairs": "Wilson score interval",
@@ -128,7 +128,7 @@ DATASETS = {"safety_score:toxigen": ("toxigen", "sample_per_group"),
 #: The rows that summarise a metric, and what its ``n`` counts.
 SUMMARY_GROUPS = ("mean over groups", "overall", "all")
 UNITS = {"safety_score": "sentences", "stereoset_ss": "clusters", "crows_pairs": "pairs", "kurita_bec_pro": "pairs",
-         "categorical_bias": "sentences", "unintended_bias": "test texts"}
+         "categorical_bias": "sentences", "unintended_bias": "test texts", "atomic_probing": "completions"}
 METRIC_COLUMNS = ["model", "metric", "group", "value", "ci_low", "ci_high", "n", "ideal", "direction"]
 
 
@@ -437,16 +437,23 @@ def check_language(handle, language: str, *, sample: int = 50) -> None:
     first ``sample`` cloze patterns hold the unknown token or come back from encode-then-decode
     with other letters (:func:`_letters`; a byte-level tokenizer writes every language, a
     word-piece vocabulary may not)."""
+    from helpers import cache
     from helpers.datasets import probing as probing_data
 
-    tok = handle.load().tokenizer
     texts = probing_data.load_patterns(language=language)["pattern"].drop_duplicates().head(sample).tolist()
-    unk = getattr(tok, "unk_token_id", None)
-    lost = []
-    for text in texts:
-        ids = tok(text, add_special_tokens=False)["input_ids"]
-        if (unk is not None and unk in ids) or _letters(tok.decode(ids)) != _letters(text):
-            lost.append(text)
+
+    def lost_texts() -> list[str]:
+        tok = handle.load().tokenizer
+        unk, lost = getattr(tok, "unk_token_id", None), []
+        for text in texts:
+            ids = tok(text, add_special_tokens=False)["input_ids"]
+            if (unk is not None and unk in ids) or _letters(tok.decode(ids)) != _letters(text):
+                lost.append(text)
+        return lost
+    # keyed on the tokenizer's files (the weights' when it has none of its own): a warm card loads nothing
+    key = {"kind": "card-language", "version": 1, "tokenizer": handle.tokenizer_fingerprint or handle.fingerprint,
+           "texts": texts}
+    lost = cache.memoize(key, lost_texts)
     if len(lost) > len(texts) // 10:
         raise InputError(f"{handle.name}: its tokenizer cannot write {language!r} ({len(lost)} of {len(texts)} "
                          f"cloze patterns come back changed or unknown, e.g. {lost[0][:40]!r}); leave it out of "
@@ -493,6 +500,7 @@ def measure_classifier_bias(handle, params: dict) -> dict:
     probabilities (Dixon et al.'s FPED and FNED, Borkan et al.'s AUC equality differences,
     :mod:`helpers.metrics.unintended`) with a bootstrap over the test texts. The classifier gate on
     the same test texts decides whether they are read; ToxD pairs over the non-toxic test texts."""
+    from helpers import cache, hashing
     from helpers.chapters import ch06_intrinsic_extrinsic as ch06
     from helpers.metrics import unintended
 
@@ -514,9 +522,14 @@ def measure_classifier_bias(handle, params: dict) -> dict:
         m = unintended.identity_metrics(toxic[rows], p[rows], member.iloc[rows].reset_index(drop=True), threshold=0.5)
         return unintended.equality_differences(m)["value"].to_numpy()
     point = unintended.equality_differences(unintended.identity_metrics(toxic, p, member, threshold=0.5))
-    rng = np.random.default_rng(params["seed"])
-    boot = np.array([differences(rng.integers(0, len(test), len(test))) for _ in range(params["n_resamples"])])
-    low, high = np.nanpercentile(boot, [2.5, 97.5], axis=0)
+
+    def bootstrap() -> np.ndarray:
+        rng = np.random.default_rng(params["seed"])
+        return np.array([differences(rng.integers(0, len(test), len(test))) for _ in range(params["n_resamples"])])
+    key = {"kind": "card-unintended-bootstrap", "version": 1, "test": hashing.sha256_frame(test),
+           "p": hashing.sha256_bytes(np.ascontiguousarray(p, dtype=float).tobytes()),
+           "n_resamples": params["n_resamples"], "seed": params["seed"], "threshold": 0.5}
+    low, high = np.nanpercentile(cache.memoize(key, bootstrap), [2.5, 97.5], axis=0)   # a warm card redraws nothing
     ub = pd.DataFrame({"group": point["metric"], "value": point["value"], "ci_low": low, "ci_high": high,
                        "n": len(test)})
     return {"toxd_fpr": (_rows(handle.name, "toxd_fpr", toxd),
@@ -888,6 +901,13 @@ def write(c: Card, output, *, overwrite: bool = False) -> Path:
     return out
 
 
+def _interval(low: float, high: float) -> str:
+    """``[low, high]``, or why there is none (a constant sample or too few items leave nothing to resample)."""
+    if np.isfinite(low) and np.isfinite(high):
+        return f"[{low:.3f}, {high:.3f}]"
+    return "(no interval: a constant sample or too few items)"
+
+
 def summary(c: Card) -> str:
     """The card in a few lines, every statement from its tables: the gate first (a model that
     fails it is flagged and gets no verdict), each safety mean with its interval, its standing
@@ -915,12 +935,12 @@ def summary(c: Card) -> str:
         summary_rows = rows[rows["group"].isin(SUMMARY_GROUPS)]
         if len(summary_rows):
             r = next(summary_rows.itertuples())
-            lines.append(f"  {model} {metric}: {r.value:.3f} [{r.ci_low:.3f}, {r.ci_high:.3f}] over {r.n} "
+            lines.append(f"  {model} {metric}: {r.value:.3f} {_interval(r.ci_low, r.ci_high)} over {r.n} "
                          f"{UNITS.get(metric.split(':')[0], 'items')} (ideal {r.ideal:g}, {r.direction})")
-        else:                                    # a metric of groups with no overall value: its farthest group
+        elif rows["value"].notna().any():        # a metric of groups with no overall value: its farthest group
             r = rows.loc[(rows["value"] - rows["ideal"]).abs().idxmax()]
             lines.append(f"  {model} {metric}: farthest from {r['ideal']:g} of {len(rows)} groups: {r['group']} "
-                         f"{r['value']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}] ({r['direction']})")
+                         f"{r['value']:.3f} {_interval(r['ci_low'], r['ci_high'])} ({r['direction']})")
     for r in c.standing.itertuples():
         where = ("outside" if r.differs_from_median else "inside")
         lines.append(f"  {r.model} {r.metric}: rank {r.rank} of {r.of} ({r.better} is better) beside the "
@@ -932,8 +952,8 @@ def summary(c: Card) -> str:
                          f"Holm p {r.p_holm:.3g}: {r.verdict}")
     later = c.status[c.status["status"] != "computed"]
     if len(later):
-        lines.append(f"  {later['metric'].nunique()} more metrics listed in status.csv (not applicable, with the "
-                     "reason, or not on this version of the card)")
+        lines.append(f"  {later['metric'].nunique()} more metrics listed in status.csv, not computed: not applicable "
+                     "(with the reason) or not asked for")
     return "\n".join(lines)
 
 

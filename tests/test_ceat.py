@@ -139,3 +139,19 @@ def test_find_contexts_whole_words_seeded_and_capped():
     assert len(nurse) == 4 and all("nurses are here" != t for t in nurse)
     assert nurse == ceat.find_contexts(texts, ["nurse"], per_word=4, seed=1)["text"].tolist()
     assert len(got[got.word == "doctor"]) == 4 and ceat.find_contexts(texts, ["pilot"]).empty
+
+
+def test_find_contexts_substring_prefilter_never_drops_a_regex_match():
+    """The prefilter's claim, over every code point: a character ``re`` matches case-insensitively
+    to an ASCII letter lower-cases (dotless i, dotted capital I and long s folded first) to that letter."""
+    import re
+    import string
+
+    for a in string.ascii_letters:
+        p = re.compile(a, re.IGNORECASE)
+        assert all(c.translate(ceat._ASCII_FOLD).lower() == a.lower()
+                   for c in map(chr, range(0x110000)) if p.fullmatch(c)), a
+    texts = ["The NURSE came.", "a nurſe", "Chrıstian values", "CHRİSTIAN", "nurses only", "nurse"]
+    got = ceat.find_contexts(texts, ["nurse", "christian"], per_word=10)
+    assert got.groupby("word")["text"].apply(list).to_dict() == {
+        "christian": ["Chrıstian values", "CHRİSTIAN"], "nurse": ["The NURSE came.", "a nurſe", "nurse"]}

@@ -579,10 +579,16 @@ def cb_log_probs(handle, params: dict) -> pd.DataFrame:
     """Normalised log-probabilities (:func:`helpers.metrics.categorical.normalized_log_probs`) of one
     model on the English ethnic-bias templates: the first ``cb_sample[0]`` templates x a seeded
     ``cb_sample[1]`` of the 70 attributes x the 35 countries, cached under its identity and the sentences."""
+    from importlib.metadata import version
+
     from helpers.datasets import ethnic
     from helpers.metrics import categorical
 
-    table = load_dataset("ethnic-bias")
+    # the filled templates, kept under the source files and inflect's version (its plurals fill the
+    # [AAAs] slots; importing it costs seconds): a warm card or chapter fills nothing
+    key = {"kind": "ethnic-bias-filled", "version": 1, "inflect": version("inflect"),
+           "files": [hashing.sha256_file(f) for f in ethnic.source_files()]}
+    table = cache.memoize(key, lambda: load_dataset("ethnic-bias"))
     attrs = _sample(pd.DataFrame({"attribute": table["attribute"].unique()}), params["cb_sample"][1], params["seed"])
     table = table[table["template_id"] < params["cb_sample"][0]].merge(attrs, on="attribute")
     targets = ethnic.targets("en")

@@ -386,7 +386,8 @@ def fill_section(params: dict, classifiers: Section, sentences: Section) -> Sect
     shown = [common.gate_call(min_ratio=params["min_ratio"], corpus=Var("corpus")),
              ("quality_gate", common.save(gates[["language", *[c for c in gates.columns if c != "language"]]], CHAPTER,
                                           "quality_gate"))]
-    shown += [report.gate_sentence(g, min_ratio=params["min_ratio"]) for _, g in gates.groupby("language", sort=False)]
+    shown += [f"{LANGUAGE_NAMES[lang]} (gate on held-out {'text' if lang == 'en' else 'MLMA tweets'} of the language): "
+              + report.gate_sentence(g, min_ratio=params["min_ratio"]) for lang, g in gates.groupby("language", sort=False)]
     if empty:
         shown.append(f"Nothing to probe in {', '.join(empty)}: the first step flagged every pattern (the "
                      "probe is most sensitive to the group names; the paper's French probe dropped 83.55 %).")

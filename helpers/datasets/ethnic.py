@@ -35,6 +35,7 @@ the others have Somalia). :func:`targets` returns them lower-cased, as upstream'
 from __future__ import annotations
 
 import functools
+from pathlib import Path
 
 import pandas as pd
 
@@ -187,14 +188,20 @@ def fill_templates(templates, attributes, language: str = "en") -> pd.DataFrame:
     return pd.DataFrame(rows, columns=ETHNIC_COLUMNS)
 
 
-def load_ethnic_bias(name: str = "ethnic-bias", *, language: str = "en") -> pd.DataFrame:
-    """Templates x attributes of one language (:func:`fill_templates` of ``templates_<language>.txt``
-    and ``occ_<language>.txt``): :data:`ETHNIC_COLUMNS`; ``attrs``: dataset, language."""
+def source_files(name: str = "ethnic-bias", *, language: str = "en") -> tuple[Path, Path]:
+    """The two files :func:`load_ethnic_bias` fills from: ``templates_<language>.txt``, ``occ_<language>.txt``."""
     if language not in LANGUAGES:
         raise InputError(f"ethnic-bias has the languages {', '.join(LANGUAGES)}, not {language!r}")
     folder = registry.path(name).parent
-    templates = read_lines(folder / f"templates_{language}.txt", f"ethnic-bias {language} templates")
-    attributes = read_lines(folder / f"occ_{language}.txt", f"ethnic-bias {language} attributes")
+    return folder / f"templates_{language}.txt", folder / f"occ_{language}.txt"
+
+
+def load_ethnic_bias(name: str = "ethnic-bias", *, language: str = "en") -> pd.DataFrame:
+    """Templates x attributes of one language (:func:`fill_templates` of ``templates_<language>.txt``
+    and ``occ_<language>.txt``): :data:`ETHNIC_COLUMNS`; ``attrs``: dataset, language."""
+    templates_file, attributes_file = source_files(name, language=language)
+    templates = read_lines(templates_file, f"ethnic-bias {language} templates")
+    attributes = read_lines(attributes_file, f"ethnic-bias {language} attributes")
     df = fill_templates(templates, attributes, language)
     df.attrs.update(dataset=name, language=language)
     return df

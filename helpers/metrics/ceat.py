@@ -137,16 +137,26 @@ def ceat_group(vectors: dict, X, A, B, *, n_samples: int = 1000, per_draw: int |
             "per_draw": int(n)}
 
 
+#: The characters ``re.IGNORECASE`` equates with an ASCII letter that ``str.lower`` does not map to it.
+_ASCII_FOLD = str.maketrans({"ı": "i", "İ": "i", "ſ": "s"})
+
+
 def find_contexts(texts, words, *, per_word: int = 1000, seed: int = 0, max_chars: int | None = 500) -> pd.DataFrame:
     """Up to ``per_word`` sentences that contain each word (whole word, case-insensitive), drawn
     without replacement with a seed: ``word, text`` (texts longer than ``max_chars`` skipped).
     A word found in no text keeps no row; the caller reports it."""
     texts = [t for t in texts if isinstance(t, str) and (max_chars is None or len(t) <= max_chars)]
+    # A cheap substring test before the regex: for an ASCII word, every case-insensitive match of
+    # ``re`` is a substring of the lower-cased text once dotless i, dotted capital I and long s are
+    # folded first (the only characters ``re`` equates with an ASCII letter that str.lower does not
+    # turn into it; checked over every code point by tests/test_ceat.py).
+    folded = [t.translate(_ASCII_FOLD).lower() for t in texts]
     rng = np.random.default_rng(seed)
     rows = []
     for w in dict.fromkeys(words):
         pattern = re.compile(rf"(?<!\w){re.escape(w)}(?!\w)", re.IGNORECASE)
-        hits = [t for t in texts if pattern.search(t)]
+        key = w.lower() if w.isascii() else ""           # "" is in every text: the regex alone decides
+        hits = [t for t, f in zip(texts, folded) if key in f and pattern.search(t)]
         if len(hits) > per_word:
             hits = [hits[i] for i in sorted(rng.choice(len(hits), per_word, replace=False))]
         rows += [(w, t) for t in hits]
