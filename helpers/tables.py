@@ -27,24 +27,38 @@ READ_FORMATS = {".csv": "csv", ".json": "json", ".jsonl": "jsonl", ".ndjson": "j
 WRITE_FORMATS = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
 
 __all__ = ["read_table", "read_records", "write_table", "check_writable", "atomic_write", "temporary_path",
-           "remove_stale_temporaries", "pid_alive"]
+           "remove_stale_temporaries", "pid_alive", "host_id"]
 
 
 # --------------------------------------------------------------------------- atomic writes
 
-_TMP = re.compile(r"^\.(?P<name>.+)\.harms-tmp-(?P<pid>\d+)-[0-9a-f]{8}(?P<suffix>\.[^.]*)?$")
+_TMP = re.compile(r"^\.(?P<name>.+)\.harms-tmp-(?P<pid>\d+)(?:@(?P<host>[A-Za-z0-9_]+))?-[0-9a-f]{8}"
+                  r"(?P<suffix>\.[^.]*)?$")
+#: How old another host's temporary must be before this host removes it: its pid means nothing
+#: here, so only age can say it was left behind (a shared cache on NFS; clocks may differ by minutes).
+FOREIGN_TEMPORARY_TTL = 3 * 24 * 3600.0
+
+
+def host_id() -> str:
+    """This machine's name in temporary names: ``HARMS_HOST_ID``, else the host name, letters,
+    digits and ``_`` only (at most 40)."""
+    import socket
+
+    raw = os.environ.get("HARMS_HOST_ID") or socket.gethostname() or "host"
+    return re.sub(r"[^A-Za-z0-9_]", "_", raw)[:40] or "host"
 
 
 def temporary_path(path: str | Path) -> Path:
-    """A fresh temporary name beside ``path``: ``.<name>.harms-tmp-<pid>-<random><suffix>``.
+    """A fresh temporary name beside ``path``: ``.<name>.harms-tmp-<pid>@<host>-<random><suffix>``.
 
-    Same directory (so ``os.replace`` is atomic), the writer's pid inside (so a later run can
-    tell a leftover of a killed process from the work of a live one, see
-    :func:`remove_stale_temporaries`), the original suffix kept (libraries that choose a
-    format by extension still see ``.csv``, ``.parquet`` ...). Works for directories too.
+    Same directory (so ``os.replace`` is atomic), the writer's pid and host inside (so a later run
+    can tell a leftover of a killed process from the work of a live one, and a temporary of
+    another machine sharing the directory from its own: see :func:`remove_stale_temporaries`),
+    the original suffix kept (libraries that choose a format by extension still see ``.csv``,
+    ``.parquet`` ...). Works for directories too.
     """
     path = Path(path)
-    return path.parent / f".{path.name}.harms-tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}{path.suffix}"
+    return path.parent / f".{path.name}.harms-tmp-{os.getpid()}@{host_id()}-{uuid.uuid4().hex[:8]}{path.suffix}"
 
 
 def pid_alive(pid: int) -> bool:
@@ -60,10 +74,14 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
-def remove_stale_temporaries(directory: str | Path, *, older_than: float = 0.0) -> int:
+def remove_stale_temporaries(directory: str | Path, *, older_than: float = 0.0,
+                             foreign_older_than: float = FOREIGN_TEMPORARY_TTL) -> int:
     """Delete the temporaries (files or directories named by :func:`temporary_path`) that a
-    killed process left in ``directory``: those whose writer pid is no longer running (and
-    that are older than ``older_than`` seconds). Returns how many were removed."""
+    killed process left in ``directory``: this host's whose writer pid is no longer running (and
+    that are older than ``older_than`` seconds), and another host's only when older than
+    ``foreign_older_than`` (its pid is not ours to ask about: a cache shared over NFS by several
+    machines keeps their live temporaries). A name without a host (written before hosts were
+    named) counts as this host's. Returns how many were removed."""
     import shutil
 
     directory = Path(directory)
@@ -72,13 +90,16 @@ def remove_stale_temporaries(directory: str | Path, *, older_than: float = 0.0) 
         entries = list(directory.iterdir())
     except OSError:
         return 0
-    now = time.time()
+    now, here = time.time(), host_id()
     for p in entries:
         m = _TMP.match(p.name)
-        if not m or pid_alive(int(m["pid"])):
+        if not m:
+            continue
+        ours = m["host"] in (None, here)
+        if ours and pid_alive(int(m["pid"])):
             continue
         try:
-            if now - p.lstat().st_mtime < older_than:
+            if now - p.lstat().st_mtime < (older_than if ours else max(older_than, foreign_older_than)):
                 continue
             if p.is_dir() and not p.is_symlink():
                 shutil.rmtree(p, ignore_errors=True)

@@ -10,6 +10,7 @@ import multiprocessing as mp
 import os
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pandas as pd
@@ -468,3 +469,26 @@ def test_frame_hash_changes_with_any_value_and_only_then():
     assert sha256_frame(nudged) != sha256_frame(df)
     assert sha256_frame(df.assign(target_groups=[["women"], ["jewish"]])) != sha256_frame(df)
     assert sha256_frame(df[["perplexity", "id", "target_groups"]]) != sha256_frame(df)
+
+
+def test_two_hosts_temporaries_in_one_cache_folder_are_not_reaped_by_each_other(tmp_path, monkeypatch):
+    """A shared cache (NFS): host b's temporary with a pid that is dead *here* is b's business
+    until it is older than the foreign TTL; host a's own dead-pid temporary goes at once; a
+    name from before hosts were named counts as this host's."""
+    monkeypatch.setenv("HARMS_HOST_ID", "a")
+    mine = tables.temporary_path(tmp_path / "chunk-1.json")
+    assert mine.name.startswith(f".chunk-1.json.harms-tmp-{os.getpid()}@a-") and mine.suffix == ".json"
+    dead = _dead_pid()
+    ours_dead = tmp_path / mine.name.replace(f"-{os.getpid()}@", f"-{dead}@")
+    theirs = tmp_path / f".chunk-2.json.harms-tmp-{dead}@b-0123abcd.json"
+    legacy = tmp_path / f".chunk-3.json.harms-tmp-{dead}-0badc0de.json"
+    for p in (ours_dead, theirs, legacy):
+        p.write_text("{}")
+    assert tables.remove_stale_temporaries(tmp_path) == 2
+    assert theirs.exists() and not ours_dead.exists() and not legacy.exists()
+    old = time.time() - tables.FOREIGN_TEMPORARY_TTL - 60
+    os.utime(theirs, (old, old))                                     # b's leftover, days old
+    assert tables.remove_stale_temporaries(tmp_path) == 1 and not theirs.exists()
+    monkeypatch.setenv("HARMS_HOST_ID", "node-07.cluster")
+    assert tables.host_id() == "node_07_cluster"                     # no '-' or '.': the name parses
+    assert tables._TMP.match(tables.temporary_path(tmp_path / "x.csv").name)["host"] == "node_07_cluster"

@@ -319,7 +319,7 @@ def test_leftovers_of_killed_conversions_are_removed(fake_gguf_loader, tmp_path)
     conv = loading.converted_path(f, fp)
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    stale = conv.parent / tables.temporary_path(conv).name.replace(f"-{os.getpid()}-", f"-{dead.pid}-")
+    stale = conv.parent / tables.temporary_path(conv).name.replace(f"-{os.getpid()}@", f"-{dead.pid}@")
     live = tables.temporary_path(conv)                   # this process: still writing
     for d in (stale, live):
         d.mkdir(parents=True)

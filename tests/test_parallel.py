@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from helpers import models
+from helpers import models, tables
 from helpers.lm import parallel, scoring
 from helpers.cli import main
 from helpers.errors import ModelUnavailableError
@@ -109,7 +109,7 @@ def test_job_directory_of_a_killed_run_is_removed_by_the_next_run(tmp_path, monk
     proc.send_signal(signal.SIGKILL)                   # the job directory is in use: kill -9
     proc.wait()
     [left] = list(root.iterdir())                      # in the cache, not in /tmp; named with the dead pid
-    assert left.name.startswith(".job.harms-tmp-") and f"-{proc.pid}-" in left.name
+    assert left.name.startswith(".job.harms-tmp-") and f"-{proc.pid}@{tables.host_id()}-" in left.name
     assert (left / "job.json").exists()
 
     monkeypatch.setattr(parallel.subprocess, "run", _fake_workers)

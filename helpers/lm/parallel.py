@@ -1,7 +1,7 @@
 """Data-parallel scoring of a large input across processes or GPUs with Hugging Face Accelerate.
 
 :func:`score_parallel` writes the job (model, texts, options) to a job directory
-``paths.cache_dir()/parallel/.job.harms-tmp-<pid>-<random>`` (named by
+``paths.cache_dir()/parallel/.job.harms-tmp-<pid>@<host>-<random>`` (named by
 :func:`helpers.tables.temporary_path`, removed when the call ends; the job
 directories of killed runs, whose pid is dead, are removed by the next call
 with :func:`helpers.tables.remove_stale_temporaries`) and runs::
