@@ -21,8 +21,10 @@ __all__ = ["THREADS_ENV", "runs_dir", "running_harms", "registered_run", "thread
 
 
 def runs_dir() -> Path:
-    """Where running ``harms`` processes register (one ``<pid>.pid`` file each)."""
-    return paths.cache_dir() / "runs"
+    """Where running ``harms`` processes of this machine register (one ``<pid>.pid`` file each):
+    a folder per host (:func:`helpers.tables.host_id`), so machines sharing one cache neither
+    count each other's runs against their own cores nor remove each other's pid files."""
+    return paths.cache_dir() / "runs" / tables.host_id()
 
 
 def _start_time(pid: int) -> str:

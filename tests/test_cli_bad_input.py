@@ -326,3 +326,21 @@ def test_run_registers_itself_and_sets_the_threads(inp, tmp_path, tiny_gpt2, mon
 def test_threads_documented_in_help():
     text = " ".join(cli.build_parser()._subparsers._group_actions[0].choices["score"].format_help().split())
     assert "--threads" in text and "HARMS_NUM_THREADS" in text and "harms runs" in text
+
+
+def test_machines_sharing_a_cache_count_only_their_own_runs(tmp_path, monkeypatch):
+    """Two hosts on one cache: host b's live-looking pid file is not counted against host a's
+    cores, nor removed by a (its pid means nothing on a)."""
+    from helpers import runs
+
+    monkeypatch.setenv("HARMS_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.delenv(runs.THREADS_ENV, raising=False)
+    monkeypatch.setenv("HARMS_HOST_ID", "b")
+    theirs = runs.runs_dir()
+    _pid_file(theirs, os.getppid())
+    _pid_file(theirs, 999_999_999)                                          # dead on b as on a
+    monkeypatch.setenv("HARMS_HOST_ID", "a")
+    assert runs.runs_dir() != theirs and runs.running_harms() == 0
+    assert runs.thread_count(cpu_count=4) == 4
+    assert sorted(p.name for p in theirs.iterdir()) == [f"{os.getppid()}.pid", "999999999.pid"]
