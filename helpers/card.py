@@ -620,6 +620,13 @@ REFERENCES = {
 }
 
 
+#: What the standing cannot show, said on the page.
+STANDING_NOTE = ("The papers publish per-model values for seed 000's safety scores (24 models), seed 002's %@k "
+                 "(English BERT, RoBERTa, GPT-2; French CamemBERT; Arabic AraBERT) and seed 003's CB score; seed "
+                 "001 publishes only correlations across its 19 models, so its metrics have no published models "
+                 "to stand beside.")
+
+
 def offline_reference(metric: str, group: str, budget: str) -> pd.Series:
     """The book's offline models as a second reference set: their values of ``metric`` (row
     ``group``) on chapter 08's cards of the last book build in this checkout
@@ -1013,7 +1020,7 @@ def html(c: Card) -> str:
                          f"{rows['group'].nunique()}; the table and metrics.csv hold every one.</p>")
         parts += [_png(plots.forest(shown, ideal=float(rows["ideal"].iloc[0]), title=metric)), table(rows)]
     if len(c.standing):
-        parts.append("<h2>Where it stands</h2>")
+        parts += ["<h2>Where it stands</h2>", f"<p>{esc.escape(STANDING_NOTE)}</p>"]
         for (metric, reference), rows in c.standing.groupby(["metric", "reference"], sort=False):
             group = REFERENCES[metric][2]
             ref = (_published_reference(metric) if reference == "published"
