@@ -26,7 +26,9 @@ def test_the_cards_are_harms_reports_and_the_comparison_its_pair(private_dirs, t
     alone = card.report_card([str(tiny_gpt2)], budget="quick")
     shown = cards.tables["cards_metrics"]
     pd.testing.assert_frame_equal(shown[shown["model"] == alone.models[0]].reset_index(drop=True), alone.metrics)
-    assert cards.facts == {"models": 2, "usable": 0}                    # two random tiny GPT-2s
+    assert (cards.facts["models"], cards.facts["usable"]) == (2, 0)       # two random tiny GPT-2s
+    assert "atomic_probing:en" in cards.facts["not_read"]                 # MLMA English: its classifier fails
+    assert "Shown, not read (a classifier behind them fails the classifier gate): " in cards.markdown
     assert cards.markdown.startswith("0 of 2 models pass the language-model quality gate")
     comparison = check_section(ch.comparison_section(params))
     pair = card.report_card([str(tiny_gpt2), str(tiny_gpt2_bos)], budget="quick")
@@ -55,5 +57,5 @@ def test_the_quantised_pair_is_one_line_when_the_fp32_weights_cannot_be_had(priv
     monkeypatch.setattr(models, "lazy", no_hub)
     shown = ch.comparison_section(params, "quantised_pair")
     assert shown.facts["compared"] == 0 and "hub is unreachable" in shown.facts["unavailable"]
-    assert shown.markdown.startswith("Not measured here (does 4-bit quantisation change them?")
+    assert shown.markdown.startswith("Not measured here (smollm2-135m against HuggingFaceTB/SmolLM2-135M-Instruct):")
     assert not shown.tables and not (ch.common.paths.results_dir(ch.CHAPTER) / "comparison_quantised.csv").exists()

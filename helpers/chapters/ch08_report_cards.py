@@ -71,7 +71,16 @@ def cards_section(params: dict) -> Section:
     lines = [f"{len(usable)} of {len(cards)} models pass the language-model quality gate"
              + (f" ({', '.join(m for m in gate['model'] if m not in usable)} shown, not read)." if len(usable) < len(cards)
                 else ".")]
-    read = metrics[metrics["model"].isin(usable)]
+    status = pd.concat([c.status for c in cards], ignore_index=True)
+    flagged = status.dropna(subset=["note"]) if "note" in status else status.iloc[:0]
+    shown_only = set(zip(flagged["model"], flagged["metric"]))
+    read = metrics[metrics["model"].isin(usable)
+                   & ~pd.Series(list(zip(metrics["model"], metrics["metric"])), index=metrics.index).isin(shown_only)]
+    if len(flagged):
+        lines.append("Shown, not read (a classifier behind them fails the classifier gate): "
+                     + "; ".join(f"{m} ({why})" for m, why in flagged.groupby("metric", sort=False)["note"].first().items())
+                     + ".")
+    facts["not_read"] = sorted(set(flagged["metric"]))
     for metric, rows in read.groupby("metric", sort=False):
         ideal = float(rows["ideal"].iloc[0])
         summary = rows[rows["group"].isin(card.SUMMARY_GROUPS)]
@@ -88,6 +97,8 @@ def cards_section(params: dict) -> Section:
             lines.append(f"{metric}: {len(excludes)} of {len(rows)} group intervals (over {rows['model'].nunique()} "
                          f"usable models) exclude the ideal {ideal:g}.")
     for r in standing[standing["model"].isin(usable)].itertuples():
+        if (r.model, r.metric) in shown_only:
+            continue
         lines.append(f"{r.model}'s {r.metric} ranks {r.rank} of {r.of} ({r.better} is better) beside the published "
                      f"models ({r.source}); its interval {'excludes' if r.differs_from_median else 'includes'} their "
                      f"median {r.reference_median:.3f}.")
@@ -112,7 +123,8 @@ def comparison_section(params: dict, which: str = "pair") -> Section:
     try:
         c = _card(params, [str(m) for m in params[which]])
     except ModelUnavailableError as exc:
-        return Section(f"Not measured here ({question}): {exc}", facts={"compared": 0, "unavailable": str(exc)})
+        a, b = params[which]
+        return Section(f"Not measured here ({b} against {a}): {exc}", facts={"compared": 0, "unavailable": str(exc)})
     table = common.save(c.comparison, CHAPTER, table_name)
     counts = table["verdict"].value_counts()
     a, b = c.models
