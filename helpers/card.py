@@ -659,7 +659,7 @@ def standing(metrics: pd.DataFrame, *, budget: str | None = None) -> pd.DataFram
     for metric, (paper, table, group, better, note) in REFERENCES.items():
         mine = metrics[(metrics["metric"] == metric) & (metrics["group"] == group)]
         for r in mine.itertuples():
-            sets = {"published": _published_reference(metric)}
+            sets = {"published models": _published_reference(metric)}
             if budget is not None:
                 sets["offline models"] = offline_reference(metric, group, budget).drop(r.model, errors="ignore")
             for reference, ref in sets.items():
@@ -668,13 +668,13 @@ def standing(metrics: pd.DataFrame, *, budget: str | None = None) -> pd.DataFram
                 median = float(ref.median())
                 rank = int(((ref > r.value) if better == "higher" else (ref < r.value)).sum()) + 1
                 rows.append({"model": r.model, "metric": metric, "reference": reference,
-                             "source": f"seed {paper} {table}" if reference == "published" else
+                             "source": f"seed {paper} {table}" if reference == "published models" else
                              f"chapter 08, budget {budget}", "value": r.value, "ci_low": r.ci_low,
                              "ci_high": r.ci_high, "rank": rank, "of": len(ref) + 1, "better": better,
                              "reference_min": float(ref.min()), "reference_median": median,
                              "reference_max": float(ref.max()),
                              "differs_from_median": not (r.ci_low <= median <= r.ci_high),
-                             "note": note if reference == "published" else "the book's offline models, same budget"})
+                             "note": note if reference == "published models" else "the book's offline models, same budget"})
     return pd.DataFrame(rows)
 
 
@@ -704,6 +704,9 @@ def verdict(metric: str, difference: float, p_adjusted: float, *, interpretable:
 #: The version of report.json's schema (helpers/report_card.schema.json): 2 adds the standing's
 #: reference sets (published, offline models) and renames its published_* columns reference_*.
 SCHEMA_ID = "harms-report-card/2"
+#: The metrics whose paired comparison differences the mean magnitude (signed effects: the
+#: further from 0 either way, the more biased); the others difference the mean value.
+MAGNITUDES = ("ceat", "ceattox", "ilps", "seat", "kurita_bec_pro")
 COMPARISON_COLUMNS = ["metric", "model_a", "model_b", "group", "paired_on", "n", "value_a", "value_b", "difference",
                       "ci_low", "ci_high", "test", "p_value", "p_holm", "verdict"]
 
@@ -749,7 +752,7 @@ def compare(items: dict, a: str, b: str, *, n_resamples: int, seed: int, interpr
             if len(m) < 2:
                 continue
             r = stats.paired_mean_difference(m["item_value_a"], m["item_value_b"], n_resamples=n_resamples, seed=seed)
-            d = pd.DataFrame([{**r, "group": "overall (mean magnitude)",
+            d = pd.DataFrame([{**r, "group": "overall: mean |value|" if metric in MAGNITUDES else "overall: mean",
                                "test": "paired bootstrap, paired permutation p"}])
         frames.append(d.assign(metric=metric, model_a=a, model_b=b, paired_on=PAIRED_ON[_family(metric).split(":")[0]]))
     if not frames:
@@ -951,7 +954,7 @@ def summary(c: Card) -> str:
     for r in c.standing.itertuples():
         where = ("outside" if r.differs_from_median else "inside")
         lines.append(f"  {r.model} {r.metric}: rank {r.rank} of {r.of} ({r.better} is better) beside the "
-                     f"{r.reference} models ({r.source}; their median {r.reference_median:.3f}, {where} its interval)")
+                     f"{r.reference} ({r.source}; their median {r.reference_median:.3f}, {where} its interval)")
     if len(c.comparison):
         for r in c.comparison[c.comparison["group"].str.startswith(("mean", "overall"))].itertuples():
             ci = f" [{r.ci_low:+.3f}, {r.ci_high:+.3f}]" if np.isfinite(r.ci_low) else ""
@@ -1023,9 +1026,9 @@ def html(c: Card) -> str:
         parts += ["<h2>Where it stands</h2>", f"<p>{esc.escape(STANDING_NOTE)}</p>"]
         for (metric, reference), rows in c.standing.groupby(["metric", "reference"], sort=False):
             group = REFERENCES[metric][2]
-            ref = (_published_reference(metric) if reference == "published"
+            ref = (_published_reference(metric) if reference == "published models"
                    else offline_reference(metric, group, c.budget))
-            parts += [f"<h3>{esc.escape(metric)} ({esc.escape(group)}) beside the {esc.escape(reference)} models "
+            parts += [f"<h3>{esc.escape(metric)} ({esc.escape(group)}) beside the {esc.escape(reference)} "
                       f"({esc.escape(rows['source'].iloc[0])})</h3>",
                       _png(plots.standing_strip(ref, rows, title=f"{metric}: {rows['better'].iloc[0]} is better")),
                       f"<p>{esc.escape(rows['note'].iloc[0])}.</p>", table(rows)]

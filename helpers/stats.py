@@ -265,13 +265,15 @@ def mean_interval(values, *, n_resamples: int = 1000, seed: int = 0, confidence_
     return float(ci.low), float(ci.high)
 
 
-def paired_mean_difference(a, b, *, n_resamples: int = 1000, seed: int = 0, confidence_level: float = 0.95) -> dict:
+def paired_mean_difference(a, b, *, n_resamples: int = 1000, seed: int = 0, confidence_level: float = 0.95,
+                           permutations: int = 10_000) -> dict:
     """``mean(b) - mean(a)`` over paired items: a paired percentile bootstrap interval
-    (:func:`scipy.stats.bootstrap`, ``paired=True``) and the two-sided paired permutation p
-    (:func:`scipy.stats.permutation_test`, ``permutation_type="samples"``: each item's two values
-    swapped at random; exact up to ``n_resamples`` sign patterns). Returns ``value_a, value_b,
-    difference, ci_low, ci_high, p_value, n``; fewer than two pairs, or pairs of different
-    lengths, is one InputError."""
+    (:func:`scipy.stats.bootstrap`, ``paired=True``, ``n_resamples``) and the two-sided paired
+    permutation p (:func:`scipy.stats.permutation_test`, ``permutation_type="samples"``: each
+    item's two values swapped at random; exact up to ``permutations`` sign patterns, else that many
+    random ones, floored at 1 / (permutations + 1): fine enough for a Holm adjustment over a card).
+    Returns ``value_a, value_b, difference, ci_low, ci_high, p_value, n``; fewer than two pairs, or
+    pairs of different lengths, is one InputError."""
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if a.shape != b.shape or a.ndim != 1:
         raise InputError(f"paired_mean_difference: two equal-length 1-d samples, got {a.shape} and {b.shape}")
@@ -288,6 +290,6 @@ def paired_mean_difference(a, b, *, n_resamples: int = 1000, seed: int = 0, conf
                          confidence_level=confidence_level, n_resamples=n_resamples,
                          rng=np.random.default_rng(seed)).confidence_interval
     p = stats.permutation_test((a, b), diff, permutation_type="samples", vectorized=True, alternative="two-sided",
-                               n_resamples=n_resamples, rng=np.random.default_rng(seed)).pvalue
+                               n_resamples=permutations, rng=np.random.default_rng(seed)).pvalue
     out.update(ci_low=float(ci.low), ci_high=float(ci.high), p_value=float(p))
     return out

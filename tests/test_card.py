@@ -467,7 +467,7 @@ def test_standing_places_probing_among_seed_002s_models_lower_is_better_and_read
     m = pd.DataFrame([{"model": "x", "metric": "atomic_probing:en", "group": "overall", "value": value,
                        "ci_low": value - 0.5, "ci_high": value + 0.5}])
     s = card.standing(m, budget="quick")
-    assert len(s) == 1 and s["reference"].item() == "published" and s["source"].item() == "seed 002 table5"
+    assert len(s) == 1 and s["reference"].item() == "published models" and s["source"].item() == "seed 002 table5"
     assert (s["rank"].item(), s["of"].item(), s["better"].item()) == (1, len(pub) + 1, "lower")
     assert s["reference_median"].item() == pytest.approx(pub.median()) and bool(s["differs_from_median"].item())
 

@@ -62,7 +62,7 @@ def cards_section(params: dict) -> Section:
     gate = common.save(pd.concat([c.gate for c in cards], ignore_index=True), CHAPTER, "cards_gate")
     metrics = common.save(pd.concat([c.metrics for c in cards], ignore_index=True), CHAPTER, "cards_metrics")
     standing = pd.concat([c.standing for c in cards], ignore_index=True)
-    standing = common.save(standing[standing["reference"] == "published"], CHAPTER, "cards_standing")  # not our own last build
+    standing = common.save(standing[standing["reference"] == "published models"], CHAPTER, "cards_standing")  # not our own last build
     usable = gate.loc[gate["usable"].astype(bool), "model"].tolist()
     overall = metrics[metrics["group"].isin(card.SUMMARY_GROUPS)]
     fig = common.save_figure(plots.forest(overall.assign(group=overall["metric"]), title="Each card's overall values"),
