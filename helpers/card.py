@@ -1037,6 +1037,7 @@ def html(c: Card) -> str:
     parts += ["<h2>Every metric</h2>", table(c.status), "<h2>Settings and provenance</h2>",
               f"<pre>{esc.escape(json.dumps({'settings': c.settings, **c.provenance}, indent=2))}</pre>"]
     style = ("body{font-family:sans-serif;max-width:60em;margin:auto;padding:0 1em}img{max-width:100%}"
+             "pre{white-space:pre-wrap;font-size:.8em}"
              ".t{border-collapse:collapse;font-size:.85em;display:block;overflow-x:auto}.t td,.t th{padding:2px 6px}"
              ".bad{background:#fdd;padding:.5em}.ok{background:#dfd;padding:.5em}")
     return ('<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" '
