@@ -145,8 +145,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="registry name, hub id, local directory or .gguf; twice to compare the second with the first")
     p.add_argument("--baseline", default=None, help="compare --model with this model (the same as naming it first)")
     p.add_argument("--output", required=True, help="output directory (report.json and tidy CSVs)")
-    p.add_argument("--budget", default="quick", help="quick (8 + 8 sentences per group), standard (the book's "
-                                                     "default, 25 + 25) or full (every sentence)")
+    p.add_argument("--budget", default="quick", help="quick (a sample of every metric's items, e.g. 8 + 8 "
+                   "sentences per group), standard (the book's default settings) or full (every item)")
     p.add_argument("--seed", type=_int_at_least(0, "a whole number >= 0"), default=0,
                    help="seed of the samples and of the bootstrap")
     p.add_argument("--device", type=_device, default="cpu", help="cpu, cuda, cuda:N, mps or auto")
