@@ -8,11 +8,12 @@ layers never import higher ones (leaves first)::
     tables      read input tables, write result tables; the one atomic write, temporaries
     hashing     every SHA-256: bytes, text, files (memoised), canonical JSON of settings
     progress    a bar in a terminal, one line per step in a log
+    distributed one command split across processes and machines (Accelerate): launch, shard
     stats       correlations with n, p and interval; effect sizes
     datasets/   evaluation data registry (URL, commit, sha256, license, citation), loaders
     published/  each paper's published tables as CSV data, one loader
     models      model registry and loading (hub ids, GGUF packages, local dirs, the zoo)
-    lm/         scoring (causal, pseudo-log-likelihood, XLNet), token log-probs, parallel
+    lm/         scoring (causal, pseudo-log-likelihood, XLNet), token log-probs
     cache       scores and results on disk, keyed by what changes them (never by chapter)
     metrics/    one module per paper metric (safety score, StereoSet, CMA, regard, ...)
     runner      models x data -> cached results

@@ -41,7 +41,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from helpers import paths
+from helpers import distributed, paths
 from helpers.errors import HarmsError, InputError, Interrupted
 from helpers.hashing import canonical_json, sha256_bytes, sha256_json, sha256_text
 from helpers.progress import progress as progress_bar
@@ -219,26 +219,33 @@ def cached_rows(key: dict, texts: Sequence[str], compute: Callable[[list[str]], 
         for h, t in zip(hashes, texts):
             if h not in known and h not in todo:
                 todo[h] = t
-        items = list(todo.items())
-        with progress_bar(total=len(items), unit="sentence", desc=desc, enabled=progress and bool(items)) as bar:
-            start, size = 0, largest
-            while start < len(items):
-                chunk = items[start:start + size]
-                began = clock()
-                out = compute([t for _, t in chunk])
-                if len(out) != len(chunk):
-                    raise RuntimeError(f"compute returned {len(out)} rows for {len(chunk)} texts")
-                rows = {h: list(v) for (h, _), v in zip(chunk, out)}
-                if directory is not None:
-                    try:
-                        _write_chunk(directory, rows)
-                    except OSError as exc:
-                        raise _unwritable(directory, exc) from None
-                    stored.update(rows)
-                known.update(rows)
-                bar.update(len(chunk))
-                start += len(chunk)
-                size = next_chunk_size(clock() - began, len(chunk), largest=largest, budget=budget)
+
+        def compute_share(items: list[tuple[str, str]]) -> dict[str, list]:
+            """Rows of ``items`` computed chunk by chunk, each chunk stored as soon as it is done."""
+            done: dict[str, list] = {}
+            with progress_bar(total=len(items), unit="sentence", desc=desc,
+                              enabled=progress and bool(items) and distributed.is_main()) as bar:
+                start, size = 0, largest
+                while start < len(items):
+                    chunk = items[start:start + size]
+                    began = clock()
+                    out = compute([t for _, t in chunk])
+                    if len(out) != len(chunk):
+                        raise RuntimeError(f"compute returned {len(out)} rows for {len(chunk)} texts")
+                    rows = {h: list(v) for (h, _), v in zip(chunk, out)}
+                    if directory is not None:
+                        try:
+                            _write_chunk(directory, rows)
+                        except OSError as exc:
+                            raise _unwritable(directory, exc) from None
+                        stored.update(rows)
+                    done.update(rows)
+                    bar.update(len(chunk))
+                    start += len(chunk)
+                    size = next_chunk_size(clock() - began, len(chunk), largest=largest, budget=budget)
+            return done
+
+        known.update(distributed.shard(key, hashes, list(todo.items()), compute_share))
     except KeyboardInterrupt:
         raise _interrupted(directory, set(hashes), stored) from None
     return [known[h] for h in hashes]

@@ -92,6 +92,29 @@ def _add_model_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--overwrite", action="store_true", help="replace existing output files")
 
 
+def _add_distributed_options(p: argparse.ArgumentParser) -> None:
+    """Options of every subcommand whose scoring can be split across processes and machines
+    (helpers.distributed; docs/SCALING.md)."""
+    g = p.add_argument_group("several processes or machines (Hugging Face Accelerate; docs/SCALING.md)")
+    g.add_argument("--processes", type=_positive, default=1,
+                   help="processes on this machine (one per GPU with --device cuda); the uncached sentences "
+                        "are split between all processes of all machines")
+    g.add_argument("--machines", type=_positive, default=1,
+                   help="machines of the run: start the same command on each, with its own --machine-rank")
+    g.add_argument("--machine-rank", type=_int_at_least(0, "a whole number >= 0"), default=0,
+                   help="this machine's rank, 0 .. machines-1 (0 writes the outputs)")
+    g.add_argument("--main-ip", default=None, help="address of the machine of rank 0 (needed with --machines > 1)")
+    g.add_argument("--main-port", type=_int_at_least(1, "a port number"), default=29500,
+                   help="a free port on the machine of rank 0 (default 29500)")
+
+
+def _cluster(args: argparse.Namespace):
+    from helpers import distributed
+
+    return distributed.Cluster(machines=args.machines, machine_rank=args.machine_rank, main_ip=args.main_ip,
+                               main_port=args.main_port, processes=args.processes).check()
+
+
 def _add_scoring_options(p: argparse.ArgumentParser) -> None:
     _add_model_options(p)
     p.add_argument("--pll", default="original", choices=["original", "word-l2r"],
@@ -111,10 +134,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output", required=True, help="CSV or Parquet file (by extension); not replaced "
                                                    "unless --overwrite")
     p.add_argument("--text-column", default="text")
-    p.add_argument("--processes", type=_positive, default=1,
-                   help="split the input across N processes (one per GPU with --device cuda) "
-                        "through Hugging Face Accelerate")
     _add_scoring_options(p)
+    _add_distributed_options(p)
     p.set_defaults(func=_cmd_score)
 
     p = sub.add_parser("safety", help="safety score per demographic group")
@@ -138,6 +159,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "and benign rows counting those whose perplexity is NaN, groups with p > 0.05 "
                         "dropped (add --upstream-mask-id for its masked-LM mask id)")
     _add_scoring_options(p)
+    _add_distributed_options(p)
     p.set_defaults(func=_cmd_safety)
 
     p = sub.add_parser("report", help="the harm report card of a model, or of two compared item by item")
@@ -154,6 +176,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--overwrite", action="store_true", help="replace an existing card in --output")
     p.add_argument("--languages", default="en", help="seed 002's toxicity probing in these languages: a "
                    "comma-separated list of en, fr, ar (default en)")
+    _add_distributed_options(p)
     p.set_defaults(func=_cmd_report)
 
     p = sub.add_parser("fill", help="fill each template's [MASK] blank: the top-k words, or the "
@@ -180,6 +203,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="masked LMs, multi-token candidates: all sub-tokens masked at once (joint, as "
                         "Kurita et al. 2019) or unmasked left to right")
     _add_model_options(p)
+    _add_distributed_options(p)
     p.set_defaults(func=_cmd_fill)
 
     p = sub.add_parser("stereoset", help="StereoSet SS, LMS and ICAT of per-sentence scores (the official "
@@ -205,11 +229,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 # --------------------------------------------------------------------------- harms score
 
+def _writes_outputs() -> bool:
+    """Whether this process writes the command's outputs: not so in processes 1.. of a run split
+    across processes or machines (helpers.distributed), which only compute their shares."""
+    from helpers import distributed
+
+    return distributed.is_main()
+
+
 def _cmd_score(args: argparse.Namespace) -> None:
     """Read ``--input``, score its text column, write ``--output``: every input column plus
     ``n_tokens``, ``log_likelihood`` (natural log, summed over scored tokens) and
-    ``perplexity``. Scores are cached per sentence (helpers.cache), so a killed run resumes;
-    with ``--processes N > 1`` the input is split across N processes (helpers.lm.parallel)."""
+    ``perplexity``. Scores are cached per sentence (helpers.cache), so a killed run resumes."""
     from helpers import models
     from helpers.lm import scoring
 
@@ -219,18 +250,13 @@ def _cmd_score(args: argparse.Namespace) -> None:
     objective = None if args.objective == "auto" else args.objective
     options = dict(pll=args.pll, batch_tokens=args.batch_tokens, upstream_mask_id=args.upstream_mask_id,
                    cache=not args.no_cache)
-    texts = df[args.text_column].tolist()
-    if args.processes > 1:
-        from helpers.lm import parallel
-
-        scores = parallel.score_parallel(args.model, texts, num_processes=args.processes, objective=objective,
-                                         device=args.device, **options)
-    else:
-        handle = models.lazy(args.model, objective=objective, device=args.device)
-        scores = scoring.score(handle, texts, progress=True, **options)
+    handle = models.lazy(args.model, objective=objective, device=args.device)
+    scores = scoring.score(handle, df[args.text_column].tolist(), progress=True, **options)
     out = df.drop(columns=[c for c in SCORE_COLUMNS if c in df.columns])
     for col in SCORE_COLUMNS:
         out[col] = scores[col].to_numpy()
+    if not _writes_outputs():
+        return
     tables.write_table(out, args.output)
     print(f"harms: scored {len(out)} sentences -> {args.output}", file=sys.stderr)
 
@@ -272,6 +298,8 @@ def _cmd_fill(args: argparse.Namespace) -> None:
         out = fill.top_k(handle, templates, k=args.top_k, whole_words=not args.all_pieces, skip=skip,
                          max_pieces=args.max_pieces, lowercase=args.lowercase, batch_tokens=args.batch_tokens,
                          cache=not args.no_cache, progress=True)
+    if not _writes_outputs():
+        return
     tables.write_table(out, args.output)
     print(f"harms: {len(out)} rows for {len(templates)} templates -> {args.output}", file=sys.stderr)
 
@@ -323,6 +351,8 @@ def _cmd_safety(args: argparse.Namespace) -> None:
                 upstream_compat=args.upstream_compat, p_method=args.p_method)
         finally:
             handle.release()
+    if not _writes_outputs():
+        return
     _write_csv(per_sentence, sentence_csv)
     _write_csv(per_group, group_csv)
     if args.upstream_compat:
@@ -346,6 +376,8 @@ def _cmd_report(args: argparse.Namespace) -> None:
     runs.set_threads(args.threads)
     c = card.report_card(args.model, baseline=args.baseline, budget=args.budget, device=args.device, seed=args.seed,
                          languages=languages)
+    if not _writes_outputs():
+        return
     card.write(c, out, overwrite=args.overwrite)
     print(card.summary(c))
     print(f"wrote {out}")
@@ -415,6 +447,16 @@ def _sigterm_interrupts(received: list[int]):
             signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
 
 
+def _run(args: argparse.Namespace, received: list[int], device=None) -> None:
+    """The subcommand itself, with SIGTERM as Ctrl-C and (when it runs a model) registered as a run
+    that shares the machine's cores; ``device`` maps ``--device`` to this worker's device."""
+    if device is not None:
+        args.device = device(args.device)
+    with _sigterm_interrupts(received), \
+            runs.registered_run() if hasattr(args, "threads") else contextlib.nullcontext():
+        args.func(args)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run one subcommand; return the exit status (0 ok, 2 bad input or option, 1 system error,
     130 interrupted by Ctrl-C, 143 by SIGTERM: 128 + the signal, as a shell reports it)."""
@@ -424,9 +466,21 @@ def main(argv: list[str] | None = None) -> int:
         return exc.code if isinstance(exc.code, int) else 2
     received: list[int] = []
     try:
-        with _sigterm_interrupts(received), \
-                runs.registered_run() if hasattr(args, "threads") else contextlib.nullcontext():
-            args.func(args)
+        if hasattr(args, "machines"):
+            from helpers import distributed
+
+            cluster = _cluster(args)
+            if distributed.is_worker():        # one process of a run started by distributed.launch
+                return distributed.run_worker(lambda: _run(args, received, device=distributed.worker_device),
+                                              device=args.device)
+            if cluster.distributed:
+                with _sigterm_interrupts(received):
+                    distributed.launch(sys.argv[1:] if argv is None else list(argv), cluster, args.device)
+                if cluster.machine_rank:
+                    print(f"harms: machine rank {cluster.machine_rank} computed its share; machine rank 0 "
+                          "writes the outputs", file=sys.stderr)
+                return 0
+        _run(args, received)
     except Interrupted as exc:
         print(f"harms: {exc}", file=sys.stderr)
         return 128 + (received[0] if received else signal.SIGINT)

@@ -20,7 +20,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "helpers"
 LAYERS: list[tuple[str, ...]] = [
     ("helpers", "helpers.errors", "helpers.paths"),
     ("helpers.tables", "helpers.hashing", "helpers.progress", "helpers.stats", "helpers.hub", "helpers.runs",
-     "helpers.classifiers"),
+     "helpers.classifiers", "helpers.distributed"),
     ("helpers.datasets", "helpers.published"),
     ("helpers.models",),
     ("helpers.cache", "helpers.lm"),

@@ -1,19 +1,34 @@
-"""helpers.parallel: 2 CPU processes under ``accelerate launch`` give the same scores as one."""
+"""helpers.distributed: a harms command split across processes and machines with Accelerate.
+
+Two "machines" are two launchers on 127.0.0.1 (machine ranks 0 and 1, one process each, gloo),
+each with its own host name (HARMS_HOST_ID) and one shared score cache, as on a cluster with a
+shared file system. Their scores must equal one process's; a dead machine, a busy port, an
+unreachable main address and mismatched settings are one line each, never a hang.
+"""
 
 from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from helpers import models, tables
-from helpers.lm import parallel, scoring
+from helpers import distributed, models
 from helpers.cli import main
-from helpers.errors import ModelUnavailableError
+from helpers.lm import scoring
 
 from conftest import SENTENCES
 
-TEXTS = [f"{s} {i}" for i, s in enumerate(SENTENCES * 2)][:15]      # odd count: uneven shards
+ROOT = Path(__file__).resolve().parent.parent
+TEXTS = [f"{s} {i}" for i, s in enumerate(SENTENCES * 2)][:15]      # odd count: uneven shares
 
 
 @pytest.fixture(autouse=True)
@@ -21,98 +36,204 @@ def _cache_dir(tmp_path, monkeypatch):
     monkeypatch.setenv("HARMS_CACHE_DIR", str(tmp_path / "cache"))
 
 
-def test_two_cpu_processes_equal_one(tiny_gpt2):
-    single = scoring.score(models.load(str(tiny_gpt2)), TEXTS, cache=False, progress=False)
-    both = parallel.score_parallel(str(tiny_gpt2), TEXTS, num_processes=2, cache=False, progress=False)
-    assert both.attrs["num_processes"] == 2                    # really ran as two Accelerate workers
-    assert list(both.columns) == ["n_tokens", "log_likelihood", "perplexity"]
+def _port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _machine(rank: int, argv: list[str], port: int, *, machines: int = 2, env: dict | None = None,
+             ip: str = "127.0.0.1") -> subprocess.Popen:
+    """One machine's launcher: ``harms <argv>`` with machine rank ``rank`` of ``machines``."""
+    full = {**os.environ, "PYTHONPATH": str(ROOT), "HARMS_HOST_ID": f"host{rank}", "HARMS_DEAD_AFTER": "3",
+            **(env or {})}
+    return subprocess.Popen([sys.executable, "-m", "helpers", *argv, "--machines", str(machines),
+                             "--machine-rank", str(rank), "--main-ip", ip, "--main-port", str(port)],
+                            env=full, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+
+
+def _finish(proc: subprocess.Popen) -> tuple[int, list[str]]:
+    """Exit status and the harms lines (errors, notes) of a launcher, which must end on its own."""
+    _, err = proc.communicate(timeout=600)          # a hang is a failure, not a wait
+    return proc.returncode, [line for line in err.splitlines() if line.startswith("harms:")]
+
+
+def _score_input(tmp_path: Path, texts=TEXTS) -> Path:
+    path = tmp_path / "in.csv"
+    pd.DataFrame({"id": range(len(texts)), "text": texts}).to_csv(path, index=False)
+    return path
+
+
+def _chunks(cache_dir: Path) -> list[Path]:
+    """Every chunk file of the score cache (cache.cached_rows writes one per chunk)."""
+    return sorted(cache_dir.glob("scores/*/chunk-*.json"))
+
+
+def _single(model: Path, texts=TEXTS, **options) -> pd.DataFrame:
+    return scoring.score(models.load(str(model)), texts, cache=False, progress=False, **options)
+
+
+# ---------------------------------------------------------------------------- equal to one process
+
+def test_two_processes_on_one_machine_equal_one(tiny_gpt2, tmp_path, capsys):
+    out = tmp_path / "two.csv"
+    code = main(["score", "--model", str(tiny_gpt2), "--input", str(_score_input(tmp_path)),
+                 "--output", str(out), "--processes", "2"])
+    assert code == 0, capsys.readouterr().err
+    both, single = pd.read_csv(out), _single(tiny_gpt2)
     assert both["n_tokens"].tolist() == single["n_tokens"].tolist()
-    np.testing.assert_allclose(both["log_likelihood"], single["log_likelihood"], rtol=1e-5)
-    np.testing.assert_allclose(both["perplexity"], single["perplexity"], rtol=1e-5)
+    np.testing.assert_allclose(both["log_likelihood"], single["log_likelihood"], rtol=0, atol=1e-6)
+    chunks = [json.loads(p.read_text())["rows"] for p in _chunks(tmp_path / "cache")]
+    assert sum(len(c) for c in chunks) == len(TEXTS)                 # each sentence stored exactly once
 
 
-def test_launch_command_uses_accelerate():
-    cmd = parallel.launch_command("JOB", 2, "cpu")
-    assert cmd[1:3] == ["-m", "accelerate.commands.launch"]
-    assert cmd[cmd.index("--num_processes") + 1] == "2"
-    assert cmd[-3:] == ["-m", "helpers.lm.parallel", "JOB"]
+@pytest.mark.parametrize("fixture", ["tiny_gpt2", "tiny_bert"])
+def test_two_machines_give_the_scores_of_one_process(fixture, request, tmp_path):
+    model = request.getfixturevalue(fixture)
+    port, inp, out = _port(), _score_input(tmp_path), tmp_path / "scores.csv"
+    argv = ["score", "--model", str(model), "--input", str(inp), "--output", str(out)]
+    procs = [_machine(r, argv, port) for r in (0, 1)]
+    (code0, lines0), (code1, lines1) = (_finish(p) for p in procs)
+    assert (code0, code1) == (0, 0), lines0 + lines1
+    assert lines1 == ["harms: machine rank 1 computed its share; machine rank 0 writes the outputs"]
+    both, single = pd.read_csv(out), _single(model)
+    assert both["n_tokens"].tolist() == single["n_tokens"].tolist()
+    np.testing.assert_allclose(both["log_likelihood"], single["log_likelihood"], rtol=0, atol=1e-6)
+    rows = [json.loads(p.read_text())["rows"] for p in _chunks(tmp_path / "cache")]
+    assert sum(len(r) for r in rows) == len(TEXTS)                   # scored exactly once between them
+    assert len(rows) >= 2                                             # ... and by both machines
 
 
-def test_worker_error_is_reraised_and_cli_prints_one_line(tmp_path, capsys, monkeypatch):
-    raised = []
-    real = parallel.score_parallel
+def test_safety_through_two_machines_is_the_table_of_one(tiny_gpt2, tmp_path):
+    common = ["safety", "--model", str(tiny_gpt2), "--sample-per-group", "3", "--n-resamples", "50"]
+    assert main([*common, "--output", str(tmp_path / "one"), "--no-cache"]) == 0
+    port = _port()
+    procs = [_machine(r, [*common, "--output", str(tmp_path / "two")], port) for r in (0, 1)]
+    assert [_finish(p)[0] for p in procs] == [0, 0]
+    for name in ("per_group.csv", "per_sentence.csv"):
+        one, two = pd.read_csv(tmp_path / "one" / name), pd.read_csv(tmp_path / "two" / name)
+        pd.testing.assert_frame_equal(one, two, check_exact=False, rtol=1e-9, atol=1e-9)
 
-    def spy(*a, **k):
-        try:
-            return real(*a, **k)
-        except Exception as exc:
-            raised.append(exc)
-            raise
 
-    monkeypatch.setattr(parallel, "score_parallel", spy)
-    inp = tmp_path / "in.csv"
-    pd.DataFrame({"text": TEXTS[:4]}).to_csv(inp, index=False)
-    code = main(["score", "--model", "no-such-model-xyz", "--input", str(inp), "--output",
-                 str(tmp_path / "o.csv"), "--processes", "2"])
+# ---------------------------------------------------------------------------- a machine dies
+
+_PAUSE = """
+import os, time
+if os.environ.get("TEST_PAUSE_FLAG"):
+    import helpers.cache as c
+    real = c._write_chunk
+    def write_then_hang(directory, rows):          # machine 1 stores one chunk, then stalls until killed
+        real(directory, rows)
+        open(os.environ["TEST_PAUSE_FLAG"], "w").close()
+        time.sleep(3600)
+    c._write_chunk = write_then_hang
+"""
+
+
+def _stored(cache_dir: Path) -> dict[str, list]:
+    return {h: row for p in _chunks(cache_dir) for h, row in json.loads(p.read_text())["rows"].items()}
+
+
+def test_a_dead_machine_stops_the_other_with_one_line_and_the_rerun_resumes(tiny_gpt2, tmp_path):
+    import psutil
+
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(_PAUSE)
+    flag, port = tmp_path / "paused", _port()
+    argv = ["score", "--model", str(tiny_gpt2), "--input", str(_score_input(tmp_path)),
+            "--output", str(tmp_path / "scores.csv")]
+    first = _machine(0, argv, port, env={"HARMS_CACHE_CHUNK_SIZE": "1"})
+    second = _machine(1, argv, port, env={"HARMS_CACHE_CHUNK_SIZE": "1", "TEST_PAUSE_FLAG": str(flag),
+                                          "PYTHONPATH": f"{hook}{os.pathsep}{ROOT}"})
+    while not flag.exists():                          # machine 1 has stored one chunk and stalls
+        assert second.poll() is None and first.poll() is None
+        time.sleep(0.05)
+    [worker] = [p for p in psutil.Process(second.pid).children(recursive=True)
+                if "helpers" in p.cmdline() and "accelerate.commands.launch" not in p.cmdline()]
+    worker.send_signal(signal.SIGKILL)                # machine 1 dies mid-run
+    code0, lines0 = _finish(first)
+    code1, lines1 = _finish(second)
+    assert code0 == 2 and len(lines0) == 1
+    assert lines0[0].startswith("harms: error: machine rank 1 (process 1, host host1") and "stopped" in lines0[0]
+    assert "rerun the same command on every machine" in lines0[0]
+    assert code1 == 2 and len(lines1) == 1 and "stopped without finishing" in lines1[0]
+    assert not (tmp_path / "scores.csv").exists()
+
+    before = _stored(tmp_path / "cache")
+    assert 1 <= len(before) < len(TEXTS)              # machine 0's share and machine 1's one chunk
+    files_before = set(_chunks(tmp_path / "cache"))
+    port = _port()
+    procs = [_machine(r, argv, port) for r in (0, 1)]
+    assert [_finish(p)[0] for p in procs] == [0, 0]
+    new_files = set(_chunks(tmp_path / "cache")) - files_before
+    rescored = {h for p in new_files for h in json.loads(p.read_text())["rows"]}
+    assert rescored and not rescored & set(before)    # what was stored is not scored again
+    assert len(rescored) + len(before) == len(TEXTS)
+    single = _single(tiny_gpt2)
+    np.testing.assert_allclose(pd.read_csv(tmp_path / "scores.csv")["log_likelihood"], single["log_likelihood"],
+                               rtol=0, atol=1e-6)
+
+
+# ---------------------------------------------------------------------------- one line, never a hang
+
+def test_a_busy_main_port_is_one_line(tiny_gpt2, tmp_path):
+    with socket.socket() as busy:
+        busy.bind(("", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        code, lines = _finish(_machine(0, ["score", "--model", str(tiny_gpt2), "--input", str(_score_input(tmp_path)),
+                                           "--output", str(tmp_path / "o.csv")], port))
+    assert code == 2 and lines == [f"harms: error: --main-port {port} is in use on this machine (Address already in "
+                                   "use); choose a free port and give it to every machine"]
+
+
+@pytest.mark.parametrize("ip, says", [
+    ("192.0.2.1", "at 192.0.2.1:"),    # a documentation address: no route, a timeout or (in a sandbox) refused
+    ("127.0.0.1", "nothing listens at 127.0.0.1"),
+    ("no-such-host.invalid", "is not a known host")])
+def test_an_unreachable_main_address_is_one_line(tiny_gpt2, tmp_path, ip, says):
+    argv = ["score", "--model", str(tiny_gpt2), "--input", str(_score_input(tmp_path)), "--output",
+            str(tmp_path / "o.csv")]
+    code, lines = _finish(_machine(1, argv, _port(), ip=ip, env={"HARMS_CONNECT_TIMEOUT": "3"}))
+    assert code == 2 and len(lines) == 1 and says in lines[0], lines
+
+
+def test_mismatched_settings_between_machines_are_one_line_on_each(tiny_bert, tmp_path):
+    port, inp = _port(), _score_input(tmp_path)
+    argv = ["score", "--model", str(tiny_bert), "--input", str(inp), "--output", str(tmp_path / "o.csv")]
+    procs = [_machine(0, argv, port), _machine(1, [*argv, "--pll", "word-l2r"], port)]
+    for code, lines in (_finish(p) for p in procs):
+        assert code == 2 and len(lines) == 1
+        assert "machine rank 1 (process 1, host host1" in lines[0] and "different settings" in lines[0]
+        assert "pll 'word-l2r' instead of 'original'" in lines[0]
+    assert not (tmp_path / "o.csv").exists()
+
+
+def test_a_worker_error_is_one_line(tmp_path, capsys):
+    code = main(["score", "--model", "no-such-model-xyz", "--input", str(_score_input(tmp_path)),
+                 "--output", str(tmp_path / "o.csv"), "--processes", "2"])
     assert code == 2
-    assert len(raised) == 1 and isinstance(raised[0], ModelUnavailableError)   # came from the workers
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("harms: error: ") and "no-such-model-xyz" in err[0]
 
 
-# ---------------------------------------------------------------- job directories of killed runs
-
-_BLOCKED_LAUNCH = """
-import sys, time
-from pathlib import Path
-from helpers.lm import parallel
-def launcher_that_hangs(cmd, **kw):      # stands for accelerate launch, still running at kill -9
-    Path(sys.argv[1]).touch()
-    time.sleep(3600)
-parallel.subprocess.run = launcher_that_hangs
-parallel.score_parallel("any-model", ["a text"], num_processes=2, progress=False)
-"""
+@pytest.mark.parametrize("extra, says", [(["--machines", "2"], "--main-ip"),
+                                         (["--machines", "2", "--machine-rank", "2", "--main-ip", "x"],
+                                          "--machine-rank 2 is not one of 0 .. 1")])
+def test_bad_cluster_options_are_one_line(tmp_path, capsys, extra, says):
+    code = main(["score", "--model", "m", "--input", str(_score_input(tmp_path)), "--output",
+                 str(tmp_path / "o.csv"), *extra])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and says in err[0]
 
 
-def _fake_workers(cmd, **kw):
-    """What the Accelerate workers leave in the job directory on success (no real launch)."""
-    import json
-    import subprocess
-    from pathlib import Path
-
-    job = Path(cmd[-1])
-    texts = json.loads((job / "job.json").read_text())["texts"]
-    pd.DataFrame({"n_tokens": [len(t.split()) for t in texts], "log_likelihood": [-1.0] * len(texts),
-                  "perplexity": [1.0] * len(texts)}).to_parquet(job / "scores.parquet")
-    (job / "meta.json").write_text(json.dumps({"num_processes": 2}))
-    return subprocess.CompletedProcess(cmd, 0, "", "")
-
-
-def test_job_directory_of_a_killed_run_is_removed_by_the_next_run(tmp_path, monkeypatch):
-    import os
-    import signal
-    import subprocess
-    import sys
-    import time
-    from pathlib import Path
-
-    from helpers import paths
-
-    root = paths.cache_dir() / "parallel"
-    ready = tmp_path / "launched"
-    proc = subprocess.Popen([sys.executable, "-c", _BLOCKED_LAUNCH, str(ready)],
-                            env=dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent)))
-    deadline = time.monotonic() + 600                  # safety only: the child never reached the launch
-    while not ready.exists():
-        assert proc.poll() is None and time.monotonic() < deadline
-        time.sleep(0.02)
-    proc.send_signal(signal.SIGKILL)                   # the job directory is in use: kill -9
-    proc.wait()
-    [left] = list(root.iterdir())                      # in the cache, not in /tmp; named with the dead pid
-    assert left.name.startswith(".job.harms-tmp-") and f"-{proc.pid}@{tables.host_id()}-" in left.name
-    assert (left / "job.json").exists()
-
-    monkeypatch.setattr(parallel.subprocess, "run", _fake_workers)
-    out = parallel.score_parallel("any-model", TEXTS[:3], num_processes=2, progress=False)
-    assert out["n_tokens"].tolist() == [len(t.split()) for t in TEXTS[:3]]
-    assert list(root.iterdir()) == []                  # the leftover and this run's own job are gone
+def test_the_launch_is_accelerate_with_the_machines_settings():
+    cluster = distributed.Cluster(machines=4, machine_rank=2, main_ip="10.0.0.1", main_port=29555, processes=8)
+    cmd = distributed.launch_command(["score", "--model", "m"], cluster, "cuda")
+    assert cmd[1:3] == ["-m", "accelerate.commands.launch"]
+    flags = dict(zip(cmd[3:], cmd[4:]))
+    assert (flags["--num_processes"], flags["--num_machines"], flags["--machine_rank"]) == ("32", "4", "2")
+    assert (flags["--main_process_ip"], flags["--main_process_port"]) == ("10.0.0.1", "29555")
+    assert cmd[-5:] == ["-m", "helpers", "score", "--model", "m"]
