@@ -117,6 +117,15 @@ def _cluster(args: argparse.Namespace):
 
 def _add_scoring_options(p: argparse.ArgumentParser) -> None:
     _add_model_options(p)
+    p.add_argument("--engine", default="transformers", choices=["transformers", "vllm"],
+                   help="what computes causal log-likelihoods: transformers, or vLLM on CUDA GPUs (optional "
+                        "dependency; a parity gate against transformers runs first; masked and permutation "
+                        "models stay on transformers)")
+    p.add_argument("--parity-tolerance", type=float, default=0.05,
+                   help="--engine vllm: the largest difference in a sentence's log-likelihood (nats) the parity "
+                        "gate accepts between vLLM and transformers (default 0.05)")
+    p.add_argument("--parity-sample", type=_positive, default=32,
+                   help="--engine vllm: sentences of each model's request scored by both engines first (default 32)")
     p.add_argument("--pll", default="original", choices=["original", "word-l2r"],
                    help="pseudo-log-likelihood variant for masked LMs (Kauf & Ivanova 2023)")
     p.add_argument("--upstream-mask-id", action="store_true",
@@ -237,6 +246,18 @@ def _writes_outputs() -> bool:
     return distributed.is_main()
 
 
+def _engine(args: argparse.Namespace):
+    """The scoring engine of the run (helpers.lm.engines): vLLM with ``--engine vllm`` (checked
+    here: one line when it cannot run), else transformers."""
+    from helpers.lm import engines
+
+    if args.engine != "vllm":
+        return contextlib.nullcontext()
+    engines.check_available()
+    return engines.using(engines.VllmEngine(tolerance=args.parity_tolerance, sample=args.parity_sample,
+                                            seed=getattr(args, "seed", 0)))
+
+
 def _cmd_score(args: argparse.Namespace) -> None:
     """Read ``--input``, score its text column, write ``--output``: every input column plus
     ``n_tokens``, ``log_likelihood`` (natural log, summed over scored tokens) and
@@ -251,7 +272,8 @@ def _cmd_score(args: argparse.Namespace) -> None:
     options = dict(pll=args.pll, batch_tokens=args.batch_tokens, upstream_mask_id=args.upstream_mask_id,
                    cache=not args.no_cache)
     handle = models.lazy(args.model, objective=objective, device=args.device)
-    scores = scoring.score(handle, df[args.text_column].tolist(), progress=True, **options)
+    with _engine(args):
+        scores = scoring.score(handle, df[args.text_column].tolist(), progress=True, **options)
     out = df.drop(columns=[c for c in SCORE_COLUMNS if c in df.columns])
     for col in SCORE_COLUMNS:
         out[col] = scores[col].to_numpy()
@@ -344,11 +366,12 @@ def _cmd_safety(args: argparse.Namespace) -> None:
         handle = models.lazy(args.model, objective=None if args.objective == "auto" else args.objective,
                              device=args.device)        # weights load only if some sentence is not cached
         try:
-            per_sentence, per_group = runner.safety_results(
-                handle, dataset=args.dataset, sample_per_group=args.sample_per_group, seed=args.seed,
-                pll=args.pll, upstream_mask_id=args.upstream_mask_id, batch_tokens=args.batch_tokens,
-                n_resamples=args.n_resamples, cache=not args.no_cache,
-                upstream_compat=args.upstream_compat, p_method=args.p_method)
+            with _engine(args):
+                per_sentence, per_group = runner.safety_results(
+                    handle, dataset=args.dataset, sample_per_group=args.sample_per_group, seed=args.seed,
+                    pll=args.pll, upstream_mask_id=args.upstream_mask_id, batch_tokens=args.batch_tokens,
+                    n_resamples=args.n_resamples, cache=not args.no_cache,
+                    upstream_compat=args.upstream_compat, p_method=args.p_method)
         finally:
             handle.release()
     if not _writes_outputs():
@@ -470,6 +493,9 @@ def main(argv: list[str] | None = None) -> int:
             from helpers import distributed
 
             cluster = _cluster(args)
+            if getattr(args, "engine", None) == "vllm" and args.processes > 1:
+                raise InputError("--engine vllm runs one process per machine (vLLM drives its GPU itself): use "
+                                 "--processes 1, and --machines for several nodes")
             if distributed.is_worker():        # one process of a run started by distributed.launch
                 return distributed.run_worker(lambda: _run(args, received, device=distributed.worker_device),
                                               device=args.device)

@@ -130,7 +130,8 @@ def preflight(cluster: Cluster, *, connect_timeout: float | None = None) -> None
     while True:
         try:
             with socket.create_connection((cluster.main_ip, port), timeout=2.0):
-                return
+                pass
+            return _check_store(cluster.main_ip, port)
         except socket.gaierror as exc:
             raise HarmsError(f"--main-ip {cluster.main_ip!r} is not a known host ({exc.strerror or exc})") from None
         except ConnectionRefusedError:
@@ -149,6 +150,29 @@ def preflight(cluster: Cluster, *, connect_timeout: float | None = None) -> None
                              "start machine rank 0 with the same --main-port (or raise $"
                              f"{CONNECT_TIMEOUT_ENV})")
         time.sleep(0.5)
+
+
+def _check_store(ip: str, port: int, seconds: float = 10.0) -> None:
+    """Whether what listens at ``ip:port`` is a torch rendezvous store (machine 0's launch), not
+    some other service on that port: a store client's handshake within ``seconds``."""
+    import torch.distributed as dist
+
+    outcome: list = []
+
+    def handshake() -> None:          # torch's client can wait past its timeout on a silent peer: a thread
+        try:
+            dist.TCPStore(ip, port, is_master=False, timeout=datetime.timedelta(seconds=seconds))
+            outcome.append(None)
+        except Exception as exc:      # noqa: BLE001 - torch raises several types here
+            outcome.append(" ".join(str(exc).split())[:100])
+
+    probe = threading.Thread(target=handshake, daemon=True)
+    probe.start()
+    probe.join(seconds)
+    if outcome[:1] != [None]:
+        why = outcome[0] if outcome else f"no answer in {seconds:.0f} s"
+        raise HarmsError(f"what listens at {ip}:{port} is not machine 0's harms launch (no rendezvous store "
+                         f"answered: {why}); check --main-ip and --main-port")
 
 
 def _env_seconds(name: str, default: float) -> float:

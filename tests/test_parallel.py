@@ -200,6 +200,16 @@ def test_an_unreachable_main_address_is_one_line(tiny_gpt2, tmp_path, ip, says):
     assert code == 2 and len(lines) == 1 and says in lines[0], lines
 
 
+def test_a_main_port_held_by_another_service_is_one_line(tiny_gpt2, tmp_path):
+    argv = ["score", "--model", str(tiny_gpt2), "--input", str(_score_input(tmp_path)), "--output",
+            str(tmp_path / "o.csv")]
+    with socket.socket() as other:                     # listens, never speaks torch's store protocol
+        other.bind(("127.0.0.1", 0))
+        other.listen(8)
+        code, lines = _finish(_machine(1, argv, other.getsockname()[1]))
+    assert code == 2 and len(lines) == 1 and "is not machine 0's harms launch" in lines[0], lines
+
+
 def test_mismatched_settings_between_machines_are_one_line_on_each(tiny_bert, tmp_path):
     port, inp = _port(), _score_input(tmp_path)
     argv = ["score", "--model", str(tiny_bert), "--input", str(inp), "--output", str(tmp_path / "o.csv")]

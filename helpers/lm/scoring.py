@@ -403,15 +403,28 @@ def score(loaded, texts, *, pll="original", batch_tokens=None, upstream_mask_id=
     some sentence is not cached yet.
     """
     from helpers.cache import cached_scores
+    from helpers.lm import engines
     from helpers.models import LazyModel
 
     texts = check_texts(texts)
+    engine = engines.active()
+    if engine is not None and loaded.objective != "causal":
+        engine.note_not_causal(loaded.name, loaded.objective)
+        engine = None
 
     def compute(chunk: list[str]) -> pd.DataFrame:
         model = loaded.load() if isinstance(loaded, LazyModel) else loaded
-        return sentence_scores(model, chunk, pll=pll, batch_tokens=batch_tokens,
-                               upstream_mask_id=upstream_mask_id, progress=False, stride=stride)
+
+        def reference(some: list[str]) -> pd.DataFrame:
+            return sentence_scores(model, some, pll=pll, batch_tokens=batch_tokens,
+                                   upstream_mask_id=upstream_mask_id, progress=False, stride=stride)
+        if engine is None:
+            return reference(chunk)
+        engine.ensure_parity(model, texts, reference)        # once per model: a seeded sample, both engines
+        return engine.sentence_scores(model, chunk)
 
     key = cache_key(loaded, pll=pll, upstream_mask_id=upstream_mask_id, stride=stride)
+    if engine is not None:
+        key["engine"] = engine.cache_key()
     return cached_scores(key, texts, compute, enabled=cache, progress=progress)
 
