@@ -247,3 +247,34 @@ def test_the_launch_is_accelerate_with_the_machines_settings():
     assert (flags["--num_processes"], flags["--num_machines"], flags["--machine_rank"]) == ("32", "4", "2")
     assert (flags["--main_process_ip"], flags["--main_process_port"]) == ("10.0.0.1", "29555")
     assert cmd[-5:] == ["-m", "helpers", "score", "--model", "m"]
+
+
+def test_a_report_card_through_two_machines_is_the_card_of_one_process(tiny_gpt2, tmp_path):
+    """Every measurement of the card reaches the shared computations in the same order on every
+    process (else the job check would stop the run); the card's numbers equal one process's."""
+    argv = ["report", "--model", str(tiny_gpt2), "--budget", "quick"]
+    assert main([*argv, "--output", str(tmp_path / "one")]) == 0
+    port = _port()
+    env = {"HARMS_CACHE_DIR": str(tmp_path / "shared-cache")}       # nothing cached: all computed again
+    procs = [_machine(r, [*argv, "--output", str(tmp_path / "two")], port, env=env) for r in (0, 1)]
+    assert [_finish(p)[0] for p in procs] == [0, 0]
+    one, two = (pd.read_csv(tmp_path / d / "metrics.csv") for d in ("one", "two"))
+    assert len(one) > 20
+    pd.testing.assert_frame_equal(one, two, check_exact=False, rtol=1e-6, atol=1e-9)
+    assert len(_chunks(tmp_path / "shared-cache")) >= 2
+
+
+@pytest.mark.parametrize("what", [["--top-k", "3"], ["--candidates", "CANDIDATES"]])
+def test_fill_through_two_machines_is_the_table_of_one(tiny_bert, tmp_path, what):
+    templates = [f"the {w} people are [MASK] ." for w in ("young", "old", "tall", "short", "rich")]
+    inp, words = tmp_path / "templates.csv", tmp_path / "words.txt"
+    pd.DataFrame({"template": templates}).to_csv(inp, index=False)
+    words.write_text("capable\nunhappiness\nkindness\n")
+    what = [str(words) if w == "CANDIDATES" else w for w in what]
+    argv = ["fill", "--model", str(tiny_bert), "--input", str(inp), *what]
+    assert main([*argv, "--output", str(tmp_path / "one.csv"), "--no-cache"]) == 0
+    port = _port()
+    procs = [_machine(r, [*argv, "--output", str(tmp_path / "two.csv")], port) for r in (0, 1)]
+    assert [_finish(p)[0] for p in procs] == [0, 0]
+    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "one.csv"), pd.read_csv(tmp_path / "two.csv"),
+                                  check_exact=False, rtol=0, atol=1e-6)
