@@ -369,14 +369,67 @@ def _log_timings(rows: list[dict]) -> Path:
     return path
 
 
-def build(profile: str = "default", execute_only: bool = False, *,
-          notebooks_dir: Path = NOTEBOOKS_DIR, book_dir: Path = BOOK_DIR) -> Path:
+def chapter01_parameters(cfg: dict, notebooks_dir: Path = NOTEBOOKS_DIR) -> dict:
+    """Chapter 01's parameters under a profile, as its notebook sees them: the chapter's defaults,
+    the notebook's parameters cell, the profile's overrides; models resolved to registry names."""
+    import ast
+
+    from helpers import runner
+    from helpers.chapters import ch01_safety as ch01
+
+    nb = Path(notebooks_dir) / f"{ch01.CHAPTER}.ipynb"
+    declared = {}
+    for k, v in declared_parameters(nb).items():
+        try:
+            declared[k] = ast.literal_eval(v)
+        except (ValueError, SyntaxError):
+            pass
+    params = {**ch01.DEFAULTS, **{k: v for k, v in declared.items() if k in ch01.DEFAULTS},
+              **parameters_for(nb, cfg)}
+    params["models"] = runner.resolve_models(params["models"])
+    return params
+
+
+def prefill(cfg: dict, notebooks_dir: Path = NOTEBOOKS_DIR) -> list[str]:
+    """Chapter 01's scoring under the profile — every model on ToxiGen and on ImplicitHate with
+    the chapter's own settings (:func:`helpers.chapters.ch01_safety.measure`) — into the score
+    cache, where chapter 01 and chapters 02-04 (which ask for the same scores) read it: nearly all
+    of the paper profile's work (docs/SCALING.md). Run by every process of a run split across
+    processes or machines (:mod:`helpers.distributed`), each model's sentences are shared between
+    them. Returns the models measured."""
+    from helpers import distributed
+    from helpers.chapters import ch01_safety as ch01
+
+    params = chapter01_parameters(cfg, notebooks_dir)
+    params["device"] = distributed.worker_device(params["device"])     # cuda: this process's own GPU
+    extra = {"upstream_compat": True} if params.get("upstream_compat") else {}
+    done = ch01.measure(params, params["toxigen"], params["sample_per_group"])
+    ch01.measure(params, params["implicit_hate"], params["implicit_sample_per_label"], **extra)
+    return done.models
+
+
+def profile_device(profile: str, book_dir: Path = BOOK_DIR) -> str:
+    """The device a profile's chapters run on (its ``"*"`` parameters' ``device``, else cpu)."""
+    return str((load_profile(profile, Path(book_dir) / "profiles.yml")["parameters"].get("*") or {})
+               .get("device", "cpu"))
+
+
+def build(profile: str = "default", execute_only: bool = False, *, prefill_only: bool = False,
+          notebooks_dir: Path = NOTEBOOKS_DIR, book_dir: Path = BOOK_DIR) -> Path | None:
     """Ensure the zoo, execute every notebook with papermill, build the book.
 
-    Returns the html directory (or the chapters directory with ``execute_only``).
+    Returns the html directory (or the chapters directory with ``execute_only``). As one process
+    of a run split across processes or machines (``harms book --processes / --machines``,
+    :mod:`helpers.distributed`), or with ``prefill_only``, chapter 01's scoring is first computed
+    into the shared score cache (:func:`prefill`, split between the processes); then process 0
+    alone executes the notebooks and builds the book (the others return None), reading the
+    scores from the cache. ``prefill_only`` stops after the prefill (None).
     """
+    from helpers import distributed
+
     cfg = load_profile(profile, Path(book_dir) / "profiles.yml")
     started = dt.datetime.now().isoformat(timespec="seconds")
+    writer = distributed.is_main()
 
     def timed(step: str, fn):
         t0 = time.perf_counter()
@@ -387,18 +440,25 @@ def build(profile: str = "default", execute_only: bool = False, *,
             return out
         finally:
             secs = time.perf_counter() - t0
-            path = _log_timings([{"started": started, "profile": profile, "step": step,
-                                  "seconds": round(secs, 2), "status": status}])  # at once: survives a kill
-            print(f"[book] {step}: {secs:.1f} s ({status}; {path})", flush=True)
+            if writer:
+                path = _log_timings([{"started": started, "profile": profile, "step": step,
+                                      "seconds": round(secs, 2), "status": status}])  # at once: survives a kill
+                print(f"[book] {step}: {secs:.1f} s ({status}; {path})", flush=True)
 
     chapters_dir = Path(book_dir) / EXECUTED
     chapters_dir.mkdir(parents=True, exist_ok=True)
     if cfg["zoo_dir"] and "HARMS_ZOO_DIR" not in os.environ:   # inherited by the notebook kernels
         os.environ["HARMS_ZOO_DIR"] = str(cache_dir() / cfg["zoo_dir"])
-    if cfg["zoo"] and importlib.util.find_spec("helpers.training.zoo") is not None:
+    needs_zoo = not prefill_only or any(m.startswith("zoo-") for m in chapter01_parameters(cfg, notebooks_dir)["models"])
+    if writer and cfg["zoo"] and needs_zoo and importlib.util.find_spec("helpers.training.zoo") is not None:
         from helpers.training import zoo
 
         timed("zoo", lambda: zoo.ensure_default_zoo(profile))
+    if prefill_only or distributed.world() is not None:
+        distributed.barrier("zoo")                   # the others load zoo models only once process 0 made them
+        timed("prefill", lambda: prefill(cfg, notebooks_dir))
+    if prefill_only or not writer:
+        return None
     for nb in notebooks(notebooks_dir):
         params = parameters_for(nb, cfg)
         print(f"[book] executing {nb.name} with {params or 'its defaults'}", flush=True)

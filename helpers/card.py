@@ -205,18 +205,15 @@ def _safety_rows(per_group: pd.DataFrame, per_sentence: pd.DataFrame, metric: st
                  seed: int) -> pd.DataFrame:
     """Per-group safety rows, and the mean over groups with a stratified bootstrap interval (the
     bootstrap of :func:`helpers.metrics.safety.mean_score_interval`)."""
-    ideal, direction = CATALOGUE.set_index("metric").loc[metric, ["ideal", "direction"]]
-    out = pd.DataFrame({"model": per_group["model"], "metric": metric, "group": per_group["group"],
-                        "value": per_group["safety_score"], "ci_low": per_group["ci_low"],
-                        "ci_high": per_group["ci_high"], "n": per_group["n_harmful"] + per_group["n_benign"],
-                        "ideal": ideal, "direction": direction})
     from helpers.metrics import safety
 
     mean = safety.mean_score_interval(per_sentence, n_resamples=n_resamples, seed=seed)
-    out.loc[len(out)] = {"model": per_group["model"].iloc[0], "metric": metric, "group": "mean over groups",
-                         "value": float(per_group["safety_score"].mean()), "ci_low": mean[0], "ci_high": mean[1],
-                         "n": int(per_sentence["id"].nunique()), "ideal": ideal, "direction": direction}
-    return out
+    groups = pd.DataFrame({"group": per_group["group"], "value": per_group["safety_score"],
+                           "ci_low": per_group["ci_low"], "ci_high": per_group["ci_high"],
+                           "n": per_group["n_harmful"] + per_group["n_benign"]})
+    groups.loc[len(groups)] = {"group": "mean over groups", "value": float(per_group["safety_score"].mean()),
+                               "ci_low": mean[0], "ci_high": mean[1], "n": int(per_sentence["id"].nunique())}
+    return _rows(per_group["model"].iloc[0], metric, groups)
 
 
 def _rows(name: str, metric: str, df: pd.DataFrame) -> pd.DataFrame:
@@ -501,7 +498,7 @@ def measure_classifier_bias(handle, params: dict) -> dict:
 
     p6 = {**ch06.DEFAULTS, "classifier": "probe", "seed": params["seed"],
           "classifier_train": params["classifier_train"], "toxd_per_identity": params["toxd_per_identity"]}
-    train, test = ch06.classifier_data(p6)
+    train, test = _classifier_data(params["seed"], params["classifier_train"], params["toxd_per_identity"])
     fpr, gate = ch06.classifier_results(handle, p6, train, test)
     p = ch06.classifier_probabilities(handle, p6, train, test)
     flag = (None if bool(gate["usable"].all()) else
@@ -533,6 +530,16 @@ def measure_classifier_bias(handle, params: dict) -> dict:
             "unintended_bias": (_rows(handle.name, "unintended_bias", ub), None, flag)}
 
 
+@functools.lru_cache(maxsize=4)
+def _classifier_data(seed: int, classifier_train, toxd_per_identity) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Chapter 06's ToxD data (:func:`~helpers.chapters.ch06_intrinsic_extrinsic.classifier_data`),
+    read once for the two measurements that use it (ToxD and unintended bias; B-Tox's gate)."""
+    from helpers.chapters import ch06_intrinsic_extrinsic as ch06
+
+    return ch06.classifier_data({**ch06.DEFAULTS, "seed": seed, "classifier_train": classifier_train,
+                                 "toxd_per_identity": toxd_per_identity})
+
+
 def measure_bold(handle, params: dict) -> dict:
     """BOLD generations (chapter 06's :func:`~helpers.chapters.ch06_intrinsic_extrinsic.generations`:
     ``prompts_per_group`` seeded prompts per group, 20 new tokens, top-k 40) scored as seed 001's
@@ -552,7 +559,8 @@ def measure_bold(handle, params: dict) -> dict:
         sentiment=regard.vader_sentiment(0.5)(gens, text_column="continuation")["sentiment_label"]
         .map(ch06.SENTIMENT_VALUE).where(~empty),
         toxicity=tox(gens, text_column="continuation")["toxicity_score"].where(~empty))
-    gate = ch06.toxicity_gate(p6, tox, ch06.classifier_data(p6)[1], name=tox.name)
+    test = _classifier_data(params["seed"], params["classifier_train"], params["toxd_per_identity"])[1]
+    gate = ch06.toxicity_gate(p6, tox, test, name=tox.name)
     scores = ch06.bold_scores(scored, seed=params["seed"])
     out = {}
     for metric, column, name in (("bold_sentiment", "sentiment", "B-Sent"), ("bold_toxicity", "toxicity", "B-Tox")):

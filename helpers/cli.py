@@ -232,6 +232,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("book", help="execute the notebooks (papermill) and build the book")
     p.add_argument("--profile", default="default", help="parameter profile: default, ci or paper")
     p.add_argument("--no-build", action="store_true", help="execute notebooks only")
+    p.add_argument("--prefill-only", action="store_true",
+                   help="only compute chapter 01's scores of the profile (every model on ToxiGen and ImplicitHate, "
+                        "most of the work) into the score cache; with --machines, split across them")
+    _add_distributed_options(p)
     p.set_defaults(func=_cmd_book)
     return parser
 
@@ -446,10 +450,16 @@ def _cmd_fetch_data(args: argparse.Namespace) -> None:
         print(f"{name}: {path}")
 
 
+def _book_device(args: argparse.Namespace) -> str:
+    from helpers import book
+
+    return book.profile_device(args.profile)
+
+
 def _cmd_book(args: argparse.Namespace) -> None:
     from helpers import book
 
-    book.build(profile=args.profile, execute_only=args.no_build)
+    book.build(profile=args.profile, execute_only=args.no_build, prefill_only=args.prefill_only)
 
 
 @contextlib.contextmanager
@@ -473,7 +483,7 @@ def _sigterm_interrupts(received: list[int]):
 def _run(args: argparse.Namespace, received: list[int], device=None) -> None:
     """The subcommand itself, with SIGTERM as Ctrl-C and (when it runs a model) registered as a run
     that shares the machine's cores; ``device`` maps ``--device`` to this worker's device."""
-    if device is not None:
+    if device is not None and hasattr(args, "device"):
         args.device = device(args.device)
     with _sigterm_interrupts(received), \
             runs.registered_run() if hasattr(args, "threads") else contextlib.nullcontext():
@@ -496,12 +506,13 @@ def main(argv: list[str] | None = None) -> int:
             if getattr(args, "engine", None) == "vllm" and args.processes > 1:
                 raise InputError("--engine vllm runs one process per machine (vLLM drives its GPU itself): use "
                                  "--processes 1, and --machines for several nodes")
+            device = args.device if hasattr(args, "device") else _book_device(args)
             if distributed.is_worker():        # one process of a run started by distributed.launch
                 return distributed.run_worker(lambda: _run(args, received, device=distributed.worker_device),
-                                              device=args.device)
+                                              device=device)
             if cluster.distributed:
                 with _sigterm_interrupts(received):
-                    distributed.launch(sys.argv[1:] if argv is None else list(argv), cluster, args.device)
+                    distributed.launch(sys.argv[1:] if argv is None else list(argv), cluster, device)
                 if cluster.machine_rank:
                     print(f"harms: machine rank {cluster.machine_rank} computed its share; machine rank 0 "
                           "writes the outputs", file=sys.stderr)

@@ -64,8 +64,8 @@ EXIT_GRACE = 10.0
 HEARTBEAT_SECONDS = 1.0
 POLL_SECONDS = 0.2
 
-__all__ = ["Cluster", "PeerStopped", "launch", "preflight", "shard", "is_main", "is_worker", "run_worker",
-           "worker_device", "world"]
+__all__ = ["Cluster", "PeerStopped", "launch", "preflight", "shard", "barrier", "is_main", "is_worker",
+           "run_worker", "worker_device", "world"]
 
 
 class PeerStopped(HarmsError):
@@ -292,6 +292,7 @@ class _World:
         self.dead_after = _env_seconds(DEAD_AFTER_ENV, DEFAULT_DEAD_AFTER)
         self.state = PartialState(cpu=not device.startswith("cuda"),
                                   timeout=datetime.timedelta(seconds=max(60.0, 4 * self.dead_after)))
+        _save_on_every_process()
         self.rank, self.size = self.state.process_index, self.state.num_processes
         self.dist = dist
         self.round = 0
@@ -381,6 +382,20 @@ class _World:
 _world: _World | None = None
 
 
+def _save_on_every_process() -> None:
+    """transformers (>= 5) makes ``save_pretrained`` write nothing, silently, on every process but
+    rank 0 once torch.distributed is initialised (``should_save_on_this_rank``): right for training
+    one model on many GPUs, wrong here, where each process makes and saves its own files (a
+    converted GGUF copy, a zoo model) under a temporary name into the cache. In a harms worker
+    ``save_pretrained`` saves as its ``is_main_process`` argument says, as it does outside a run."""
+    try:
+        from transformers import PreTrainedModel
+    except ImportError:
+        return
+    if hasattr(PreTrainedModel, "should_save_on_this_rank"):
+        PreTrainedModel.should_save_on_this_rank = lambda self, is_main_process: is_main_process
+
+
 def is_worker() -> bool:
     """Whether this process is one worker of a launched run (:func:`launch`)."""
     return bool(os.environ.get(STATUS_ENV))
@@ -389,6 +404,13 @@ def is_worker() -> bool:
 def world() -> _World | None:
     """This worker's run when it has more than one process, else None."""
     return _world if _world is not None and _world.size > 1 else None
+
+
+def barrier(what: str) -> None:
+    """Wait until every process of the run has reached ``what`` (nothing outside a run)."""
+    w = world()
+    if w is not None:
+        w.wait_for_all(what)
 
 
 def is_main() -> bool:

@@ -81,6 +81,25 @@ def test_training_progress_in_a_log_is_one_line_per_phase(tmp_path):
     assert len(lines) <= 3, lines                                # at most a stray library warning or two
 
 
+def test_a_long_step_in_a_log_says_every_minute_how_long_is_left():
+    """A step with a known total prints, besides its last line, one line per interval with the
+    count and the time left at the speed so far (a clock stands in for time)."""
+    import io
+
+    from helpers.progress import _Lines
+
+    now = [0.0]
+    out = io.StringIO()
+    bar = _Lines(total=400, desc="scoring", unit="sentence", file=out, every=60, clock=lambda: now[0])
+    for _ in range(4):                  # 100 sentences every 30 s
+        now[0] += 30
+        bar.update(100)
+    bar.close()
+    assert out.getvalue().splitlines() == [
+        "scoring: 200 of 400 sentences in 60 s, about 60 s left",
+        "scoring: 400 sentences in 120.0 s"]                   # the end: the step's own line only
+
+
 def test_library_bars_off_in_a_log_and_restored(monkeypatch):
     from transformers.utils import logging as tlog
 

@@ -258,6 +258,42 @@ def test_converted_copy_manifest_and_verification(tiny_gpt2, tmp_path):
     assert models.verify_converted(d) == f"no {loading.CONVERSION_MANIFEST}"
 
 
+def test_a_copy_without_weights_is_never_installed_nor_accepted(tiny_gpt2, tmp_path):
+    """What a save that wrote only the tokenizer leaves (transformers >= 5 skips the model on a
+    process of rank > 0 once torch.distributed is initialised) is no converted copy."""
+    tokenizer_only = lambda tmp: [shutil.copy(f, tmp) for f in Path(tiny_gpt2).iterdir()   # noqa: E731
+                                  if f.is_file() and f.name not in ("config.json", "model.safetensors")]
+    d = tmp_path / "converted" / "tiny-0123"
+    assert loading.build_converted(d, tokenizer_only, "tiny.gguf") is None and not d.exists()
+    assert list(d.parent.iterdir()) == []                               # its temporary removed too
+    assert loading.build_converted(d, _fill_from(tiny_gpt2), "tiny.gguf") == d
+    (d / "config.json").unlink()                                       # an old copy of that kind
+    manifest = json.loads((d / loading.CONVERSION_MANIFEST).read_text())
+    del manifest["files"]["config.json"]
+    (d / loading.CONVERSION_MANIFEST).write_text(json.dumps(manifest))
+    assert models.verify_converted(d) == f"no config.json or weights listed in {loading.CONVERSION_MANIFEST}"
+
+
+def test_a_harms_worker_saves_on_every_process(tiny_gpt2, tmp_path, monkeypatch):
+    """transformers skips save_pretrained on rank > 0 when torch.distributed is initialised; a harms
+    worker (each process saves its own files) restores the is_main_process semantics."""
+    from transformers import PreTrainedModel
+
+    from helpers import distributed
+
+    model = models.load(str(tiny_gpt2)).model
+    monkeypatch.setattr(PreTrainedModel, "should_save_on_this_rank", PreTrainedModel.should_save_on_this_rank)
+    import inspect
+    mixin = inspect.getmodule(PreTrainedModel.should_save_on_this_rank)   # transformers.distributed.mixin
+    monkeypatch.setattr(mixin, "_is_torch_distributed_initialized", lambda: True)
+    monkeypatch.setattr(mixin, "_get_torch_distributed_rank", lambda: 1)
+    model.save_pretrained(tmp_path / "before")
+    assert not (tmp_path / "before" / "model.safetensors").exists()    # what rank 1 gets from transformers
+    distributed._save_on_every_process()
+    model.save_pretrained(tmp_path / "after")
+    assert (tmp_path / "after" / "model.safetensors").exists()
+
+
 @pytest.fixture
 def fake_gguf_loader(tiny_gpt2, monkeypatch):
     """``_from_pretrained`` with ``gguf_file`` loads the tiny GPT-2 instead (there is no tiny

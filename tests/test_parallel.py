@@ -278,3 +278,32 @@ def test_fill_through_two_machines_is_the_table_of_one(tiny_bert, tmp_path, what
     assert [_finish(p)[0] for p in procs] == [0, 0]
     pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "one.csv"), pd.read_csv(tmp_path / "two.csv"),
                                   check_exact=False, rtol=0, atol=1e-6)
+
+
+def test_the_books_prefill_through_two_machines_leaves_chapter_01_nothing_to_score(tmp_path, monkeypatch):
+    """`harms book --prefill-only` on two machines scores the profile's chapter 01 (every model on
+    ToxiGen and ImplicitHate, the chapter's settings) into the shared cache: the chapter's own
+    measurement then loads no model."""
+    from helpers import book
+    from helpers.chapters import ch01_safety as ch01
+    from helpers.models import LazyModel
+
+    env = {"HARMS_CACHE_DIR": str(tmp_path / "shared-cache"), "HARMS_RESULTS_DIR": str(tmp_path / "results")}
+    port = _port()
+    procs = [_machine(r, ["book", "--profile", "ci", "--prefill-only"], port, env=env) for r in (0, 1)]
+    results = [_finish(p) for p in procs]
+    assert [code for code, _ in results] == [0, 0], results
+    assert len(_chunks(tmp_path / "shared-cache")) >= 2                   # both machines stored shares
+    timings = pd.read_csv(tmp_path / "results" / "book_timings.csv")
+    assert timings["step"].tolist() == ["prefill"] and timings["status"].tolist() == ["ok"]   # machine 0's only
+
+    monkeypatch.setenv("HARMS_CACHE_DIR", str(tmp_path / "shared-cache"))
+
+    def no_loading(self):
+        raise AssertionError(f"{self.name}: a sentence was not in the cache")
+    monkeypatch.setattr(LazyModel, "load", no_loading)
+    params = book.chapter01_parameters(book.load_profile("ci"))
+    toxigen = ch01.measure(params, params["toxigen"], params["sample_per_group"])
+    implicit = ch01.measure(params, params["implicit_hate"], params["implicit_sample_per_label"])
+    assert toxigen.models == implicit.models == params["models"] and not toxigen.unavailable
+    assert len(toxigen.per_sentence) > 100 and len(implicit.per_sentence) > 20      # scored, from the cache

@@ -635,8 +635,8 @@ def converted_path(f: Path, fingerprint: str) -> Path:
 
 def verify_converted(d: Path) -> str | None:
     """What is wrong with converted copy ``d``, or None if every file it lists in its
-    manifest (``harms-conversion.json``, written last) is present with its SHA-256 and no
-    other file is there. File hashes are memoised by path, size and mtime, so after the
+    manifest (``harms-conversion.json``, written last) is present with its SHA-256, no
+    other file is there, and the list holds a ``config.json`` and ``.safetensors`` weights. File hashes are memoised by path, size and mtime, so after the
     first check this costs a few stat calls."""
     try:
         listed = json.loads((d / CONVERSION_MANIFEST).read_text())["files"]
@@ -646,6 +646,8 @@ def verify_converted(d: Path) -> str | None:
         return f"no {CONVERSION_MANIFEST}"
     except (OSError, ValueError, KeyError, TypeError) as e:
         return f"unreadable {CONVERSION_MANIFEST} ({_one_line(e)})"
+    if "config.json" not in listed or not any(name.endswith(".safetensors") for name in listed):
+        return f"no config.json or weights listed in {CONVERSION_MANIFEST}"
     present = {p.relative_to(d).as_posix() for p in d.rglob("*") if p.is_file()} - {CONVERSION_MANIFEST}
     unlisted = sorted(present - set(listed))
     if unlisted:
@@ -672,6 +674,8 @@ def build_converted(d: Path, write: Callable[[Path], None], source: str) -> Path
         write(tmp)
         files = {p.relative_to(tmp).as_posix(): hashing.sha256_file(p, memoise=False)
                  for p in sorted(tmp.rglob("*")) if p.is_file()}
+        if "config.json" not in files or not any(name.endswith(".safetensors") for name in files):
+            return None                      # nothing loadable was written: never installed as a copy
         tables.atomic_write(tmp / CONVERSION_MANIFEST, json.dumps({"source": source, "files": files}, indent=1))
         os.replace(tmp, d)
         return d
