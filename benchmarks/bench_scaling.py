@@ -36,6 +36,7 @@ from bench_scoring import build_bert, causal_flops, load_smollm2, load_texts, ma
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from helpers.progress import duration  # noqa: E402
 
 TOXIGEN_FULL = 274_000          # sentences of the full machine-generated ToxiGen, "about 274k" (Hartvigsen et al. 2022)
 VOCAB = {"BERT-uncased": 30522, "BERT-cased": 28996, "RoBERTa": 50265, "ELECTRA-generator": 30522,
@@ -176,10 +177,10 @@ def main() -> None:
              "| workload | FLOPs | this machine (2 cores, measured rates) | 1 GPU | 8 GPUs | 8 nodes x 8 GPUs |",
              "|---|---|---|---|---|---|"]
     for name, (flops, n_models) in workloads.items():
-        cells = [f"{flops:.2e}", _duration(here_seconds(flops) + n_models * OVERHEAD_S)]
+        cells = [f"{flops:.2e}", duration(here_seconds(flops) + n_models * OVERHEAD_S)]
         for devices in (1, 8, 64):
             per = {g: flops / (devices * peak * GPU_UTILISATION) + n_models * OVERHEAD_S for g, peak in GPUS.items()}
-            cells.append(" / ".join(f"{_duration(s)}" for s in per.values()))
+            cells.append(" / ".join(f"{duration(s)}" for s in per.values()))
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     lines += ["", "GPU cells: " + " / ".join(GPUS) + " (datasheet dense peaks "
               + ", ".join(f"{g} {p / 1e12:g} TFLOP/s" for g, p in GPUS.items()) + ").", "",
@@ -196,14 +197,6 @@ def main() -> None:
 
 def args_n(a) -> int:
     return a.n
-
-
-def _duration(seconds: float) -> str:
-    if seconds < 3600:
-        return f"{seconds / 60:.0f} min"
-    if seconds < 48 * 3600:
-        return f"{seconds / 3600:.1f} h"
-    return f"{seconds / 86400:.1f} days"
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ import os
 import sys
 import time
 
-__all__ = ["progress", "mode", "progress_bars_of_libraries", "transformers_errors_only"]
+__all__ = ["progress", "mode", "duration", "progress_bars_of_libraries", "transformers_errors_only"]
 
 
 def mode() -> str:
@@ -62,7 +62,7 @@ class _Lines:
             secs = now - self._start
             left = ""
             if self.total and 0 < self.n < self.total:
-                left = f", about {_duration(secs * (self.total - self.n) / self.n)} left"
+                left = f", about {duration(secs * (self.total - self.n) / self.n)} left"
             of = f" of {self.total}" if self.total else ""
             print(f"{self.desc}: {self.n}{of} {_plural(self.unit, self.total or self.n)} in {secs:.0f} s{left}",
                   file=self._file, flush=True)
@@ -105,12 +105,15 @@ def _every() -> float:
     return value if value > 0 else 60.0
 
 
-def _duration(seconds: float) -> str:
+def duration(seconds: float) -> str:
+    """A time span for people: ``45 s``, ``12 min``, ``3.4 h``, ``2.1 days``."""
     if seconds < 90:
         return f"{seconds:.0f} s"
     if seconds < 90 * 60:
         return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
+    if seconds < 48 * 3600:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.1f} days"
 
 
 class _Off(_Lines):
