@@ -33,6 +33,7 @@ machine that died; once every local worker has reported, the launcher gives the 
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import errno
 import json
@@ -362,14 +363,27 @@ class _World:
     def gather(self, obj, what: str) -> list:
         self.wait_for_all(what)
         out = [None] * self.size
-        self.dist.all_gather_object(out, obj)
+        with self._collective(what):
+            self.dist.all_gather_object(out, obj)
         return out
 
     def broadcast(self, obj, what: str):
         self.wait_for_all(what)
         box = [obj if self.rank == 0 else None]
-        self.dist.broadcast_object_list(box, src=0)
+        with self._collective(what):
+            self.dist.broadcast_object_list(box, src=0)
         return box[0]
+
+    @contextlib.contextmanager
+    def _collective(self, what: str):
+        """A collective that every process has reached (:meth:`wait_for_all`) fails only if one
+        died in between (gloo: "Connection closed by peer"): one line, as for a heartbeat."""
+        try:
+            yield
+        except Exception as exc:      # noqa: BLE001 - torch raises RuntimeError / DistError here
+            raise PeerStopped(f"a process stopped during the exchange of {what} "
+                              f"({' '.join(str(exc).split())[:120]}); rerun the same command on every machine "
+                              "to resume from the score cache") from None
 
     def close(self) -> None:
         self._stop.set()

@@ -307,3 +307,13 @@ def test_the_books_prefill_through_two_machines_leaves_chapter_01_nothing_to_sco
     implicit = ch01.measure(params, params["implicit_hate"], params["implicit_sample_per_label"])
     assert toxigen.models == implicit.models == params["models"] and not toxigen.unavailable
     assert len(toxigen.per_sentence) > 100 and len(implicit.per_sentence) > 20      # scored, from the cache
+
+
+def test_a_process_lost_inside_an_exchange_is_one_line_naming_the_exchange():
+    """Collectives start only once every process has arrived; one that dies in between makes gloo
+    raise "Connection closed by peer" in the others: that becomes the same one-line PeerStopped."""
+    w = distributed._World.__new__(distributed._World)       # no process group needed for the wrapper
+    with pytest.raises(distributed.PeerStopped, match=r"^a process stopped during the exchange of rows "
+                                                       r"\(\[pair\.cc:553\] Connection closed by peer "):
+        with w._collective("rows"):
+            raise RuntimeError("[pair.cc:553] Connection closed by peer [127.0.0.1]:20361.\nGLHF")
