@@ -8,6 +8,11 @@
     harms book        execute the notebooks with papermill and build the book
     harms --version   the package version
 
+``score``, ``safety``, ``fill``, ``report`` and ``book`` take ``--processes``, ``--machines``,
+``--machine-rank``, ``--main-ip`` and ``--main-port``: the same command started on every machine
+runs as that many processes under Hugging Face Accelerate (:mod:`helpers.distributed`,
+docs/SCALING.md); ``score`` and ``safety`` take ``--engine vllm`` (:mod:`helpers.lm.engines`).
+
 Argument parsing and dispatch only: each subcommand is a thin layer over the functions the
 notebooks call (helpers.models, helpers.lm, helpers.runner, helpers.datasets, helpers.metrics;
 concurrent runs share the cores through helpers.runs). Every problem is one line on stderr,
