@@ -492,3 +492,36 @@ def test_two_hosts_temporaries_in_one_cache_folder_are_not_reaped_by_each_other(
     monkeypatch.setenv("HARMS_HOST_ID", "node-07.cluster")
     assert tables.host_id() == "node_07_cluster"                     # no '-' or '.': the name parses
     assert tables._TMP.match(tables.temporary_path(tmp_path / "x.csv").name)["host"] == "node_07_cluster"
+
+
+_SAME_CHUNK = """
+import os, sys
+from pathlib import Path
+from helpers import cache
+directory, go = Path(sys.argv[1]), Path(sys.argv[2])
+rows = {f"{i:064x}": [i % 7 + 1, -1.5 * i] for i in range(2000)}       # a large chunk: a long write
+while not go.exists():
+    pass
+for _ in range(20):
+    cache._write_chunk(directory, rows)
+"""
+
+
+def test_two_hosts_writing_the_same_chunk_at_once_leave_one_correct_copy(tmp_path):
+    """Two processes with different host names (a shared cache over NFS) write the same chunk
+    over and over at the same moment: one chunk file remains, it passes its checksum, and no
+    temporary is left (the name is the content's checksum and every write is an atomic rename)."""
+    directory, go = tmp_path / "scores" / "key", tmp_path / "go"
+    directory.mkdir(parents=True)
+    from pathlib import Path
+
+    root = str(Path(__file__).resolve().parent.parent)
+    procs = [subprocess.Popen([sys.executable, "-c", _SAME_CHUNK, str(directory), str(go)],
+                              env={**os.environ, "PYTHONPATH": root, "HARMS_HOST_ID": host})
+             for host in ("a", "b")]
+    go.touch()                                        # both start writing together
+    assert [p.wait(timeout=600) for p in procs] == [0, 0]
+    files = sorted(p.name for p in directory.iterdir())
+    assert len(files) == 1 and files[0].startswith("chunk-")
+    rows = cache._read_chunk(directory / files[0])
+    assert rows == {f"{i:064x}": [i % 7 + 1, -1.5 * i] for i in range(2000)}
