@@ -265,7 +265,6 @@ class FakeClock:
 
 def timed(clock: FakeClock, seconds_per_sentence) -> Counter:
     """A Counter whose k-th call costs ``seconds_per_sentence(k)`` fake seconds per text."""
-    counter = Counter()
     plain = Counter.__call__
 
     class Timed(Counter):
