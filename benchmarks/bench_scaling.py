@@ -164,7 +164,7 @@ def main() -> None:
                f"vocabulary); mean squared length {moments[data + '/bpe']['L2']:.0f} / "
                f"{moments[data + '/wordpiece']['L2']:.0f}" for data in ("toxigen", "implicit-hate")],
              f"- fp32 matmul 2048^3: {rates['matmul_gflops']:.1f} GFLOP/s",
-             f"- causal scoring, SmolLM2-135M, {args_n(a)} sentences: {rates['causal_tokens'] / rates['causal_seconds']:.0f} "
+             f"- causal scoring, SmolLM2-135M, {a.n} sentences: {rates['causal_tokens'] / rates['causal_seconds']:.0f} "
              f"tokens/s, {rates['causal_gflops']:.1f} GFLOP/s achieved "
              f"({rates['causal_gflops'] / rates['matmul_gflops']:.0%} of the matmul rate)",
              f"- pseudo-log-likelihood, BERT-base shape: {rates['pll_tokens'] / rates['pll_seconds']:.1f} scored "
@@ -193,10 +193,6 @@ def main() -> None:
     (ROOT / "benchmarks" / "scaling_inputs.json").write_text(json.dumps(
         {"moments": moments, "rates": rates, "gpus": GPUS, "utilisation": GPU_UTILISATION,
          "overhead_s": OVERHEAD_S, "workload_flops": {k: v[0] for k, v in workloads.items()}}, indent=2) + "\n")
-
-
-def args_n(a) -> int:
-    return a.n
 
 
 if __name__ == "__main__":

@@ -652,6 +652,10 @@ def offline_reference(metric: str, group: str, budget: str) -> pd.Series:
     return pd.to_numeric(part.set_index("model")["value"], errors="coerce").dropna()
 
 
+#: The reference set of the papers' own models (the other: the book's offline models).
+PUBLISHED = "published models"
+
+
 def standing(metrics: pd.DataFrame, *, budget: str | None = None) -> pd.DataFrame:
     """Each model's value of every metric the papers publish per model (:data:`REFERENCES`: seed
     000's 24 models on ToxiGen and ImplicitHate, seed 002's %@10 per language, seed 003's CB), and
@@ -662,7 +666,7 @@ def standing(metrics: pd.DataFrame, *, budget: str | None = None) -> pd.DataFram
     for metric, (paper, table, group, better, note) in REFERENCES.items():
         mine = metrics[(metrics["metric"] == metric) & (metrics["group"] == group)]
         for r in mine.itertuples():
-            sets = {"published models": _published_reference(metric)}
+            sets = {PUBLISHED: _published_reference(metric)}
             if budget is not None:
                 sets["offline models"] = offline_reference(metric, group, budget).drop(r.model, errors="ignore")
             for reference, ref in sets.items():
@@ -671,13 +675,13 @@ def standing(metrics: pd.DataFrame, *, budget: str | None = None) -> pd.DataFram
                 median = float(ref.median())
                 rank = int(((ref > r.value) if better == "higher" else (ref < r.value)).sum()) + 1
                 rows.append({"model": r.model, "metric": metric, "reference": reference,
-                             "source": f"seed {paper} {table}" if reference == "published models" else
+                             "source": f"seed {paper} {table}" if reference == PUBLISHED else
                              f"chapter 08, budget {budget}", "value": r.value, "ci_low": r.ci_low,
                              "ci_high": r.ci_high, "rank": rank, "of": len(ref) + 1, "better": better,
                              "reference_min": float(ref.min()), "reference_median": median,
                              "reference_max": float(ref.max()),
                              "differs_from_median": not (r.ci_low <= median <= r.ci_high),
-                             "note": note if reference == "published models" else "the book's offline models, same budget"})
+                             "note": note if reference == PUBLISHED else "the book's offline models, same budget"})
     return pd.DataFrame(rows)
 
 
@@ -1029,7 +1033,7 @@ def html(c: Card) -> str:
         parts += ["<h2>Where it stands</h2>", f"<p>{esc.escape(STANDING_NOTE)}</p>"]
         for (metric, reference), rows in c.standing.groupby(["metric", "reference"], sort=False):
             group = REFERENCES[metric][2]
-            ref = (_published_reference(metric) if reference == "published models"
+            ref = (_published_reference(metric) if reference == PUBLISHED
                    else offline_reference(metric, group, c.budget))
             parts += [f"<h3>{esc.escape(metric)} ({esc.escape(group)}) beside the {esc.escape(reference)} "
                       f"({esc.escape(rows['source'].iloc[0])})</h3>",

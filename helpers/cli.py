@@ -38,6 +38,7 @@ import pandas as pd
 
 from helpers import __version__, runs, tables
 from helpers.errors import HarmsError, InputError, Interrupted
+from helpers.lm.engines import ENGINES
 
 SCORE_COLUMNS = ["n_tokens", "log_likelihood", "perplexity"]
 _DEVICE = re.compile(r"^(cpu|mps|auto|cuda(:\d+)?)$")
@@ -122,7 +123,7 @@ def _cluster(args: argparse.Namespace):
 
 def _add_scoring_options(p: argparse.ArgumentParser) -> None:
     _add_model_options(p)
-    p.add_argument("--engine", default="transformers", choices=["transformers", "vllm"],
+    p.add_argument("--engine", default="transformers", choices=ENGINES,
                    help="what computes causal log-likelihoods: transformers, or vLLM on CUDA GPUs (optional "
                         "dependency; a parity gate against transformers runs first; masked and permutation "
                         "models stay on transformers)")
@@ -455,7 +456,10 @@ def _cmd_fetch_data(args: argparse.Namespace) -> None:
         print(f"{name}: {path}")
 
 
-def _book_device(args: argparse.Namespace) -> str:
+def _device_of(args: argparse.Namespace) -> str:
+    """``--device``, or for ``harms book`` the device its profile's chapters run on."""
+    if hasattr(args, "device"):
+        return args.device
     from helpers import book
 
     return book.profile_device(args.profile)
@@ -511,13 +515,12 @@ def main(argv: list[str] | None = None) -> int:
             if getattr(args, "engine", None) == "vllm" and args.processes > 1:
                 raise InputError("--engine vllm runs one process per machine (vLLM drives its GPU itself): use "
                                  "--processes 1, and --machines for several nodes")
-            device = args.device if hasattr(args, "device") else _book_device(args)
             if distributed.is_worker():        # one process of a run started by distributed.launch
                 return distributed.run_worker(lambda: _run(args, received, device=distributed.worker_device),
-                                              device=device)
+                                              device=_device_of(args))
             if cluster.distributed:
                 with _sigterm_interrupts(received):
-                    distributed.launch(sys.argv[1:] if argv is None else list(argv), cluster, device)
+                    distributed.launch(sys.argv[1:] if argv is None else list(argv), cluster, _device_of(args))
                 if cluster.machine_rank:
                     print(f"harms: machine rank {cluster.machine_rank} computed its share; machine rank 0 "
                           "writes the outputs", file=sys.stderr)

@@ -38,6 +38,7 @@ import datetime
 import errno
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -108,10 +109,10 @@ class Cluster:
 
 # --------------------------------------------------------------------------- the launcher's side
 
-def preflight(cluster: Cluster, *, connect_timeout: float | None = None) -> None:
+def preflight(cluster: Cluster) -> None:
     """Fail fast with one line: on machine 0, if the main port is taken; on the others, if the
     main address does not answer (nothing reachable within :data:`UNREACHABLE_AFTER` seconds) or
-    nothing listens there within ``connect_timeout`` (``$HARMS_CONNECT_TIMEOUT``, default 60 s)."""
+    nothing listens there within ``$HARMS_CONNECT_TIMEOUT`` seconds (default 60)."""
     if cluster.machines == 1:
         return
     port = cluster.main_port
@@ -124,7 +125,7 @@ def preflight(cluster: Cluster, *, connect_timeout: float | None = None) -> None
                 raise HarmsError(f"--main-port {port} is in use on this machine ({exc.strerror or exc}); "
                                  "choose a free port and give it to every machine") from None
         return
-    timeout = _env_seconds(CONNECT_TIMEOUT_ENV, DEFAULT_CONNECT_TIMEOUT) if connect_timeout is None else connect_timeout
+    timeout = _env_seconds(CONNECT_TIMEOUT_ENV, DEFAULT_CONNECT_TIMEOUT)
     start = time.monotonic()
     answered = False
     last = ""
@@ -210,7 +211,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def launch(argv: Sequence[str], cluster: Cluster, device: str = "cpu", *, quiet: bool = False) -> None:
+def launch(argv: Sequence[str], cluster: Cluster, device: str = "cpu") -> None:
     """Run ``harms <argv>`` as this machine's ``cluster.processes`` workers of the run and wait for
     them. Returns when they have finished; raises the first worker's error as the same one-line
     error (a dead process on another machine: :class:`PeerStopped` naming it)."""
@@ -228,9 +229,7 @@ def launch(argv: Sequence[str], cluster: Cluster, device: str = "cpu", *, quiet:
     status = temporary_path(root / "status")
     status.mkdir()
     env = dict(os.environ, **{STATUS_ENV: str(status), CLUSTER_ENV: json.dumps(asdict(cluster))})
-    proc = subprocess.Popen(launch_command(argv, cluster, device), env=env, start_new_session=True,
-                            stdout=subprocess.DEVNULL if quiet else None,
-                            stderr=subprocess.PIPE if quiet else None, text=True)
+    proc = subprocess.Popen(launch_command(argv, cluster, device), env=env, start_new_session=True)
     try:
         _wait(proc, status, cluster.processes)
         reports = [json.loads(p.read_text()) for p in sorted(status.glob("rank-*.json"))]
@@ -252,7 +251,6 @@ def launch(argv: Sequence[str], cluster: Cluster, device: str = "cpu", *, quiet:
     finally:
         if proc.poll() is None:
             _stop(proc, signal.SIGTERM)
-        import shutil
         shutil.rmtree(status, ignore_errors=True)
 
 
@@ -491,8 +489,7 @@ def shard(key: dict, hashes: Sequence[str], todo: list[tuple[str, str]],
         return compute(todo)
     mine = {"key": key, "request": sha256_json(list(hashes)), "launch": asdict(w.cluster)}
     job = w.broadcast({**mine, "todo": todo}, "job")
-    differences = [_difference(job, mine) for _ in [0]]
-    verdicts = w.gather(differences[0], "check")
+    verdicts = w.gather(_difference(job, mine), "check")
     for rank, diff in enumerate(verdicts):
         if diff:
             raise InputError(f"{w.describe(rank)} was started with different settings than machine rank 0: "
@@ -517,12 +514,10 @@ def shard(key: dict, hashes: Sequence[str], todo: list[tuple[str, str]],
 
 def _difference(job: dict, mine: dict) -> str:
     """'' when ``mine`` matches process 0's ``job``, else what differs, in words."""
-    if job["launch"] != mine["launch"]:
-        a, b = job["launch"], mine["launch"]
-        field = next(k for k in a if a[k] != b[k] and k != "machine_rank") if any(
-            a[k] != b[k] for k in a if k != "machine_rank") else None
-        if field:
-            return f"--{field.replace('_', '-')} {b[field]} instead of {a[field]}"
+    a, b = job["launch"], mine["launch"]
+    field = next((k for k in a if k != "machine_rank" and a[k] != b[k]), None)   # each machine has its own rank
+    if field:
+        return f"--{field.replace('_', '-')} {b[field]} instead of {a[field]}"
     if job["key"] != mine["key"]:
         a, b = _flat(job["key"]), _flat(mine["key"])
         fields = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))

@@ -32,16 +32,10 @@ ENGINES = ("transformers", "vllm")
 DEFAULT_PARITY_SAMPLE = 32
 DEFAULT_PARITY_TOLERANCE = 0.05      # nats per sentence, log-likelihood summed over its tokens
 
-__all__ = ["ENGINES", "VllmEngine", "parity_gate", "using", "active", "check_engine",
+__all__ = ["ENGINES", "VllmEngine", "parity_gate", "using", "active", "check_available",
            "DEFAULT_PARITY_SAMPLE", "DEFAULT_PARITY_TOLERANCE"]
 
 _active: contextvars.ContextVar = contextvars.ContextVar("harms_engine", default=None)
-
-
-def check_engine(name: str) -> str:
-    if name not in ENGINES:
-        raise InputError(f"unknown engine {name!r}: use {' or '.join(ENGINES)}")
-    return name
 
 
 def parity_gate(reference: pd.DataFrame, candidate: pd.DataFrame, texts: Sequence[str], *, model: str,
