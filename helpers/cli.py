@@ -520,7 +520,9 @@ def main(argv: list[str] | None = None) -> int:
                                               device=_device_of(args))
             if cluster.distributed:
                 with _sigterm_interrupts(received):
-                    distributed.launch(sys.argv[1:] if argv is None else list(argv), cluster, _device_of(args))
+                    spent = distributed.launch(sys.argv[1:] if argv is None else list(argv), cluster,
+                                               _device_of(args))
+                print(f"harms: {spent}", file=sys.stderr)
                 if cluster.machine_rank:
                     print(f"harms: machine rank {cluster.machine_rank} computed its share; machine rank 0 "
                           "writes the outputs", file=sys.stderr)

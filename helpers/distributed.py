@@ -211,10 +211,11 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def launch(argv: Sequence[str], cluster: Cluster, device: str = "cpu") -> None:
+def launch(argv: Sequence[str], cluster: Cluster, device: str = "cpu") -> str:
     """Run ``harms <argv>`` as this machine's ``cluster.processes`` workers of the run and wait for
-    them. Returns when they have finished; raises the first worker's error as the same one-line
-    error (a dead process on another machine: :class:`PeerStopped` naming it)."""
+    them. Returns, when they have finished, one line on what their exchanges cost
+    (:func:`exchange_summary`); raises the first worker's error as the same one-line error (a dead
+    process on another machine: :class:`PeerStopped` naming it)."""
     cluster.check()
     if device not in ("cpu",) and not device.startswith("cuda"):
         raise HarmsError(f"data-parallel scoring runs on cpu or cuda, not {device!r}")
@@ -245,6 +246,7 @@ def launch(argv: Sequence[str], cluster: Cluster, device: str = "cpu") -> None:
                              f"processes stopped without finishing (accelerate launch exited with "
                              f"{proc.returncode}); rerun the same command on every machine to resume from "
                              "the score cache")
+        return exchange_summary([r["exchange"] for r in reports], cluster.world_size)
     except KeyboardInterrupt:
         _stop(proc, signal.SIGINT)
         raise
@@ -252,6 +254,16 @@ def launch(argv: Sequence[str], cluster: Cluster, device: str = "cpu") -> None:
         if proc.poll() is None:
             _stop(proc, signal.SIGTERM)
         shutil.rmtree(status, ignore_errors=True)
+
+
+def exchange_summary(exchanges: Sequence[dict], processes: int) -> str:
+    """One line on this machine's processes' exchanges: rounds, texts in the jobs, seconds in the
+    collectives (sending) and seconds waiting for the other processes (the slowest share sets it)."""
+    if not exchanges:
+        return ""
+    worst = max(exchanges, key=lambda e: e["transfer_seconds"] + e["wait_seconds"])
+    return (f"{processes} processes exchanged {worst['rounds']} times over {worst['texts']:,} texts to score: "
+            f"{worst['transfer_seconds']:.2f} s sending, {worst['wait_seconds']:.1f} s waiting for the others")
 
 
 def _wait(proc: subprocess.Popen, status: Path, local: int) -> None:
@@ -295,12 +307,15 @@ class _World:
         self.rank, self.size = self.state.process_index, self.state.num_processes
         self.dist = dist
         self.round = 0
+        self._beats: dict[int, tuple[int, float]] = {}
+        self.exchange = {"rounds": 0, "texts": 0, "wait_seconds": 0.0, "transfer_seconds": 0.0}
         addr, port = os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"])
         self.store = dist.TCPStore(addr, port, is_master=False, timeout=datetime.timedelta(seconds=30))
         beat_store = dist.TCPStore(addr, port, is_master=False, timeout=datetime.timedelta(seconds=30))
         self.prefix = "harms/"
         self.store.set(f"{self.prefix}who/{self.rank}", json.dumps(
             {"machine_rank": self.cluster.machine_rank, "host": host_id(), "pid": os.getpid()}))
+        self.store.add(f"{self.prefix}beat/{self.rank}", 1)
         self._stop = threading.Event()
         self._beat = threading.Thread(target=self._heartbeat, args=(beat_store,), daemon=True)
         self._beat.start()
@@ -323,33 +338,29 @@ class _World:
         """Tell the other processes that this one stopped with ``message``."""
         try:
             self.store.set(f"{self.prefix}failed/{self.rank}", message)
+            self.store.add(f"{self.prefix}failures", 1)
         except Exception:
             pass
 
     def wait_for_all(self, what: str) -> None:
         """Mark this process as having reached ``what`` and wait until every process has; a
-        process that failed or whose heartbeat stopped raises :class:`PeerStopped` naming it."""
+        process that failed or whose heartbeat stopped raises :class:`PeerStopped` naming it.
+
+        One arrival counter per round, polled every :data:`POLL_SECONDS`; the failure counter and
+        every heartbeat are read (two requests) once a :data:`HEARTBEAT_SECONDS`, so the store
+        sees O(processes) requests a second, not O(processes²)."""
+        began = time.monotonic()
         self.round += 1
         tag = f"{self.prefix}{self.round}-{what}"
         try:
             self.store.set(f"{tag}/{self.rank}", "1")
-            beats: dict[int, tuple[int, float]] = {}
-            while True:
-                waiting = [r for r in range(self.size) if not self.store.check([f"{tag}/{r}"])]
-                if not waiting:
-                    return
+            self.store.add(f"{tag}/arrived", 1)
+            checked = 0.0
+            while self.store.add(f"{tag}/arrived", 0) < self.size:
                 now = time.monotonic()
-                for r in waiting:
-                    if self.store.check([f"{self.prefix}failed/{r}"]):
-                        raise PeerStopped(f"{self.describe(r)} failed: "
-                                          f"{self.store.get(f'{self.prefix}failed/{r}').decode()}")
-                    count = self.store.add(f"{self.prefix}beat/{r}", 0)
-                    if r not in beats or beats[r][0] != count:
-                        beats[r] = (count, now)
-                    elif now - beats[r][1] > self.dead_after:
-                        raise PeerStopped(f"{self.describe(r)} stopped (no heartbeat for {self.dead_after:.0f} s) "
-                                          "before finishing its share; rerun the same command on every machine "
-                                          "to resume from the score cache")
+                if now - checked >= HEARTBEAT_SECONDS:
+                    checked = now
+                    self._check_peers(tag, now)
                 time.sleep(POLL_SECONDS)
         except PeerStopped:
             raise
@@ -357,6 +368,29 @@ class _World:
             raise PeerStopped(f"lost the main machine (rank 0) at {os.environ.get('MASTER_ADDR')}:"
                               f"{os.environ.get('MASTER_PORT')} ({' '.join(str(exc).split())[:120]}); rerun the "
                               "same command on every machine to resume from the score cache") from None
+        finally:
+            self.exchange["wait_seconds"] += time.monotonic() - began
+
+    def _check_peers(self, tag: str, now: float) -> None:
+        """Raise :class:`PeerStopped` for a process that failed, or that has not reached ``tag``
+        and whose heartbeat has not moved for :attr:`dead_after` seconds."""
+        if self.store.add(f"{self.prefix}failures", 0):
+            for r in range(self.size):
+                if self.store.check([f"{self.prefix}failed/{r}"]):
+                    raise PeerStopped(f"{self.describe(r)} failed: "
+                                      f"{self.store.get(f'{self.prefix}failed/{r}').decode()}")
+        keys = [f"{self.prefix}beat/{r}" for r in range(self.size)]
+        if self.store.check(keys):
+            counts = [int(c) for c in self.store.multi_get(keys)]
+        else:                         # a process has not beaten yet: add(key, 0) reads and creates
+            counts = [self.store.add(k, 0) for k in keys]
+        for r, count in enumerate(counts):
+            if r not in self._beats or self._beats[r][0] != count:
+                self._beats[r] = (count, now)
+            elif now - self._beats[r][1] > self.dead_after and not self.store.check([f"{tag}/{r}"]):
+                raise PeerStopped(f"{self.describe(r)} stopped (no heartbeat for {self.dead_after:.0f} s) "
+                                  "before finishing its share; rerun the same command on every machine "
+                                  "to resume from the score cache")
 
     def gather(self, obj, what: str) -> list:
         self.wait_for_all(what)
@@ -376,8 +410,11 @@ class _World:
     def _collective(self, what: str):
         """A collective that every process has reached (:meth:`wait_for_all`) fails only if one
         died in between (gloo: "Connection closed by peer"): one line, as for a heartbeat."""
+        began = time.monotonic()
         try:
             yield
+            self.exchange["rounds"] += 1
+            self.exchange["transfer_seconds"] += time.monotonic() - began
         except Exception as exc:      # noqa: BLE001 - torch raises RuntimeError / DistError here
             raise PeerStopped(f"a process stopped during the exchange of {what} "
                               f"({' '.join(str(exc).split())[:120]}); rerun the same command on every machine "
@@ -449,6 +486,7 @@ def run_worker(body: Callable[[], None], device: str = "cpu") -> int:
         if _world.rank != 0:
             sys.stdout = open(os.devnull, "w")        # process 0 prints the summary
         body()
+        report["exchange"] = _world.exchange
     except BaseException as exc:                        # noqa: BLE001 - reported to the launcher
         if isinstance(exc, HarmsError):
             message = " ".join(str(exc).split())
@@ -495,6 +533,7 @@ def shard(key: dict, hashes: Sequence[str], todo: list[tuple[str, str]],
             raise InputError(f"{w.describe(rank)} was started with different settings than machine rank 0: "
                              f"{diff}; start every machine with the same command")
     todo = job["todo"]
+    w.exchange["texts"] += len(todo)
     share = len(todo) // w.size, len(todo) % w.size
     start = w.rank * share[0] + min(w.rank, share[1])
     stop = start + share[0] + (1 if w.rank < share[1] else 0)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -96,7 +97,10 @@ def test_two_machines_give_the_scores_of_one_process(fixture, request, tmp_path)
     procs = [_machine(r, argv, port) for r in (0, 1)]
     (code0, lines0), (code1, lines1) = (_finish(p) for p in procs)
     assert (code0, code1) == (0, 0), lines0 + lines1
-    assert lines1 == ["harms: machine rank 1 computed its share; machine rank 0 writes the outputs"]
+    assert lines1[-1] == "harms: machine rank 1 computed its share; machine rank 0 writes the outputs"
+    for lines in (lines0, lines1):       # what the exchanges cost, on each machine
+        assert any(re.fullmatch(r"harms: 2 processes exchanged \d+ times over 15 texts to score: "
+                                r"\d+\.\d\d s sending, \d+\.\d s waiting for the others", x) for x in lines), lines
     both, single = pd.read_csv(out), _single(model)
     assert both["n_tokens"].tolist() == single["n_tokens"].tolist()
     np.testing.assert_allclose(both["log_likelihood"], single["log_likelihood"], rtol=0, atol=1e-6)
@@ -317,3 +321,105 @@ def test_a_process_lost_inside_an_exchange_is_one_line_naming_the_exchange():
                                                        r"\(\[pair\.cc:553\] Connection closed by peer "):
         with w._collective("rows"):
             raise RuntimeError("[pair.cc:553] Connection closed by peer [127.0.0.1]:20361.\nGLHF")
+
+
+# ---------------------------------------------------------------------------- waiting on the store
+
+class _CountingStore:
+    """A dict with TCPStore's set/get/add/check/multi_get, counting requests; ``arrive`` lets the
+    other processes reach a round after ``polls`` requests of the arrival counter."""
+
+    def __init__(self):
+        self.data: dict[str, bytes] = {}
+        self.requests = 0
+        self.on_poll = lambda: None
+
+    def set(self, k, v):
+        self.requests += 1
+        self.data[k] = v.encode() if isinstance(v, str) else v
+
+    def get(self, k):
+        self.requests += 1
+        return self.data[k]
+
+    def add(self, k, n):
+        self.requests += 1
+        value = int(self.data.get(k, b"0")) + n
+        self.data[k] = str(value).encode()
+        if k.endswith("/arrived") and n == 0:
+            self.on_poll()
+        return value
+
+    def check(self, keys):
+        self.requests += 1
+        return all(k in self.data for k in keys)
+
+    def multi_get(self, keys):
+        self.requests += 1
+        return [self.data[k] for k in keys]
+
+
+def _waiting_world(size: int, monkeypatch, dead_after: float = 30.0):
+    """Process 0 of ``size`` on a counting store, with a clock that advances by each sleep."""
+    clock = [0.0]
+    monkeypatch.setattr(distributed.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(distributed.time, "sleep", lambda s: clock.__setitem__(0, clock[0] + s))
+    w = distributed._World.__new__(distributed._World)
+    w.rank, w.size, w.round, w.prefix, w.dead_after = 0, size, 0, "harms/", dead_after
+    w._beats, w.store = {}, _CountingStore()
+    w.exchange = {"rounds": 0, "texts": 0, "wait_seconds": 0.0, "transfer_seconds": 0.0}
+    w.cluster = distributed.Cluster(machines=size)
+    for r in range(size):
+        w.store.data[f"harms/who/{r}"] = json.dumps({"machine_rank": r, "host": f"h{r}", "pid": 1}).encode()
+    return w, clock
+
+
+def test_waiting_costs_the_store_requests_linear_in_the_processes(monkeypatch):
+    """64 processes wait 30 s for the last one: the store sees O(processes) requests a second
+    (each process: the arrival counter 5 times a second, failures and all heartbeats once),
+    where one key per process polled 5 times a second would be O(processes²)."""
+    size, seconds = 64, 30.0
+    w, clock = _waiting_world(size, monkeypatch)
+
+    def others():                 # everyone beats; all arrive at once after `seconds`
+        for r in range(size):
+            w.store.data[f"harms/beat/{r}"] = str(int(clock[0] * 10)).encode()
+        if clock[0] >= seconds:
+            w.store.data[f"harms/1-x/arrived"] = str(size).encode()
+
+    w.store.on_poll = others
+    w.wait_for_all("x")
+    per_second = w.store.requests / seconds
+    assert clock[0] == pytest.approx(seconds, abs=0.5)
+    assert per_second <= 1 / distributed.POLL_SECONDS + 2 / distributed.HEARTBEAT_SECONDS + 1   # 7: not × size
+    assert w.exchange["wait_seconds"] == pytest.approx(seconds, abs=0.5)
+
+
+def test_a_silent_process_is_named_after_dead_after_seconds_and_a_failed_one_at_once(monkeypatch):
+    w, clock = _waiting_world(4, monkeypatch, dead_after=3.0)
+
+    def beats_but_rank_2():
+        for r in (0, 1, 3):
+            w.store.data[f"harms/beat/{r}"] = str(int(clock[0] * 10)).encode()
+        w.store.data.setdefault("harms/beat/2", b"7")
+
+    w.store.on_poll = beats_but_rank_2
+    with pytest.raises(distributed.PeerStopped, match=r"^machine rank 2 \(process 2, host h2, pid 1\) stopped "
+                                                       r"\(no heartbeat for 3 s\)"):
+        w.wait_for_all("rows")
+    assert 3.0 < clock[0] <= 3.0 + 2 * distributed.HEARTBEAT_SECONDS
+
+    w.store.data["harms/failed/3"] = b"out of memory"
+    w.store.data["harms/failures"] = b"1"
+    began = clock[0]
+    with pytest.raises(distributed.PeerStopped, match=r"^machine rank 3 .* failed: out of memory$"):
+        w.wait_for_all("rows")
+    assert clock[0] - began <= distributed.HEARTBEAT_SECONDS
+
+
+def test_the_exchange_summary_names_the_slowest_process():
+    line = distributed.exchange_summary([
+        {"rounds": 6, "texts": 15, "transfer_seconds": 0.01, "wait_seconds": 2.0},
+        {"rounds": 6, "texts": 15, "transfer_seconds": 0.02, "wait_seconds": 0.5}], 2)
+    assert line == "2 processes exchanged 6 times over 15 texts to score: 0.01 s sending, 2.0 s waiting for the others"
+    assert distributed.exchange_summary([], 2) == ""
