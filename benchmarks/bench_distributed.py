@@ -21,7 +21,6 @@ point is equality, resumption, and the overhead.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil

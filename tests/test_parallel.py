@@ -385,7 +385,7 @@ def test_waiting_costs_the_store_requests_linear_in_the_processes(monkeypatch):
         for r in range(size):
             w.store.data[f"harms/beat/{r}"] = str(int(clock[0] * 10)).encode()
         if clock[0] >= seconds:
-            w.store.data[f"harms/1-x/arrived"] = str(size).encode()
+            w.store.data["harms/1-x/arrived"] = str(size).encode()
 
     w.store.on_poll = others
     w.wait_for_all("x")
