@@ -6,6 +6,7 @@ Layout::
         key.json                      the key, human readable
         chunk-<sha256[:20]>.json      {"format", "sha256", "rows": {text_sha256: [n_tokens, log_likelihood]}}
     <paths.cache_dir()>/results/<sha256(canonical JSON of key)[:24]>.pkl   (:func:`memoize`)
+    <paths.cache_dir()>/steps/<sha256(canonical JSON of key)[:16]>/step-<i>.json   (:func:`cached_steps`)
 
 A key (model identity, objective and the settings that change results) names
 a directory; the rows inside it are keyed by the SHA-256 of the text, so a
@@ -44,7 +45,7 @@ import pandas as pd
 from helpers import distributed, paths
 from helpers.errors import HarmsError, InputError, Interrupted
 from helpers.hashing import canonical_json, sha256_bytes, sha256_json, sha256_text
-from helpers.progress import progress as progress_bar
+from helpers.progress import plural, progress as progress_bar
 from helpers.tables import atomic_write, remove_stale_temporaries
 
 FORMAT = "harms-scores-v1"
@@ -53,7 +54,7 @@ SAVE_EVERY_SECONDS = 30.0      # ... and at most this much work between two stor
 CHUNK_SIZE_ENV = "HARMS_CACHE_CHUNK_SIZE"
 _COMPACT_ABOVE = 64            # merge the directory into one file when it holds more chunks than this
 
-__all__ = ["cached_scores", "memoize", "key_dir", "text_hash", "CorruptCacheWarning",
+__all__ = ["cached_scores", "cached_rows", "cached_steps", "memoize", "key_dir", "text_hash", "CorruptCacheWarning",
            "DEFAULT_CHUNK_SIZE", "SAVE_EVERY_SECONDS"]
 
 
@@ -270,6 +271,90 @@ def cached_scores(key: dict, texts: Sequence[str], compute: Callable[[list[str]]
     values = cached_rows(key, texts, rows, chunk_size=chunk_size, enabled=enabled, progress=progress,
                          save_every=save_every, clock=clock)
     return _frame([v[0] for v in values], [v[1] for v in values])
+
+
+STEPS_FORMAT = "harms-steps-v1"
+
+
+def cached_steps(key: dict, steps: int, step: Callable[[int], list], *, save_state: Callable[[], str] | None = None,
+                 restore_state: Callable[[str], None] | None = None, enabled: bool = True, progress: bool = True,
+                 desc: str = "steps", unit: str = "step") -> list[list]:
+    """``[step(0), ..., step(steps - 1)]``, run in order, each result (a JSON list) stored as soon
+    as it is done together with ``save_state()``, the random state after it.
+
+    For sequential work that cannot be split by text, because each draw depends on every draw
+    before it (sampled generation from one seeded random stream). A rerun reads the stored
+    steps ``0 .. k-1``, calls ``restore_state`` with the state stored after step ``k-1`` and runs
+    the rest, so the results are those of one uninterrupted run and a Ctrl-C loses at most one
+    step (:class:`helpers.errors.Interrupted` says how many are saved). Stored in
+    ``cache_dir()/steps/<sha256 of key>[:16]/step-<i>.json`` with the SHA-256 of its content; a
+    corrupt file is reported, deleted and its step recomputed. In a run of several processes each
+    runs every step (the results are the same; nothing is split). ``enabled=False``: no cache.
+    """
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
+        raise ValueError(f"steps must be a whole number >= 0, got {steps!r}")
+    directory = paths.cache_dir() / "steps" / sha256_json(key)[:16] if enabled else None
+    results: list[list] = []
+    state = None
+    if directory is not None:
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            remove_stale_temporaries(directory)
+            if not (directory / "key.json").exists():
+                atomic_write(directory / "key.json", json.dumps(key, indent=2, sort_keys=True, default=str) + "\n")
+        except OSError as exc:
+            raise _unwritable(directory, exc, "step cache") from None
+        while len(results) < steps:
+            got = _read_step(directory / f"step-{len(results):06d}.json")
+            if got is None:
+                break
+            results.append(got["result"])
+            state = got["state"]
+        if results and state is not None and restore_state is not None:
+            restore_state(state)
+    try:
+        with progress_bar(total=steps - len(results), desc=desc, unit=unit,
+                          enabled=progress and len(results) < steps and distributed.is_main()) as bar:
+            for i in range(len(results), steps):
+                result = list(step(i))
+                if directory is not None:
+                    doc = {"result": result, "state": save_state() if save_state is not None else None}
+                    try:
+                        atomic_write(directory / f"step-{i:06d}.json", json.dumps(
+                            {"format": STEPS_FORMAT, "sha256": sha256_text(canonical_json(doc)), **doc},
+                            ensure_ascii=False))
+                    except OSError as exc:
+                        raise _unwritable(directory, exc, "step cache") from None
+                results.append(result)
+                bar.update(1)
+    except KeyboardInterrupt:
+        saved = len(results)
+        while directory is not None and (directory / f"step-{saved:06d}.json").exists():
+            saved += 1                 # a step whose write had just finished counts too
+        where = "nothing was saved (the cache is off)" if directory is None else \
+            (f"{saved} of {steps} {plural(unit, steps)} ({desc}) are saved in the cache ({directory}); "
+             "rerun the same command to resume")
+        raise Interrupted(f"interrupted: {where}", saved=saved, total=steps) from None
+    return results
+
+
+def _read_step(path: Path) -> dict | None:
+    """``{"result", "state"}`` of a valid step file; None if absent or corrupt (reported, deleted)."""
+    try:
+        doc = json.loads(path.read_bytes().decode("utf-8"))
+        body = {"result": doc["result"], "state": doc["state"]}
+        if doc.get("format") == STEPS_FORMAT and isinstance(body["result"], list) and \
+                sha256_text(canonical_json(body)) == doc["sha256"]:
+            return body
+        problem = "checksum mismatch"
+    except FileNotFoundError:
+        return None
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        problem = f"does not parse ({type(exc).__name__})"
+    warnings.warn(f"corrupt step cache file {path}: {problem}; deleted, its step will be recomputed",
+                  CorruptCacheWarning, stacklevel=3)
+    path.unlink(missing_ok=True)
+    return None
 
 
 def memoize(key: dict, compute: Callable[[], object], *, enabled: bool = True):

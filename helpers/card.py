@@ -358,9 +358,9 @@ def measure_seat(handle, params: dict) -> dict:
                 "permutations": 10_000, "p_method": "auto", "interval_resamples": params["n_resamples"]}
 
     def compute(lm):
-        return association.seat(tests, lambda t: sentence_embeddings(lm, t, pooling=pooling), n_resamples=10_000,
+        return association.seat(tests, lambda t: sentence_embeddings(lm, t, pooling=pooling, cache=True), n_resamples=10_000,
                                 seed=params["seed"], p_method="auto", interval_resamples=params["n_resamples"])
-    res = runner.cached_result(handle, "card-seat", settings, compute)
+    res = runner.cached_result(handle, "card-seat", settings, compute, version=2)   # 2: vectors cached per chunk
     n = res["n_x"] + res["n_y"]
     rows = _rows(handle.name, "seat", res.assign(group=res["test"], value=res["effect_size"], n=n))
     return {"seat": (rows, _paired_items(res.assign(magnitude=res["effect_size"].abs()), ["test"], "magnitude"))}

@@ -17,7 +17,7 @@ import os
 import sys
 import time
 
-__all__ = ["progress", "mode", "duration", "progress_bars_of_libraries", "transformers_errors_only"]
+__all__ = ["progress", "mode", "duration", "plural", "progress_bars_of_libraries", "transformers_errors_only"]
 
 
 def mode() -> str:
@@ -33,7 +33,7 @@ def mode() -> str:
         return "lines"
 
 
-def _plural(unit: str, n: int) -> str:
+def plural(unit: str, n: int) -> str:
     """``step`` → ``steps``, ``batch`` → ``batches``, ``sentence`` → ``sentences`` (n ≠ 1)."""
     if n == 1:
         return unit
@@ -64,7 +64,7 @@ class _Lines:
             if self.total and 0 < self.n < self.total:
                 left = f", about {duration(secs * (self.total - self.n) / self.n)} left"
             of = f" of {self.total}" if self.total else ""
-            print(f"{self.desc}: {self.n}{of} {_plural(self.unit, self.total or self.n)} in {secs:.0f} s{left}",
+            print(f"{self.desc}: {self.n}{of} {plural(self.unit, self.total or self.n)} in {secs:.0f} s{left}",
                   file=self._file, flush=True)
 
     def set_postfix(self, *args, **kwargs) -> None:
@@ -79,7 +79,7 @@ class _Lines:
         self._closed = True
         if self.n:
             secs = self._clock() - self._start
-            print(f"{self.desc}: {self.n} {_plural(self.unit, self.n)} in {secs:.1f} s",
+            print(f"{self.desc}: {self.n} {plural(self.unit, self.n)} in {secs:.1f} s",
                   file=self._file, flush=True)
 
     def __enter__(self):

@@ -18,9 +18,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import json
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
+import numpy as np
 import pandas as pd
 
 from helpers import cache, models
@@ -107,6 +109,36 @@ def cached_result(handle, metric: str, settings: dict, compute: Callable[[Any], 
     key = {"metric": metric, "version": version, "model": handle.identity, "settings": settings}
     return cache.memoize(key, lambda: compute(handle.load() if load and hasattr(handle, "load") else handle),
                          enabled=enabled)
+
+
+def cached_per_row(handle, metric: str, settings: dict, frame: pd.DataFrame, columns: Sequence[str],
+                   compute: Callable[[Any, pd.DataFrame], Sequence[float]], *, version: int = 1,
+                   enabled: bool = True) -> np.ndarray:
+    """``compute(model, rows)``, one number per row of ``frame``, through the per-text cache
+    (:func:`helpers.cache.cached_rows`): a row is keyed by the JSON of its ``columns`` under
+    ``{metric, version, model identity, settings}``, so rows are stored chunk by chunk (an
+    interrupted run loses at most one chunk), split between the processes of a distributed run,
+    and the model is loaded only if some row is missing. ``compute`` gets a frame of ``columns``
+    and must score each row on its own (not relative to the other rows)."""
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise InputError(f"{metric}: the rows lack the column(s) {', '.join(missing)}")
+    items = [json.dumps(list(row), default=_plain) for row in frame[list(columns)].itertuples(index=False)]
+
+    def rows(chunk: list[str]) -> list[list]:
+        model = handle.load() if hasattr(handle, "load") else handle
+        values = list(compute(model, pd.DataFrame([json.loads(i) for i in chunk], columns=list(columns))))
+        if len(values) != len(chunk):
+            raise RuntimeError(f"{metric}: {len(values)} values for {len(chunk)} rows")
+        return [[float(v)] for v in values]
+    key = {"metric": metric, "version": version, "model": handle.identity, "settings": settings}
+    got = cache.cached_rows(key, items, rows, enabled=enabled, progress=False, desc=metric)
+    return np.array([r[0] for r in got], dtype=float)
+
+
+def _plain(value):
+    """A numpy scalar as its Python value (for the JSON of a row)."""
+    return value.item() if hasattr(value, "item") else str(value)
 
 
 #: The settings of :func:`safety_per_group`, its cache key with the model (a chapter builds them

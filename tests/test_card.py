@@ -335,7 +335,7 @@ def test_the_cards_association_metrics_are_the_chapters_numbers_recomputed_from_
                                                                                          tmp_path, monkeypatch):
     """CEAT, CEATtox, ILPS (chapter 06), BEC-Pro and CB (chapter 05), SEAT and StereoSet
     intersentence, each recomputed in an empty cache by the chapter's own function: exactly the card's."""
-    from helpers.chapters import ch05_tinybert as ch05, ch06_intrinsic_extrinsic as ch06
+    from helpers.chapters import ch05_tinybert as ch05, ch06_intrinsic_extrinsic as ch06, common
     from helpers.datasets import stereoset as stereoset_data
     from helpers.lm.embeddings import sentence_embeddings
     from helpers.metrics import association, categorical, logprob_bias, stereoset
@@ -360,11 +360,11 @@ def test_the_cards_association_metrics_are_the_chapters_numbers_recomputed_from_
     assert got("kurita_bec_pro").to_dict() == pytest.approx(bec.to_dict(), rel=1e-12)
     cb = categorical.categorical_bias_score(ch05.cb_log_probs(h, params)).set_index("template_id")["cb"]
     assert got("categorical_bias")["overall"] == pytest.approx(cb["all"], rel=1e-12)
-    seat = association.seat(card.seat_tests("weat"), lambda t: sentence_embeddings(lm, t, pooling="mean"),
+    seat = association.seat(card.seat_tests("weat"), lambda t: sentence_embeddings(lm, t, pooling="mean", cache=True),
                             n_resamples=10_000, seed=0, p_method="auto")
     same("seat", seat["test"], seat["effect_size"])
     inter = stereoset.select_clusters(stereoset_data.load_intersentence(), 1)
-    official = stereoset.aggregate(stereoset.score(lm, inter, task="intersentence", progress=False))
+    official = stereoset.aggregate(common.stereoset_scored(h, inter, "intersentence"))
     same("stereoset_ss:intersentence", official["domain"], official["ss"])
     p6 = {**ch06.DEFAULTS, "classifier": "probe", "seed": 0, "classifier_train": params["classifier_train"],
           "toxd_per_identity": params["toxd_per_identity"]}

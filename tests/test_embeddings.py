@@ -139,3 +139,86 @@ def test_a_causal_lm_runs_each_sentence_only_up_to_its_word(tiny_gpt2, tiny_bert
             a = len(" ".join(text.split()[:2])) + 1                        # the word's characters [a, a + len)
             ends.append(max(k for k, (x, y) in enumerate(offsets) if x < a + len(word) and y > a) + 1)
         assert sorted(seen) == sorted(ends) and sum(ends) < sum(len(ids) for ids in enc["input_ids"])
+
+
+# ---------------------------------------------------------------------------- through the score cache
+
+@pytest.fixture
+def own_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("HARMS_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("HARMS_CACHE_CHUNK_SIZE", "2")
+    return tmp_path / "cache"
+
+
+def _forbid_the_model(monkeypatch):
+    def no(*a, **k):
+        raise AssertionError("the model ran although every vector is cached")
+    monkeypatch.setattr(embeddings, "_hidden", no)
+
+
+@pytest.mark.parametrize("fixture,objective", [("tiny_bert", "masked"), ("tiny_gpt2", "causal")])
+def test_cached_vectors_are_the_computed_ones_and_a_rerun_runs_no_model(fixture, objective, request, loaded_factory,
+                                                                        own_cache, monkeypatch):
+    lm = loaded_factory(request.getfixturevalue(fixture), objective)
+    texts, words = SENTENCES * 2, ["capable", "unhappiness", "women"] * 2
+    plain = {"word": embeddings.word_embeddings(lm, texts, words),
+             "sentence": embeddings.sentence_embeddings(lm, texts, pooling="max"),
+             "normalised": embeddings.sentence_embeddings(lm, texts, pooling="mean", normalize=True),
+             "layer 0": embeddings.sentence_embeddings(lm, texts, layer=0)}
+
+    def cached():
+        return {"word": embeddings.word_embeddings(lm, texts, words, cache=True),
+                "sentence": embeddings.sentence_embeddings(lm, texts, pooling="max", cache=True),
+                "normalised": embeddings.sentence_embeddings(lm, texts, pooling="mean", normalize=True, cache=True),
+                "layer 0": embeddings.sentence_embeddings(lm, texts, layer=0, cache=True)}
+    first = cached()
+    for name in plain:              # chunks of 2 are other batches than one call: equal up to float noise (~2e-6)
+        np.testing.assert_allclose(first[name], plain[name], rtol=0, atol=1e-5, err_msg=name)
+        assert first[name].dtype == np.float32
+    assert len(list(own_cache.glob("scores/*/chunk-*.json"))) == 4 * 2      # 3 distinct texts, chunks of 2
+    _forbid_the_model(monkeypatch)
+    again = cached()
+    for name in plain:
+        np.testing.assert_array_equal(again[name], first[name], err_msg=name)
+
+
+def test_an_interrupted_embedding_keeps_its_chunks_and_resumes(tiny_bert, loaded_factory, own_cache, monkeypatch):
+    from helpers.errors import Interrupted
+
+    lm = loaded_factory(tiny_bert, "masked")
+    texts = [f"{s} {i}" for i, s in enumerate(SENTENCES * 3)]           # 9 texts: chunks of 2
+    real, ran = embeddings._hidden, []
+
+    def stop_in_the_third_chunk(model, ids, layer, budget):
+        ran.append(len(ids))
+        if len(ran) == 3:
+            raise KeyboardInterrupt
+        yield from real(model, ids, layer, budget)
+    monkeypatch.setattr(embeddings, "_hidden", stop_in_the_third_chunk)
+    with pytest.raises(Interrupted, match="4 of 9 sentences are saved"):
+        embeddings.sentence_embeddings(lm, texts, cache=True)
+    ran.clear()
+
+    def counted(model, ids, layer, budget):
+        ran.append(len(ids))
+        yield from real(model, ids, layer, budget)
+    monkeypatch.setattr(embeddings, "_hidden", counted)
+    resumed = embeddings.sentence_embeddings(lm, texts, cache=True)
+    assert sum(ran) == 5                                                 # only what was not stored
+    np.testing.assert_allclose(resumed, embeddings.sentence_embeddings(lm, texts), rtol=0, atol=1e-5)
+
+
+def test_cached_vectors_are_kept_apart_by_model_and_setting(tiny_bert, tiny_roberta, loaded_factory, own_cache):
+    bert, roberta = loaded_factory(tiny_bert, "masked"), loaded_factory(tiny_roberta, "masked")
+    text = SENTENCES[:1]
+    for lm in (bert, roberta):
+        for layer in (-1, 0):
+            for pooling in ("mean", "cls"):
+                got = embeddings.sentence_embeddings(lm, text, pooling=pooling, layer=layer, cache=True)
+                np.testing.assert_allclose(got, embeddings.sentence_embeddings(lm, text, pooling=pooling, layer=layer),
+                                           rtol=0, atol=1e-5)
+        for k in (0, 1):
+            two = ["women and men , women again"]
+            np.testing.assert_allclose(embeddings.word_embeddings(lm, two, "women", occurrence=k, cache=True),
+                                       embeddings.word_embeddings(lm, two, "women", occurrence=k), rtol=0, atol=1e-5)
+    assert len({p.parent for p in own_cache.glob("scores/*/chunk-*.json")}) == 2 * (4 + 2)

@@ -131,3 +131,93 @@ def test_xlnet_generates_left_to_right_after_the_text_not_after_its_cls(tiny_xln
     a = generate(lm, p, samples_per_prompt=2, max_new_tokens=4, seed=1, progress=False)
     b = generate(lm, p, samples_per_prompt=2, max_new_tokens=4, seed=1, progress=False)
     assert a["continuation"].tolist() == b["continuation"].tolist() and (a["sampler"] == "ancestral").all()
+
+
+# ----------------------------------------------------------------------------- resumable, batch by batch
+
+def _by_hand(lm, prompts: list[str], *, seed: int, batch_size: int, max_new_tokens: int) -> list[str]:
+    """One seeded stream, batch after batch, left-padded: model.generate as a reader would call it."""
+    import torch
+
+    tok = lm.tokenizer
+    tok.pad_token = tok.pad_token or tok.eos_token
+    side, tok.padding_side = tok.padding_side, "left"
+    torch.manual_seed(seed)
+    out = []
+    try:
+        for k in range(0, len(prompts), batch_size):
+            enc = tok(prompts[k:k + batch_size], return_tensors="pt", padding=True)
+            new = lm.model.generate(**enc, max_new_tokens=max_new_tokens, do_sample=True, top_k=40,
+                                    pad_token_id=tok.pad_token_id)[:, enc["input_ids"].shape[1]:]
+            out += tok.batch_decode(new, skip_special_tokens=True)
+    finally:
+        tok.padding_side = side
+    return out
+
+
+@pytest.mark.parametrize("fixture,objective", [("tiny_gpt2", "causal"), ("tiny_bert", "masked")])
+def test_an_interrupted_generation_resumes_to_the_continuations_of_one_run(fixture, objective, request, loaded_factory,
+                                                                            tmp_path, monkeypatch):
+    import torch
+
+    from helpers import cache
+    from helpers.errors import Interrupted
+
+    monkeypatch.setenv("HARMS_CACHE_DIR", str(tmp_path / "cache"))
+    lm = loaded_factory(request.getfixturevalue(fixture), objective)
+    p = regard.prompts(["women", "men", "muslim"], regard.TEMPLATES[:3])      # 9 prompts x 2 samples: 5 batches of 4
+    options = dict(samples_per_prompt=2, max_new_tokens=4, seed=5, batch_size=4, progress=False)
+    whole = generate(lm, p, **options)
+    if objective == "causal":        # the same stream as by hand
+        assert whole["continuation"].tolist() == _by_hand(lm, whole["prompt"].tolist(), seed=5, batch_size=4,
+                                                          max_new_tokens=4)
+    calls = []
+    real = cache.atomic_write
+
+    def stop_after_two_batches(path, *a, **k):
+        real(path, *a, **k)
+        if path.name.startswith("step-"):
+            calls.append(path.name)
+            if len(calls) == 2:
+                raise KeyboardInterrupt
+    monkeypatch.setattr(cache, "atomic_write", stop_after_two_batches)
+    with pytest.raises(Interrupted, match=r"2 of 5 batches \(generate tiny_\w+\) are saved in the cache"):
+        generate(lm, p, cache=True, **options)
+    torch.manual_seed(123)           # whatever the stream is now, the rerun restores the stored one
+    calls.clear()
+    monkeypatch.setattr(cache, "atomic_write", lambda path, *a, **k: (calls.append(path.name), real(path, *a, **k)))
+    resumed = generate(lm, p, cache=True, **options)
+    assert [c for c in calls if c.startswith("step-")] == ["step-000002.json", "step-000003.json", "step-000004.json"]
+    assert resumed["continuation"].tolist() == whole["continuation"].tolist()
+    calls.clear()
+    again = generate(lm, p, cache=True, **options)                  # all stored: nothing generated
+    assert not [c for c in calls if c.startswith("step-")] and again.equals(resumed)
+    other = generate(lm, p, cache=True, **{**options, "seed": 6})   # another setting, another entry
+    assert other["continuation"].tolist() != whole["continuation"].tolist()
+
+
+def test_the_step_cache_reports_a_corrupt_step_and_recomputes_it(tmp_path, monkeypatch):
+    from helpers import cache
+
+    monkeypatch.setenv("HARMS_CACHE_DIR", str(tmp_path))
+    state = {"n": 0}
+
+    def step(i):
+        state["n"] += 1
+        return [i * 10, state["n"]]
+    key = {"test": "steps"}
+    first = cache.cached_steps(key, 4, step, save_state=lambda: str(state["n"]),
+                               restore_state=lambda s: state.update(n=int(s)), progress=False)
+    assert first == [[0, 1], [10, 2], [20, 3], [30, 4]]
+    folder = next((tmp_path / "steps").iterdir())
+    (folder / "step-000002.json").write_text('{"format": "harms-steps-v1", "result": [20, 99], "state": "3", '
+                                             '"sha256": "0"}')
+    state["n"] = 50
+    with pytest.warns(cache.CorruptCacheWarning, match="step-000002.json: checksum mismatch"):
+        again = cache.cached_steps(key, 4, step, save_state=lambda: str(state["n"]),
+                                   restore_state=lambda s: state.update(n=int(s)), progress=False)
+    assert again == first                              # step 2 recomputed from the state after step 1
+    assert cache.cached_steps(key, 4, step, enabled=False, progress=False) == [[0, 5], [10, 6], [20, 7], [30, 8]]
+    assert len(list(folder.glob("step-*.json"))) == 4
+    with pytest.raises(ValueError, match="steps must be a whole number"):
+        cache.cached_steps(key, -1, step)

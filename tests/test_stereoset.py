@@ -305,3 +305,42 @@ def test_intersentence_causal_scores_equal_brute_force(tiny_gpt2, loaded_factory
         assert got[k] == pytest.approx(np.exp(np.mean(lps)), rel=1e-5)
     with pytest.raises(InputError, match="task must be"):
         st.score(lm, df, task="both")
+
+
+@pytest.mark.parametrize("fixture,objective,task", [("tiny_bert", "masked", "intrasentence"),
+                                                    ("tiny_gpt2", "causal", "intrasentence"),
+                                                    ("tiny_gpt2", "causal", "intersentence")])
+def test_sentences_cached_one_by_one_equal_the_direct_scores_and_resume(fixture, objective, task, request,
+                                                                         tmp_path, monkeypatch, dev):
+    """chapters.common.stereoset_scored (each sentence in the per-text cache): the scores of
+    metrics.stereoset.score; a rerun after Ctrl-C scores only what was not stored; a rerun with
+    everything stored loads no model."""
+    from helpers import models
+    from helpers.chapters import common
+    from helpers.errors import Interrupted
+
+    monkeypatch.setenv("HARMS_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("HARMS_CACHE_CHUNK_SIZE", "6")
+    items = st.select_clusters(dev[task], 2).head(30)
+    direct = st.score(models.load(str(request.getfixturevalue(fixture))), items, task=task, progress=False)
+    scored_rows = []
+    real = st.score
+
+    def counted(lm, rows, **kw):
+        scored_rows.append(len(rows))
+        if len(scored_rows) == 3:
+            raise KeyboardInterrupt
+        return real(lm, rows, **kw)
+    monkeypatch.setattr(st, "score", counted)
+    handle = models.lazy(str(request.getfixturevalue(fixture)))
+    with pytest.raises(Interrupted, match=r"12 of 30 sentences are saved"):
+        common.stereoset_scored(handle, items, task)
+    scored_rows.clear()
+    monkeypatch.setattr(st, "score", lambda lm, rows, **kw: scored_rows.append(len(rows)) or real(lm, rows, **kw))
+    got = common.stereoset_scored(handle, items, task)
+    assert sum(scored_rows) == 18                                              # the 30 - 12 not stored
+    np.testing.assert_allclose(got["score"], direct["score"], rtol=1e-6, atol=0)
+    assert got.drop(columns="score").equals(items)
+    fresh = models.lazy(str(request.getfixturevalue(fixture)))
+    again = common.stereoset_scored(fresh, items, task)
+    assert fresh.loaded is None and again["score"].tolist() == got["score"].tolist()

@@ -109,11 +109,12 @@ def stereoset_scores(handle, params: dict) -> pd.DataFrame:
     """StereoSet SS / LMS / ICAT per domain (gender, intrasentence), cached as ``stereoset``."""
     s = stereoset_settings(params)
 
-    def compute(lm):
+    def compute(h):
         data = stereoset.select_clusters(stereoset_data.load_intrasentence(domain=s["domain"]),
                                            s["clusters_per_target"])
-        return stereoset.aggregate(stereoset.score(lm, data, progress=False))
-    return _named(runner.cached_result(handle, "stereoset", s, compute), handle.name)
+        return stereoset.aggregate(common.stereoset_scored(h, data))
+    # version 2: the sentences' scores cached one by one (common.stereoset_scored)
+    return _named(runner.cached_result(handle, "stereoset", s, compute, version=2, load=False), handle.name)
 
 
 def cma_settings(params: dict) -> dict:
@@ -158,7 +159,7 @@ def regard_generations(handle, params: dict, found: Classifiers) -> tuple[pd.Dat
          "classifiers": {k: c.name for k, c in found.by_key.items()}}
 
     def compute(lm):
-        gen = generate(lm, regard.prompts(s["groups"]), progress=False, **generation_settings(params))
+        gen = generate(lm, regard.prompts(s["groups"]), progress=False, cache=True, **generation_settings(params))
         gen["perplexity"] = scoring.score(lm, gen["text"].tolist(), progress=False)["perplexity"].to_numpy()
         return regard.classify(gen, found.by_key)
     gen, tox = runner.cached_result(handle, "regard_generations", s, compute)

@@ -656,16 +656,15 @@ def stereoset_tasks(clusters_per_target) -> dict[str, pd.DataFrame]:
 def stereoset_scored(handle, params: dict) -> dict[str, pd.DataFrame]:
     """One model's scored StereoSet sentences per task (:func:`helpers.metrics.stereoset.score`):
     intrasentence, and intersentence for a causal LM; cached under its identity and the clusters."""
-    from helpers.metrics import stereoset
-
     k = params["stereoset_clusters_per_target"]
     data = stereoset_tasks(k)
     settings = {"clusters_per_target": k, "domains": "all", "tasks": list(data)}
 
-    def compute(lm):
-        return {task: stereoset.score(lm, df, task=task, progress=False)
-                for task, df in data.items() if task == "intrasentence" or lm.objective == "causal"}
-    return runner.cached_result(handle, "ch05-stereoset", settings, compute)
+    def compute(h):
+        return {task: common.stereoset_scored(h, df, task)
+                for task, df in data.items() if task == "intrasentence" or h.objective == "causal"}
+    # version 2: the sentences' scores cached one by one (common.stereoset_scored)
+    return runner.cached_result(handle, "ch05-stereoset", settings, compute, version=2, load=False)
 
 
 def stereoset_icat(params: dict, lms: LanguageModels) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -288,7 +288,7 @@ def _ceat_scores(loaded, found: pd.DataFrame, params: dict) -> pd.DataFrame:
     from scipy.stats import norm
 
     found = _within_reach(loaded, found)
-    vecs = embeddings.word_embeddings(loaded, found["text"].tolist(), found["word"].tolist())
+    vecs = embeddings.word_embeddings(loaded, found["text"].tolist(), found["word"].tolist(), cache=True)
     by_word = {w: vecs[idx] for w, idx in found.groupby("word").indices.items()}
     rows = []
     for variant, (A, B) in _ceat_attributes().items():
@@ -331,15 +331,15 @@ def ilps_group_scores(words: pd.DataFrame, seed: int) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True)
 
 
-def _stereoset_sentences(loaded, params: dict) -> pd.DataFrame:
+def _stereoset_sentences(handle, params: dict) -> pd.DataFrame:
     """Every intrasentence sentence of ``stereoset_clusters_per_target`` clusters per target of the
-    three domains, scored (:func:`helpers.metrics.stereoset.score`)."""
+    three domains, scored (:func:`helpers.chapters.common.stereoset_scored`)."""
     from helpers.datasets import stereoset as stereoset_data
 
     per = params["stereoset_clusters_per_target"]
-    return pd.concat([stereoset.score(loaded, stereoset.select_clusters(stereoset_data.load_intrasentence(domain=dom),
-                                                                        None if per == "all" else per), progress=False)
-                      for dom in DOMAINS], ignore_index=True)
+    return pd.concat([common.stereoset_scored(handle, stereoset.select_clusters(
+        stereoset_data.load_intrasentence(domain=dom), None if per == "all" else per)) for dom in DOMAINS],
+        ignore_index=True)
 
 
 def stereoset_group_scores(scored: pd.DataFrame, seed: int) -> pd.DataFrame:
@@ -368,7 +368,7 @@ def ceat_scores(handle, params: dict, found: pd.DataFrame) -> pd.DataFrame:
     settings = {"contexts": hashing.sha256_frame(found), "samples": params["ceat_samples"], "seed": params["seed"],
                 "layer": -1}
     return runner.cached_result(handle, "ceat_groups", settings, lambda m: _ceat_scores(m, found, params),
-                                version=2)            # 2: with the interval
+                                version=3)            # 2: with the interval; 3: word vectors cached per chunk
 
 
 def ilps_words(handle) -> pd.DataFrame:
@@ -385,7 +385,7 @@ def intrinsic_scores(handle, params: dict, found: pd.DataFrame) -> pd.DataFrame:
     parts = [ceat_scores(handle, params, found)]
     if handle.objective != "encoder":               # ILPS and StereoSet need a language model's probabilities
         scored = runner.cached_result(handle, "stereoset_sentences", ss_settings,
-                                      lambda m: _stereoset_sentences(m, params))
+                                      lambda h: _stereoset_sentences(h, params), version=2, load=False)
         parts += [ilps_group_scores(ilps_words(handle), params["seed"]), stereoset_group_scores(scored, params["seed"])]
     return pd.concat(parts, ignore_index=True).assign(model=handle.name)
 
@@ -476,7 +476,7 @@ def generations(handle, params: dict, prompts: pd.DataFrame, *, temperature: flo
                 "top_k": 40}
     return runner.cached_result(handle, metric, settings, lambda m: generate(
         m, prompts, samples_per_prompt=samples_per_prompt, max_new_tokens=params["max_new_tokens"],
-        temperature=temperature, top_k=40, seed=params["seed"], progress=False)).assign(model=handle.name)
+        temperature=temperature, top_k=40, seed=params["seed"], progress=False, cache=True)).assign(model=handle.name)
 
 
 SENTIMENT_VALUE = {"positive": 1.0, "neutral": 0.0, "negative": -1.0}
@@ -801,7 +801,7 @@ def _toxic_probabilities(loaded, train: pd.DataFrame, test: pd.DataFrame, how: s
     if how == "fine-tune":
         clf = _fine_tuned(loaded, train, seed, **fine_tuning)
     else:
-        clf = EmbeddingProbe(lambda t: embeddings.sentence_embeddings(loaded, list(t), pooling="mean"),
+        clf = EmbeddingProbe(lambda t: embeddings.sentence_embeddings(loaded, list(t), pooling="mean", cache=True),
                              name=f"{loaded.name} probe", seed=seed)
         clf.fit(train["text"], np.where(train["label"] == "toxic", "toxic", "non-toxic"))
     return clf.predict_proba(test["text"].tolist())[:, clf.classes_.index("toxic")]
@@ -877,7 +877,7 @@ def classifier_probabilities(handle, params: dict, train: pd.DataFrame, test: pd
                      "validation": 0.1}
     got = runner.cached_result(handle, f"{metric.lower()}_classifier", settings, lambda m: pd.DataFrame(
         {"p_toxic": _toxic_probabilities(m, train, test, params["classifier"], params["seed"], fine_tuning)}),
-        version=2)
+        version=3)          # 3: the probe's sentence vectors cached per chunk
     return got["p_toxic"].to_numpy()
 
 

@@ -273,3 +273,22 @@ def safety_settings(params: dict, *, dataset: str = "toxigen") -> dict:
     use each tokenizer's own mask token)."""
     return {"dataset": dataset, "sample_per_group": params["sample_per_group"], "seed": params["seed"],
             "pll": params["pll"], "upstream_mask_id": bool(params.get("upstream_mask_id", False))}
+
+
+#: Version of the cached StereoSet row scores (:func:`stereoset_scored`).
+STEREOSET_ROWS_VERSION = 1
+
+
+def stereoset_scored(handle, items: pd.DataFrame, task: str = "intrasentence") -> pd.DataFrame:
+    """``items`` plus the model's ``score`` of each StereoSet sentence
+    (:func:`helpers.metrics.stereoset.score`, bias-bench's scoring), each sentence cached on its own
+    (:func:`helpers.runner.cached_per_row`) under the model's identity and the task: an interrupted
+    run keeps what it scored, chapters 02, 05 and 06 and the report card share the scores, and the
+    model is loaded only if a sentence is missing."""
+    from helpers.metrics import stereoset
+
+    columns = [c for c in ("context", "template_word", "sentence") if c in items.columns]
+    scores = runner.cached_per_row(handle, "stereoset-sentence", {"task": task, "scorer": "bias-bench"}, items,
+                                   columns, lambda lm, rows: stereoset.score(lm, rows, task=task, progress=False)["score"],
+                                   version=STEREOSET_ROWS_VERSION)
+    return items.assign(score=scores)

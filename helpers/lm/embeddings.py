@@ -14,12 +14,20 @@
 ``layer``: index into ``output_hidden_states`` (0 = the embedding layer's output, -1 = the last
 layer). Texts are batched by length under a token budget; padding does not change a vector.
 Texts longer than the model takes are truncated to its length (as sentence-transformers does).
+
+With ``cache=True`` the vectors go through the per-text score cache
+(:func:`helpers.cache.cached_rows`, keyed by the model's identity, the kind of vector, ``layer``
+and the pooling or word occurrence; float32 bytes, exact): stored chunk by chunk, so an
+interrupted run loses at most one chunk, a rerun loads no weights when everything is cached, and
+in a run of several processes (:mod:`helpers.distributed`) each computes a share. ``loaded`` may
+then be a :class:`helpers.models.LazyModel`.
 """
 
 from __future__ import annotations
 
+import base64
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -30,6 +38,32 @@ from helpers.lm import batching, cloze, conventions
 __all__ = ["word_embeddings", "sentence_embeddings", "folder_pooling", "POOLINGS"]
 
 POOLINGS = ("mean", "cls", "last", "max", "model")
+EMBEDDING_VERSION = 1          # of the cached vectors: changes when the code changes what a vector is
+
+
+def _cached_vectors(loaded, kind: str, settings: dict, items: list[str],
+                    compute: Callable[[object, list[str]], np.ndarray], cache: bool, progress: bool) -> np.ndarray:
+    """``compute(model, items)`` (one vector per item) through the per-text cache when ``cache``."""
+    from helpers.models import LazyModel
+
+    def run(chunk: list[str]) -> np.ndarray:
+        return compute(loaded.load() if isinstance(loaded, LazyModel) else loaded, chunk)
+    if not cache:
+        return run(items)
+    from helpers.cache import cached_rows
+
+    key = {"model": dict(loaded.identity), "embedding": {"kind": kind, "version": EMBEDDING_VERSION, **settings}}
+    rows = cached_rows(key, items, lambda chunk: [[_pack(v)] for v in run(chunk)], progress=progress,
+                       desc=f"{kind} embeddings")
+    return np.stack([_unpack(r[0]) for r in rows])
+
+
+def _pack(vector: np.ndarray) -> str:
+    return base64.b64encode(np.ascontiguousarray(vector, dtype="<f4").tobytes()).decode("ascii")
+
+
+def _unpack(text: str) -> np.ndarray:
+    return np.frombuffer(base64.b64decode(text), dtype="<f4").copy()
 
 
 def _parts(loaded):
@@ -85,15 +119,25 @@ def _word_tokens(text: str, word: str, offsets, special, occurrence: int, row: i
 
 
 def word_embeddings(loaded, sentences: Sequence[str], words, *, layer: int = -1, occurrence: int = 0,
-                    batch_tokens: int | None = None) -> np.ndarray:
-    """``[n, hidden]``: the mean hidden state of ``words[i]``'s sub-tokens in ``sentences[i]``
+                    batch_tokens: int | None = None, cache: bool = False, progress: bool = False) -> np.ndarray:
+    """``[n, hidden]`` float32: the mean hidden state of ``words[i]``'s sub-tokens in ``sentences[i]``
     (``words`` one word for all sentences, or one per sentence; ``occurrence``: which match).
     A causal LM's states at the word do not depend on what follows it, so its sentences are run
-    only up to the word's last token (the same vectors for less work)."""
+    only up to the word's last token (the same vectors for less work). ``cache``: see the module."""
     sentences = batching.check_texts(sentences, "sentence")
     words = [words] * len(sentences) if isinstance(words, str) else list(words)
     if len(words) != len(sentences):
         raise InputError(f"{len(words)} words for {len(sentences)} sentences")
+    pairs = [json.dumps([s, w]) for s, w in zip(sentences, words)]
+
+    def compute(model, chunk: list[str]) -> np.ndarray:
+        texts, targets = zip(*(json.loads(p) for p in chunk))
+        return _word_vectors(model, list(texts), list(targets), layer, occurrence, batch_tokens)
+    return _cached_vectors(loaded, "word", {"layer": layer, "occurrence": occurrence}, pairs, compute, cache, progress)
+
+
+def _word_vectors(loaded, sentences: list[str], words: list[str], layer: int, occurrence: int,
+                  batch_tokens: int | None) -> np.ndarray:
     enc = _encode(loaded, sentences, layer)
     positions = [_word_tokens(sentences[i], words[i], enc["offset_mapping"][i], enc["special_tokens_mask"][i],
                               occurrence, i) for i in range(len(sentences))]
@@ -103,7 +147,7 @@ def word_embeddings(loaded, sentences: Sequence[str], words, *, layer: int = -1,
     out: list = [None] * len(sentences)
     for i, h in _hidden(loaded, ids, layer, batch_tokens):
         out[i] = h[positions[i]].mean(axis=0)
-    return np.stack(out)
+    return np.stack(out).astype(np.float32, copy=False)
 
 
 def folder_pooling(path) -> tuple[str, bool]:
@@ -133,21 +177,26 @@ def _model_folder(loaded) -> Path:
 
 
 def sentence_embeddings(loaded, texts: Sequence[str], *, pooling: str = "mean", layer: int = -1,
-                        normalize: bool = False, model_dir=None, batch_tokens: int | None = None) -> np.ndarray:
-    """``[n, hidden]`` sentence vectors (see the module); ``pooling="model"`` reads the pooling
-    of the sentence-transformers folder ``model_dir`` (by default the folder the model was
-    loaded from, e.g. a package encoder's); ``normalize``: unit length."""
+                        normalize: bool = False, model_dir=None, batch_tokens: int | None = None,
+                        cache: bool = False, progress: bool = False) -> np.ndarray:
+    """``[n, hidden]`` float32 sentence vectors (see the module); ``pooling="model"`` reads the
+    pooling of the sentence-transformers folder ``model_dir`` (by default the folder the model was
+    loaded from, e.g. a package encoder's); ``normalize``: unit length. ``cache``: see the module
+    (the pooled vectors are cached, normalised after)."""
     if pooling not in POOLINGS:
         raise InputError(f"pooling must be one of {', '.join(POOLINGS)}, got {pooling!r}")
     if pooling == "model":
         pooling, from_folder = folder_pooling(_model_folder(loaded) if model_dir is None else model_dir)
         normalize = normalize or from_folder
     texts = batching.check_texts(texts)
-    out: list = [None] * len(texts)
-    for i, h in _hidden(loaded, _encode(loaded, texts, layer)["input_ids"], layer, batch_tokens):
-        out[i] = {"mean": lambda: h.mean(axis=0), "cls": lambda: h[0], "last": lambda: h[-1],
-                  "max": lambda: h.max(axis=0)}[pooling]()
-    vectors = np.stack(out)
+
+    def compute(model, chunk: list[str]) -> np.ndarray:
+        out: list = [None] * len(chunk)
+        for i, h in _hidden(model, _encode(model, chunk, layer)["input_ids"], layer, batch_tokens):
+            out[i] = {"mean": lambda: h.mean(axis=0), "cls": lambda: h[0], "last": lambda: h[-1],
+                      "max": lambda: h.max(axis=0)}[pooling]()
+        return np.stack(out).astype(np.float32, copy=False)
+    vectors = _cached_vectors(loaded, "sentence", {"layer": layer, "pooling": pooling}, texts, compute, cache, progress)
     if normalize:
         vectors = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
     return vectors

@@ -10,31 +10,42 @@ than the model keeps its end; the settings travel with the generated rows.
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import json
 import logging
 
 import pandas as pd
 import torch
 
 from helpers.errors import InputError
+from helpers.hashing import sha256_json
 from helpers.lm import batching, conventions
-from helpers.progress import progress as _progress
 
 __all__ = ["generate"]
+
+
+GENERATION_VERSION = 1         # of the cached batches: changes when the code changes what is generated
 
 
 @torch.no_grad()
 def generate(loaded, prompt_df: pd.DataFrame, *, samples_per_prompt: int = 1, max_new_tokens: int = 20,
              temperature: float = 1.0, top_k: int | None = 40, top_p: float | None = None, seed: int = 0,
-             batch_size: int = 16, progress: bool = True, sample: bool = True) -> pd.DataFrame:
+             batch_size: int = 16, progress: bool = True, sample: bool = True, cache: bool = False) -> pd.DataFrame:
     """Sample continuations from a causal LM (left-padded batches; Sheng et al. used top-k 40; greedy
     with ``sample=False``), or from a masked LM by Wang & Cho's sampler (:mod:`helpers.lm.gibbs`).
 
     ``prompt_df`` needs a ``prompt`` column (the other columns, e.g. group and template, are kept).
     Returns its columns repeated per sample plus sample (0, 1, ... per prompt), continuation, text
     (prompt + continuation) and the generation settings (so they are reported with the results).
+    The draws come from one random stream seeded with ``seed``, batch after batch (so they depend
+    on ``batch_size``). ``cache``: each batch is stored as soon as it is generated, with the
+    random state after it (:func:`helpers.cache.cached_steps`, keyed by the model's identity, the
+    prompts and every setting): an interrupted run loses at most one batch and its rerun gives
+    the continuations of one uninterrupted run.
     """
-    model, tok = loaded.model, loaded.tokenizer
+    from helpers.cache import cached_steps
+
     if loaded.objective not in ("causal", "masked", "permutation"):
         raise InputError(f"generate: {loaded.name} is neither a causal, a permutation nor a masked LM")
     if "prompt" not in getattr(prompt_df, "columns", ()):
@@ -44,44 +55,68 @@ def generate(loaded, prompt_df: pd.DataFrame, *, samples_per_prompt: int = 1, ma
     prompt_df = prompt_df.reset_index(drop=True)
     rows = prompt_df.loc[prompt_df.index.repeat(samples_per_prompt)]
     rows = rows.assign(sample=rows.groupby(level=0).cumcount()).reset_index(drop=True)
-    if loaded.objective == "masked":                  # Wang & Cho's sampler, as BOLD and seed 001
+    prompts = rows["prompt"].tolist()
+    sampler = "gibbs" if loaded.objective == "masked" else "ancestral"
+    settings = dict(samples_per_prompt=samples_per_prompt, max_new_tokens=max_new_tokens, temperature=temperature,
+                    top_k=top_k, top_p=top_p, seed=seed, sampler=sampler)
+    key = {"model": dict(getattr(loaded, "identity", {}) or {}), "generation": {
+        "version": GENERATION_VERSION, "prompts": sha256_json(prompts), "batch_size": batch_size, "sample": sample,
+        **settings}}
+    n_batches = -(-len(prompts) // batch_size)
+    steps = dict(enabled=cache, progress=progress, desc=f"generate {loaded.name}", unit="batch")
+    if sampler == "gibbs":                 # Wang & Cho's sampler, as BOLD and seed 001: seeded per prompt
         from helpers.lm.gibbs import gibbs_generate
 
-        conts = gibbs_generate(loaded, rows["prompt"].tolist(),
-                               max_new_tokens=max_new_tokens, temperature=temperature, top_k=top_k or None,
-                               seed=seed, batch_size=batch_size)
-        return _finish(rows, conts, loaded.name, " ", samples_per_prompt=samples_per_prompt,
-                       max_new_tokens=max_new_tokens, temperature=temperature, top_k=top_k, top_p=top_p, seed=seed,
-                       sampler="gibbs")
+        def gibbs_batch(k: int) -> list[str]:
+            return gibbs_generate(loaded, prompts[k * batch_size:(k + 1) * batch_size], max_new_tokens=max_new_tokens,
+                                  temperature=temperature, top_k=top_k or None, seed=seed, batch_size=batch_size,
+                                  offset=k * batch_size)
+        batches = cached_steps(key, n_batches, gibbs_batch, **steps)
+        return _finish(rows, [c for b in batches for c in b], loaded.name, " ", **settings)
+    model, tok = loaded.model, loaded.tokenizer
     if tok.pad_token is None:  # as helpers.models.load does (padding is masked)
         tok.pad_token = tok.eos_token
     pad = tok.pad_token_id
-    side, tok.padding_side = tok.padding_side, "left"
-    cut, tok.truncation_side = tok.truncation_side, "left"         # a prompt too long keeps its end
     limit = conventions.max_length(loaded)
     room = None if limit is None else limit - max_new_tokens
     if room is not None and room < 1:
         raise InputError(f"{loaded.name} takes {limit} tokens: no room for {max_new_tokens} new ones")
     torch.manual_seed(seed)
     dev = batching.device(model)
-    conts: list[str] = []
-    try:
-        for k in _progress(range(0, len(rows), batch_size), enabled=progress, desc=f"generate {loaded.name}",
-                           unit="batch"):
-            texts = rows["prompt"].iloc[k:k + batch_size].tolist()
+    options = dict(do_sample=True, temperature=temperature, top_k=top_k, top_p=top_p) if sample else \
+        dict(do_sample=False)                      # greedy (benchmarks compare outputs)
+
+    def one_batch(k: int) -> list[str]:
+        texts = prompts[k * batch_size:(k + 1) * batch_size]
+        side, tok.padding_side = tok.padding_side, "left"
+        cut, tok.truncation_side = tok.truncation_side, "left"         # a prompt too long keeps its end
+        try:
             enc = (tok(texts, return_tensors="pt", padding=True, truncation=room is not None, max_length=room)
                    if loaded.objective == "causal" else _permutation_prompts(tok, texts, pad))
-            options = dict(do_sample=True, temperature=temperature, top_k=top_k, top_p=top_p) if sample else \
-                dict(do_sample=False)                      # greedy (benchmarks compare outputs)
-            with _quiet_unlimited_length(loaded.objective):
-                out = model.generate(**{k2: v.to(dev) for k2, v in enc.items()}, max_new_tokens=max_new_tokens,
-                                     pad_token_id=pad, **options)
-            new = out[:, enc["input_ids"].shape[1]:]
-            conts += tok.batch_decode(new, skip_special_tokens=True)
-    finally:
-        tok.padding_side, tok.truncation_side = side, cut
-    return _finish(rows, conts, loaded.name, "", samples_per_prompt=samples_per_prompt, max_new_tokens=max_new_tokens,
-                   temperature=temperature, top_k=top_k, top_p=top_p, seed=seed, sampler="ancestral")
+        finally:
+            tok.padding_side, tok.truncation_side = side, cut
+        with _quiet_unlimited_length(loaded.objective):
+            out = model.generate(**{k2: v.to(dev) for k2, v in enc.items()}, max_new_tokens=max_new_tokens,
+                                 pad_token_id=pad, **options)
+        return tok.batch_decode(out[:, enc["input_ids"].shape[1]:], skip_special_tokens=True)
+
+    batches = cached_steps(key, n_batches, one_batch, save_state=lambda: _random_state(dev),
+                           restore_state=lambda state: _set_random_state(state, dev), **steps)
+    return _finish(rows, [c for b in batches for c in b], loaded.name, "", **settings)
+
+
+def _random_state(dev) -> str:
+    """torch's random state (CPU, and the device's when it is a GPU) as text, for the step cache."""
+    states = {"cpu": torch.get_rng_state()}
+    if getattr(dev, "type", str(dev)).startswith("cuda"):
+        states["cuda"] = torch.cuda.get_rng_state(dev)
+    return json.dumps({k: base64.b64encode(v.numpy().tobytes()).decode("ascii") for k, v in states.items()})
+
+
+def _set_random_state(text: str, dev) -> None:
+    for k, v in json.loads(text).items():
+        tensor = torch.frombuffer(bytearray(base64.b64decode(v)), dtype=torch.uint8)
+        torch.set_rng_state(tensor) if k == "cpu" else torch.cuda.set_rng_state(tensor, dev)
 
 
 def _permutation_prompts(tok, texts: list[str], pad: int) -> dict:

@@ -25,10 +25,12 @@ __all__ = ["gibbs_generate"]
 
 def gibbs_generate(loaded, prompts: Sequence[str], *, max_new_tokens: int = 20, max_iter: int | None = None,
                    burnin: int | None = None, top_k: int | None = 100, temperature: float = 1.0, seed: int = 0,
-                   batch_size: int = 16) -> list[str]:
+                   batch_size: int = 16, offset: int = 0) -> list[str]:
     """The continuation of each prompt by a masked LM (module docstring). ``max_iter`` defaults to
     ``10 * max_new_tokens`` and ``burnin`` to half of it (bert-babble: 500 and 250 for 40 tokens
-    with top-k 100). Returns the decoded new tokens of each prompt."""
+    with top-k 100). Returns the decoded new tokens of each prompt. Prompt ``i`` draws from its own
+    generators seeded with ``seed`` and ``offset + i`` (``offset``: the index of the first prompt in a
+    longer list generated part by part, which then draws as the whole list would)."""
     import torch
 
     if loaded.objective != "masked":
@@ -75,8 +77,8 @@ def gibbs_generate(loaded, prompts: Sequence[str], *, max_new_tokens: int = 20, 
         for i, r in enumerate(rows):
             ids[i, :len(r)] = torch.as_tensor(r)
             attention[i, :len(r)] = 1
-        rngs = [np.random.default_rng([seed, start + i]) for i in range(len(batch))]
-        gens = [torch.Generator(device="cpu").manual_seed(int(seed) * 1_000_003 + start + i) for i in range(len(batch))]
+        rngs = [np.random.default_rng([seed, offset + start + i]) for i in range(len(batch))]
+        gens = [torch.Generator(device="cpu").manual_seed(int(seed) * 1_000_003 + offset + start + i) for i in range(len(batch))]
         with torch.inference_mode():
             for step in range(max_iter):
                 at = torch.as_tensor([s + int(g.integers(max_new_tokens)) for s, g in zip(spans, rngs)], device=dev)
