@@ -264,7 +264,9 @@ def test_a_report_card_through_two_machines_is_the_card_of_one_process(tiny_gpt2
     assert [_finish(p)[0] for p in procs] == [0, 0]
     one, two = (pd.read_csv(tmp_path / d / "metrics.csv") for d in ("one", "two"))
     assert len(one) > 20
-    pd.testing.assert_frame_equal(one, two, check_exact=False, rtol=1e-6, atol=1e-9)
+    # the word and sentence vectors are computed in other batches by two processes (float noise
+    # ~1e-7), which CEAT's effect sizes (a difference of means over a standard deviation) amplify
+    pd.testing.assert_frame_equal(one, two, check_exact=False, rtol=1e-5, atol=1e-6)
     assert len(_chunks(tmp_path / "shared-cache")) >= 2
 
 
