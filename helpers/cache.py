@@ -144,11 +144,11 @@ def _frame(n_tokens: Sequence, log_likelihood: Sequence) -> pd.DataFrame:
     return pd.DataFrame({"n_tokens": n, "log_likelihood": ll, "perplexity": ppl})
 
 
-def chunk_size_from_env() -> int:
-    """``$HARMS_CACHE_CHUNK_SIZE`` (a whole number >= 1) or :data:`DEFAULT_CHUNK_SIZE`."""
+def chunk_size_from_env(default: int = DEFAULT_CHUNK_SIZE) -> int:
+    """``$HARMS_CACHE_CHUNK_SIZE`` (a whole number >= 1) or ``default``."""
     raw = os.environ.get(CHUNK_SIZE_ENV)
     if raw is None or not raw.strip():
-        return DEFAULT_CHUNK_SIZE
+        return default
     try:
         size = int(raw.strip())
     except ValueError:
@@ -184,17 +184,17 @@ def _interrupted(directory: Path | None, hashes: set[str], stored: set[str]) -> 
 def cached_rows(key: dict, texts: Sequence[str], compute: Callable[[list[str]], list[list]], *,
                 chunk_size: int | None = None, enabled: bool = True, progress: bool = True,
                 save_every: float | None = None, clock: Callable[[], float] = time.monotonic,
-                desc: str = "scoring") -> list[list]:
+                desc: str = "scoring", default_chunk_size: int = DEFAULT_CHUNK_SIZE) -> list[list]:
     """Per-text results of ``texts`` under ``key`` (each a JSON list), read from the cache or computed.
 
     ``compute(list_of_texts)`` returns one list per text, same order. Texts missing from the
     cache are deduplicated and computed in chunks of at most ``chunk_size`` texts (default:
-    ``$HARMS_CACHE_CHUNK_SIZE`` or 32) and at most ``save_every`` seconds (default
+    ``$HARMS_CACHE_CHUNK_SIZE`` or ``default_chunk_size``, 32) and at most ``save_every`` seconds (default
     :data:`SAVE_EVERY_SECONDS`, measured with ``clock``); each chunk is stored as soon as it is
     computed, so an interrupted run loses at most one chunk. ``enabled=False`` neither reads nor
     writes the cache. Ctrl-C raises :class:`helpers.errors.Interrupted`.
     """
-    largest = chunk_size_from_env() if chunk_size is None else chunk_size
+    largest = chunk_size_from_env(default_chunk_size) if chunk_size is None else chunk_size
     if largest < 1:
         raise ValueError(f"chunk_size must be >= 1, got {largest}")
     budget = SAVE_EVERY_SECONDS if save_every is None else save_every

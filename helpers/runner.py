@@ -111,6 +111,11 @@ def cached_result(handle, metric: str, settings: dict, compute: Callable[[Any], 
                          enabled=enabled)
 
 
+#: Rows per stored chunk of :func:`cached_per_row` at most (a chunk also closes after
+#: ``cache.SAVE_EVERY_SECONDS``): a row is a sentence's score, cheap next to a PLL sentence.
+ROWS_PER_CHUNK = 128
+
+
 def cached_per_row(handle, metric: str, settings: dict, frame: pd.DataFrame, columns: Sequence[str],
                    compute: Callable[[Any, pd.DataFrame], Sequence[float]], *, version: int = 1,
                    enabled: bool = True) -> np.ndarray:
@@ -132,8 +137,12 @@ def cached_per_row(handle, metric: str, settings: dict, frame: pd.DataFrame, col
             raise RuntimeError(f"{metric}: {len(values)} values for {len(chunk)} rows")
         return [[float(v)] for v in values]
     key = {"metric": metric, "version": version, "model": handle.identity, "settings": settings}
-    got = cache.cached_rows(key, items, rows, enabled=enabled, progress=False, desc=metric)
-    return np.array([r[0] for r in got], dtype=float)
+    order = sorted(range(len(items)), key=lambda i: -len(items[i]))    # chunks of similar lengths pad little
+    got = cache.cached_rows(key, [items[i] for i in order], rows, enabled=enabled, progress=False, desc=metric,
+                            default_chunk_size=ROWS_PER_CHUNK)
+    out = np.empty(len(items), dtype=float)
+    out[order] = [r[0] for r in got]
+    return out
 
 
 def _plain(value):

@@ -39,6 +39,8 @@ __all__ = ["word_embeddings", "sentence_embeddings", "folder_pooling", "POOLINGS
 
 POOLINGS = ("mean", "cls", "last", "max", "model")
 EMBEDDING_VERSION = 1          # of the cached vectors: changes when the code changes what a vector is
+EMBEDDING_CHUNK = 256          # texts per stored chunk at most (one forward pass each: cheap next to a PLL
+                               # score; a chunk still closes after cache.SAVE_EVERY_SECONDS)
 
 
 def _cached_vectors(loaded, kind: str, settings: dict, items: list[str],
@@ -53,9 +55,14 @@ def _cached_vectors(loaded, kind: str, settings: dict, items: list[str],
     from helpers.cache import cached_rows
 
     key = {"model": dict(loaded.identity), "embedding": {"kind": kind, "version": EMBEDDING_VERSION, **settings}}
-    rows = cached_rows(key, items, lambda chunk: [[_pack(v)] for v in run(chunk)], progress=progress,
-                       desc=f"{kind} embeddings")
-    return np.stack([_unpack(r[0]) for r in rows])
+    # longest first, as the batches inside a chunk are cut: chunks of similar lengths pad little
+    order = sorted(range(len(items)), key=lambda i: -len(items[i]))
+    rows = cached_rows(key, [items[i] for i in order], lambda chunk: [[_pack(v)] for v in run(chunk)],
+                       default_chunk_size=EMBEDDING_CHUNK, progress=progress, desc=f"{kind} embeddings")
+    out: list = [None] * len(items)
+    for i, r in zip(order, rows):
+        out[i] = _unpack(r[0])
+    return np.stack(out)
 
 
 def _pack(vector: np.ndarray) -> str:
