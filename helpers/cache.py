@@ -78,6 +78,13 @@ def _unwritable(directory: Path, exc: OSError, what: str = "score cache") -> Har
                       "set HARMS_CACHE_DIR to a writable directory or pass --no-cache")
 
 
+def _key_directory(directory: Path, key: dict) -> None:
+    """Create a key's directory with its ``key.json`` (the key, human readable)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    if not (directory / "key.json").exists():
+        atomic_write(directory / "key.json", json.dumps(key, indent=2, sort_keys=True, default=str) + "\n")
+
+
 def _write_chunk(directory: Path, rows: dict[str, list]) -> Path:
     """Write one chunk atomically; the name is the checksum, so rewrites are idempotent."""
     digest = sha256_text(canonical_json(rows))
@@ -184,15 +191,18 @@ def _interrupted(directory: Path | None, hashes: set[str], stored: set[str]) -> 
 def cached_rows(key: dict, texts: Sequence[str], compute: Callable[[list[str]], list[list]], *,
                 chunk_size: int | None = None, enabled: bool = True, progress: bool = True,
                 save_every: float | None = None, clock: Callable[[], float] = time.monotonic,
-                desc: str = "scoring", default_chunk_size: int = DEFAULT_CHUNK_SIZE) -> list[list]:
+                desc: str = "scoring", default_chunk_size: int = DEFAULT_CHUNK_SIZE,
+                longest_first: bool = False) -> list[list]:
     """Per-text results of ``texts`` under ``key`` (each a JSON list), read from the cache or computed.
 
     ``compute(list_of_texts)`` returns one list per text, same order. Texts missing from the
     cache are deduplicated and computed in chunks of at most ``chunk_size`` texts (default:
     ``$HARMS_CACHE_CHUNK_SIZE`` or ``default_chunk_size``, 32) and at most ``save_every`` seconds (default
     :data:`SAVE_EVERY_SECONDS`, measured with ``clock``); each chunk is stored as soon as it is
-    computed, so an interrupted run loses at most one chunk. ``enabled=False`` neither reads nor
-    writes the cache. Ctrl-C raises :class:`helpers.errors.Interrupted`.
+    computed, so an interrupted run loses at most one chunk. ``longest_first``: the missing texts
+    are computed longest first (stable), so that a chunk holds texts of similar lengths and its
+    batches pad little. ``enabled=False`` neither reads nor writes the cache. Ctrl-C raises
+    :class:`helpers.errors.Interrupted`.
     """
     largest = chunk_size_from_env(default_chunk_size) if chunk_size is None else chunk_size
     if largest < 1:
@@ -207,10 +217,7 @@ def cached_rows(key: dict, texts: Sequence[str], compute: Callable[[list[str]], 
     try:
         if directory is not None:
             try:
-                directory.mkdir(parents=True, exist_ok=True)
-                key_file = directory / "key.json"
-                if not key_file.exists():
-                    atomic_write(key_file, json.dumps(key, indent=2, sort_keys=True, default=str) + "\n")
+                _key_directory(directory, key)
                 known = _load_dir(directory)
             except OSError as exc:
                 raise _unwritable(directory, exc) from None
@@ -220,6 +227,8 @@ def cached_rows(key: dict, texts: Sequence[str], compute: Callable[[list[str]], 
         for h, t in zip(hashes, texts):
             if h not in known and h not in todo:
                 todo[h] = t
+        if longest_first:
+            todo = dict(sorted(todo.items(), key=lambda item: -len(item[1])))
 
         def compute_share(items: list[tuple[str, str]]) -> dict[str, list]:
             """Rows of ``items`` computed chunk by chunk, each chunk stored as soon as it is done."""
@@ -298,10 +307,8 @@ def cached_steps(key: dict, steps: int, step: Callable[[int], list], *, save_sta
     state = None
     if directory is not None:
         try:
-            directory.mkdir(parents=True, exist_ok=True)
+            _key_directory(directory, key)
             remove_stale_temporaries(directory)
-            if not (directory / "key.json").exists():
-                atomic_write(directory / "key.json", json.dumps(key, indent=2, sort_keys=True, default=str) + "\n")
         except OSError as exc:
             raise _unwritable(directory, exc, "step cache") from None
         while len(results) < steps:

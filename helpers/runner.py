@@ -137,12 +137,9 @@ def cached_per_row(handle, metric: str, settings: dict, frame: pd.DataFrame, col
             raise RuntimeError(f"{metric}: {len(values)} values for {len(chunk)} rows")
         return [[float(v)] for v in values]
     key = {"metric": metric, "version": version, "model": handle.identity, "settings": settings}
-    order = sorted(range(len(items)), key=lambda i: -len(items[i]))    # chunks of similar lengths pad little
-    got = cache.cached_rows(key, [items[i] for i in order], rows, enabled=enabled, progress=False, desc=metric,
-                            default_chunk_size=ROWS_PER_CHUNK)
-    out = np.empty(len(items), dtype=float)
-    out[order] = [r[0] for r in got]
-    return out
+    got = cache.cached_rows(key, items, rows, enabled=enabled, progress=False, desc=metric,
+                            default_chunk_size=ROWS_PER_CHUNK, longest_first=True)
+    return np.array([r[0] for r in got], dtype=float)
 
 
 def _plain(value):

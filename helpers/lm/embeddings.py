@@ -55,14 +55,9 @@ def _cached_vectors(loaded, kind: str, settings: dict, items: list[str],
     from helpers.cache import cached_rows
 
     key = {"model": dict(loaded.identity), "embedding": {"kind": kind, "version": EMBEDDING_VERSION, **settings}}
-    # longest first, as the batches inside a chunk are cut: chunks of similar lengths pad little
-    order = sorted(range(len(items)), key=lambda i: -len(items[i]))
-    rows = cached_rows(key, [items[i] for i in order], lambda chunk: [[_pack(v)] for v in run(chunk)],
-                       default_chunk_size=EMBEDDING_CHUNK, progress=progress, desc=f"{kind} embeddings")
-    out: list = [None] * len(items)
-    for i, r in zip(order, rows):
-        out[i] = _unpack(r[0])
-    return np.stack(out)
+    rows = cached_rows(key, items, lambda chunk: [[_pack(v)] for v in run(chunk)], default_chunk_size=EMBEDDING_CHUNK,
+                       longest_first=True, progress=progress, desc=f"{kind} embeddings")
+    return np.stack([_unpack(r[0]) for r in rows])
 
 
 def _pack(vector: np.ndarray) -> str:
