@@ -94,30 +94,38 @@ def _write_chunk(directory: Path, rows: dict[str, list]) -> Path:
     return path
 
 
+def _read_verified(path: Path, body_of: Callable[[dict], object], what: str, lost: str):
+    """The body of a checksummed JSON file: ``body_of(document)`` when it is of the right format
+    (else None) and its SHA-256 matches ``document["sha256"]``. A corrupt file is reported
+    (:class:`CorruptCacheWarning` naming ``what`` and what is ``lost``), deleted, and gives None;
+    a missing one raises FileNotFoundError."""
+    raw = path.read_bytes()
+    try:
+        doc = json.loads(raw.decode("utf-8"))
+        body = body_of(doc)
+        if body is not None and sha256_text(canonical_json(body)) == doc["sha256"]:
+            return body
+        problem = "checksum mismatch"
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        problem = f"does not parse ({type(exc).__name__})"
+    warnings.warn(f"corrupt {what} file {path}: {problem}; deleted, {lost} will be recomputed",
+                  CorruptCacheWarning, stacklevel=4)
+    path.unlink(missing_ok=True)
+    return None
+
+
+def _chunk_body(doc: dict) -> dict[str, list] | None:
+    rows = doc["rows"]
+    ok = doc.get("format") == FORMAT and isinstance(rows, dict) and all(isinstance(v, list) for v in rows.values())
+    return rows if ok else None
+
+
 def _read_chunk(path: Path) -> dict[str, list] | None:
     """Rows of a valid chunk; None (with a warning, file deleted) if corrupt; {} if it vanished."""
     try:
-        raw = path.read_bytes()
+        return _read_verified(path, _chunk_body, "score cache", "its sentences")
     except FileNotFoundError:      # compacted away by another process meanwhile
         return {}
-    try:
-        doc = json.loads(raw.decode("utf-8"))
-        rows = doc["rows"]
-        ok = (doc.get("format") == FORMAT and isinstance(rows, dict)
-              and sha256_text(canonical_json(rows)) == doc["sha256"]
-              and all(isinstance(v, list) for v in rows.values()))
-        problem = "checksum mismatch" if not ok else None
-    except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        problem = f"does not parse ({type(exc).__name__})"
-    if problem is None:
-        return rows
-    warnings.warn(f"corrupt score cache file {path}: {problem}; deleted, its sentences will be recomputed",
-                  CorruptCacheWarning, stacklevel=3)
-    try:
-        path.unlink()
-    except FileNotFoundError:
-        pass
-    return None
 
 
 def _load_dir(directory: Path, *, maintain: bool = True) -> dict[str, list]:
@@ -345,23 +353,17 @@ def cached_steps(key: dict, steps: int, step: Callable[[int], list], *, save_sta
     return results
 
 
+def _step_body(doc: dict) -> dict | None:
+    body = {"result": doc["result"], "state": doc["state"]}
+    return body if doc.get("format") == STEPS_FORMAT and isinstance(body["result"], list) else None
+
+
 def _read_step(path: Path) -> dict | None:
     """``{"result", "state"}`` of a valid step file; None if absent or corrupt (reported, deleted)."""
     try:
-        doc = json.loads(path.read_bytes().decode("utf-8"))
-        body = {"result": doc["result"], "state": doc["state"]}
-        if doc.get("format") == STEPS_FORMAT and isinstance(body["result"], list) and \
-                sha256_text(canonical_json(body)) == doc["sha256"]:
-            return body
-        problem = "checksum mismatch"
+        return _read_verified(path, _step_body, "step cache", "its step")
     except FileNotFoundError:
         return None
-    except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        problem = f"does not parse ({type(exc).__name__})"
-    warnings.warn(f"corrupt step cache file {path}: {problem}; deleted, its step will be recomputed",
-                  CorruptCacheWarning, stacklevel=3)
-    path.unlink(missing_ok=True)
-    return None
 
 
 def memoize(key: dict, compute: Callable[[], object], *, enabled: bool = True):

@@ -10,7 +10,8 @@ copies agree at every cached computation (:func:`helpers.cache.cached_rows` call
 :func:`shard`): process 0 broadcasts the job (the cache key, the digest of the request's texts,
 each machine's launch settings, and the texts still missing from the shared score cache); a
 process started with different settings stops every copy with one line naming the setting; each
-process computes a contiguous share of the missing texts and stores its chunks in the (shared)
+process computes a contiguous share of the missing texts (equal in characters,
+:func:`share_bounds`) and stores its chunks in the (shared)
 score cache as it goes; the rows are then gathered and checked to be computed exactly once.
 Work between two cached computations (a bootstrap, a table) is repeated by every copy, and only
 process 0 writes the outputs (:func:`is_main`). On CPU the process group is gloo
@@ -520,7 +521,8 @@ def shard(key: dict, hashes: Sequence[str], todo: list[tuple[str, str]],
 
     Process 0's ``todo`` is the job (another process's view of a shared cache may lag); a process
     whose ``key``, request (``hashes``) or launch settings differ from process 0's stops the run with
-    one line naming the difference. Each process computes ``compute(its contiguous share)`` (which
+    one line naming the difference. Each process computes ``compute(its contiguous share)`` (equal
+in characters: :func:`share_bounds`; which
     stores its chunks in the score cache); the gathered rows must cover the job exactly once."""
     w = world()
     if w is None:
@@ -534,9 +536,7 @@ def shard(key: dict, hashes: Sequence[str], todo: list[tuple[str, str]],
                              f"{diff}; start every machine with the same command")
     todo = job["todo"]
     w.exchange["texts"] += len(todo)
-    share = len(todo) // w.size, len(todo) % w.size
-    start = w.rank * share[0] + min(w.rank, share[1])
-    stop = start + share[0] + (1 if w.rank < share[1] else 0)
+    start, stop = share_bounds([len(text) for _, text in todo], w.size)[w.rank]
     rows = compute(todo[start:stop])
     parts = w.gather(rows, "rows")
     merged: dict[str, list] = {}
@@ -549,6 +549,39 @@ def shard(key: dict, hashes: Sequence[str], todo: list[tuple[str, str]],
         raise HarmsError(f"the processes' shares do not cover the job exactly once ({missing} texts missing, "
                          f"{twice} computed twice); rerun the same command")
     return merged
+
+
+def share_bounds(costs: Sequence[float], parts: int) -> list[tuple[int, int]]:
+    """``parts`` contiguous ``(start, stop)`` ranges covering ``costs`` in order, each as close to
+    an equal share of the total cost as a contiguous split allows: range ``k`` ends at the first
+    item whose running total reaches ``(k + 1) / parts`` of the total, or just before it when that
+    is nearer. The shares' costs then differ from an equal split by at most one item's cost.
+
+    :func:`shard` passes the texts' lengths in characters: a job sorted longest first
+    (``cached_rows(longest_first=True)``) split into equal counts gave process 0 the longest half.
+    Contiguous ranges keep the chunks of similar lengths that the sort was for."""
+    if parts < 1:
+        raise ValueError(f"parts must be >= 1, got {parts}")
+    if any(c < 0 for c in costs):
+        raise ValueError("costs must be >= 0")
+    running, total = [], 0.0
+    for c in costs:
+        total += c
+        running.append(total)
+    bounds, start = [], 0
+    for k in range(1, parts):
+        target = total * k / parts
+        stop = start
+        while stop < len(running) and running[stop] < target:
+            stop += 1
+        # running[stop] is the first total >= target: end after it, or before it when nearer
+        if stop < len(running):
+            before = running[stop - 1] if stop > 0 else 0.0
+            stop += 1 if running[stop] - target <= target - before else 0
+        bounds.append((start, stop))
+        start = stop
+    bounds.append((start, len(running)))
+    return bounds
 
 
 def _difference(job: dict, mine: dict) -> str:
