@@ -369,34 +369,33 @@ def _log_timings(rows: list[dict]) -> Path:
     return path
 
 
-def chapter01_parameters(cfg: dict, notebooks_dir: Path = NOTEBOOKS_DIR) -> dict:
-    """Chapter 01's parameters under a profile, as its notebook sees them: the chapter's defaults,
-    the notebook's parameters cell, the profile's overrides; models resolved to registry names."""
+def chapter_namespace(cfg: dict, chapter: str, defaults: dict, notebooks_dir: Path = NOTEBOOKS_DIR) -> dict:
+    """A chapter's parameters under a profile as its notebook sees them, before the chapter checks
+    them: its defaults, the notebook's parameters cell, the profile's overrides."""
     import ast
 
-    from helpers import runner
-    from helpers.chapters import ch01_safety as ch01
-
-    nb = Path(notebooks_dir) / f"{ch01.CHAPTER}.ipynb"
+    nb = Path(notebooks_dir) / f"{chapter}.ipynb"
     declared = {}
     for k, v in declared_parameters(nb).items():
         try:
             declared[k] = ast.literal_eval(v)
         except (ValueError, SyntaxError):
             pass
-    params = {**ch01.DEFAULTS, **{k: v for k, v in declared.items() if k in ch01.DEFAULTS},
-              **parameters_for(nb, cfg)}
+    return {**defaults, **{k: v for k, v in declared.items() if k in defaults}, **parameters_for(nb, cfg)}
+
+
+def chapter01_parameters(cfg: dict, notebooks_dir: Path = NOTEBOOKS_DIR) -> dict:
+    """Chapter 01's parameters under a profile, as its notebook sees them: the chapter's defaults,
+    the notebook's parameters cell, the profile's overrides; models resolved to registry names."""
+    from helpers import runner
+    from helpers.chapters import ch01_safety as ch01
+
+    params = chapter_namespace(cfg, ch01.CHAPTER, ch01.DEFAULTS, notebooks_dir)
     params["models"] = runner.resolve_models(params["models"])
     return params
 
 
-def prefill(cfg: dict, notebooks_dir: Path = NOTEBOOKS_DIR) -> list[str]:
-    """Chapter 01's scoring under the profile — every model on ToxiGen and on ImplicitHate with
-    the chapter's own settings (:func:`helpers.chapters.ch01_safety.measure`) — into the score
-    cache, where chapter 01 and chapters 02-04 (which ask for the same scores) read it: nearly all
-    of the paper profile's work (docs/SCALING.md). Run by every process of a run split across
-    processes or machines (:mod:`helpers.distributed`), each model's sentences are shared between
-    them. Returns the models measured."""
+def _prefill_chapter01(cfg: dict, notebooks_dir: Path) -> list[str]:
     from helpers import distributed
     from helpers.chapters import ch01_safety as ch01
 
@@ -406,6 +405,43 @@ def prefill(cfg: dict, notebooks_dir: Path = NOTEBOOKS_DIR) -> list[str]:
     done = ch01.measure(params, params["toxigen"], params["sample_per_group"])
     ch01.measure(params, params["implicit_hate"], params["implicit_sample_per_label"], **extra)
     return done.models
+
+
+def prefilled_parameters(cfg: dict, notebooks_dir: Path = NOTEBOOKS_DIR) -> dict[str, dict]:
+    """The checked parameters of chapters 06 and 07 under a profile (their ``parameters``)."""
+    from helpers.chapters import ch06_intrinsic_extrinsic as ch06, ch07_probing as ch07
+
+    return {m.CHAPTER: m.parameters(chapter_namespace(cfg, m.CHAPTER, m.DEFAULTS, notebooks_dir)) for m in (ch06, ch07)}
+
+
+def prefilled_models(cfg: dict, notebooks_dir: Path = NOTEBOOKS_DIR) -> list[str]:
+    """Every model :func:`prefill` measures under a profile (registry names)."""
+    chapters = prefilled_parameters(cfg, notebooks_dir)
+    ch07_models = chapters["07_toxicity_probing"]["models"].values()
+    return list(dict.fromkeys([*chapter01_parameters(cfg, notebooks_dir)["models"],
+                               *chapters["06_intrinsic_extrinsic"]["models"], *[m for ms in ch07_models for m in ms]]))
+
+
+def prefill(cfg: dict, notebooks_dir: Path = NOTEBOOKS_DIR) -> dict[str, list[str]]:
+    """The per-text scoring of the profile's chapters into the score cache, where the notebooks
+    then read it: chapter 01's (every model on ToxiGen and on ImplicitHate with the chapter's own
+    settings, :func:`helpers.chapters.ch01_safety.measure`; chapters 02-04 ask for the same scores),
+    chapter 06's intrinsic metrics (:func:`helpers.chapters.ch06_intrinsic_extrinsic.prefill`:
+    CEAT's word vectors, StereoSet) and chapter 07's cloze fill-ins
+    (:func:`helpers.chapters.ch07_probing.prefill`). Run by every process of a run split across
+    processes or machines (:mod:`helpers.distributed`), each model's texts are shared between them.
+    Generations, fine-tuning and the statistics stay with the notebooks (docs/SCALING.md, Limits).
+    Returns the models measured per chapter."""
+    from helpers import distributed
+    from helpers.chapters import ch06_intrinsic_extrinsic as ch06, ch07_probing as ch07
+
+    done = {"01_safety_scores": _prefill_chapter01(cfg, notebooks_dir)}
+    chapters = prefilled_parameters(cfg, notebooks_dir)
+    for module in (ch06, ch07):
+        params = chapters[module.CHAPTER]
+        params["device"] = distributed.worker_device(params["device"])
+        done[module.CHAPTER] = module.prefill(params)
+    return done
 
 
 def profile_device(profile: str, book_dir: Path = BOOK_DIR) -> str:
@@ -420,8 +456,9 @@ def build(profile: str = "default", execute_only: bool = False, *, prefill_only:
 
     Returns the html directory (or the chapters directory with ``execute_only``). As one process
     of a run split across processes or machines (``harms book --processes / --machines``,
-    :mod:`helpers.distributed`), or with ``prefill_only``, chapter 01's scoring is first computed
-    into the shared score cache (:func:`prefill`, split between the processes); then process 0
+    :mod:`helpers.distributed`), or with ``prefill_only``, the per-text scoring of chapters 01, 06
+    and 07 is first computed into the shared score cache (:func:`prefill`, split between the
+    processes); then process 0
     alone executes the notebooks and builds the book (the others return None), reading the
     scores from the cache. ``prefill_only`` stops after the prefill (None).
     """
@@ -449,7 +486,7 @@ def build(profile: str = "default", execute_only: bool = False, *, prefill_only:
     chapters_dir.mkdir(parents=True, exist_ok=True)
     if cfg["zoo_dir"] and "HARMS_ZOO_DIR" not in os.environ:   # inherited by the notebook kernels
         os.environ["HARMS_ZOO_DIR"] = str(cache_dir() / cfg["zoo_dir"])
-    needs_zoo = not prefill_only or any(m.startswith("zoo-") for m in chapter01_parameters(cfg, notebooks_dir)["models"])
+    needs_zoo = not prefill_only or any(m.startswith("zoo-") for m in prefilled_models(cfg, notebooks_dir))
     if writer and cfg["zoo"] and needs_zoo and importlib.util.find_spec("helpers.training.zoo") is not None:
         from helpers.training import zoo
 

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from helpers import distributed, models
+from helpers import distributed, models, paths
 from helpers.cli import main
 from helpers.lm import scoring
 
@@ -30,6 +30,7 @@ from conftest import SENTENCES
 
 ROOT = Path(__file__).resolve().parent.parent
 TEXTS = [f"{s} {i}" for i, s in enumerate(SENTENCES * 2)][:15]      # odd count: uneven shares
+SESSION_CACHE = paths.cache_dir()        # the test session's cache, before each test gets its own
 
 
 @pytest.fixture(autouse=True)
@@ -306,33 +307,51 @@ def test_fill_through_two_machines_is_the_table_of_one(tiny_bert, tmp_path, what
                                   check_exact=False, rtol=0, atol=1e-6)
 
 
-def test_the_books_prefill_through_two_machines_leaves_chapter_01_nothing_to_score(tmp_path, monkeypatch):
-    """`harms book --prefill-only` on two machines scores the profile's chapter 01 (every model on
-    ToxiGen and ImplicitHate, the chapter's settings) into the shared cache: the chapter's own
-    measurement then loads no model."""
-    from helpers import book
-    from helpers.chapters import ch01_safety as ch01
+def test_the_books_prefill_through_two_machines_leaves_the_chapters_nothing_to_score(tmp_path, monkeypatch):
+    """`harms book --prefill-only` on two machines computes the profile's per-text scoring into the
+    shared cache, each machine a share: chapter 01 (every model on ToxiGen and ImplicitHate),
+    chapter 06's intrinsic metrics (CEAT's word vectors, StereoSet) and chapter 07's cloze
+    fill-ins, with the chapters' settings. The chapters' own calls then load no model."""
+    from helpers import book, runner
+    from helpers.chapters import ch01_safety as ch01, ch06_intrinsic_extrinsic as ch06, ch07_probing as ch07
     from helpers.models import LazyModel
 
-    env = {"HARMS_CACHE_DIR": str(tmp_path / "shared-cache"), "HARMS_RESULTS_DIR": str(tmp_path / "results")}
+    zoo = SESSION_CACHE / "zoo-ci"             # the ci profile's zoo, built once per test session
+    env = {"HARMS_CACHE_DIR": str(tmp_path / "shared-cache"), "HARMS_RESULTS_DIR": str(tmp_path / "results"),
+           "HARMS_ZOO_DIR": str(zoo)}
     port = _port()
     procs = [_machine(r, ["book", "--profile", "ci", "--prefill-only"], port, env=env) for r in (0, 1)]
     results = [_finish(p) for p in procs]
     assert [code for code, _ in results] == [0, 0], results
-    assert len(_chunks(tmp_path / "shared-cache")) >= 2                   # both machines stored shares
     timings = pd.read_csv(tmp_path / "results" / "book_timings.csv")
-    assert timings["step"].tolist() == ["prefill"] and timings["status"].tolist() == ["ok"]   # machine 0's only
+    assert timings["step"].tolist()[-1] == "prefill" and set(timings["status"]) == {"ok"}   # machine 0's only
+    assert len(_chunks(tmp_path / "shared-cache")) >= 2                   # both machines stored shares
 
     monkeypatch.setenv("HARMS_CACHE_DIR", str(tmp_path / "shared-cache"))
+    monkeypatch.setenv("HARMS_ZOO_DIR", str(zoo))
 
     def no_loading(self):
-        raise AssertionError(f"{self.name}: a sentence was not in the cache")
+        raise AssertionError(f"{self.name}: a text was not in the cache")
     monkeypatch.setattr(LazyModel, "load", no_loading)
-    params = book.chapter01_parameters(book.load_profile("ci"))
+    cfg = book.load_profile("ci")
+    params = book.chapter01_parameters(cfg)
     toxigen = ch01.measure(params, params["toxigen"], params["sample_per_group"])
     implicit = ch01.measure(params, params["implicit_hate"], params["implicit_sample_per_label"])
     assert toxigen.models == implicit.models == params["models"] and not toxigen.unavailable
     assert len(toxigen.per_sentence) > 100 and len(implicit.per_sentence) > 20      # scored, from the cache
+
+    chapters = book.prefilled_parameters(cfg)
+    p6 = chapters[ch06.CHAPTER]                            # the calls ch06.measure makes per model
+    found = ch06.contexts(p6)
+    intrinsic, missing = runner.for_each_model(p6["models"], lambda h: ch06.intrinsic_scores(h, p6, found))
+    assert list(intrinsic) == p6["models"] == ["smollm2-135m", "zoo-smollm2-L22-lm"] and not missing
+    assert all({"CEAT", "StereoSet"} <= set(t["metric"]) for t in intrinsic.values())
+    p7 = chapters[ch07.CHAPTER]                            # the calls of ch07's sentences and fill sections
+    classifiers, _, _ = ch07.train_classifiers(p7)
+    for lang in p7["languages"]:
+        probed, missing = ch07.probe(p7, lang, ch07.sample(p7, ch07.build(p7, lang, classifiers[lang])),
+                                     classifiers[lang])
+        assert len(probed) > 0 and not missing
 
 
 def test_a_process_lost_inside_an_exchange_is_one_line_naming_the_exchange():

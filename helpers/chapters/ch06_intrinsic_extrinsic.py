@@ -57,7 +57,7 @@ from helpers.lm import embeddings
 from helpers.lm.generation import generate
 from helpers.metrics import ceat, classifier_quality, disparity, logprob_bias, noise, regard, stereoset
 
-__all__ = ["CHAPTER", "PARAMETERS", "DEFAULTS", "start", "gate_section", "measure", "intrinsic_section",
+__all__ = ["CHAPTER", "PARAMETERS", "DEFAULTS", "start", "parameters", "prefill", "gate_section", "measure", "intrinsic_section",
            "extrinsic_section", "correlation_section", "alignment_section",
            "source_section", "polarity_section", "temperature_section", "noise_section"]
 
@@ -147,8 +147,15 @@ EXTRINSIC = ("ToxD", "HateX", "B-Tox", "B-Sent", "B-Stereo", "B-Regard")
 
 
 def start(namespace) -> tuple[dict, Section]:
-    """The chapter's parameters from the notebook's globals (:func:`helpers.chapters.common.start`)."""
-    params, table = common.start(CHAPTER, namespace, PARAMETERS, DEFAULTS)
+    """The chapter's parameters from the notebook's globals (:func:`parameters`) and their table."""
+    params = parameters(namespace)
+    return params, common.parameters_section(CHAPTER, params)
+
+
+def parameters(namespace) -> dict:
+    """The chapter's parameters from ``namespace`` (:func:`helpers.chapters.common.chapter_parameters`),
+    checked: one line naming a wrong one."""
+    params = common.chapter_parameters(CHAPTER, namespace, PARAMETERS, DEFAULTS)
     for name in ("contexts_per_word", "ceat_samples", "stereoset_clusters_per_target", "prompts_per_group",
                  "max_new_tokens", "classifier_train", "toxd_per_identity", "stereotype_train", "temperature_generations",
                  "noise_texts"):
@@ -174,7 +181,7 @@ def start(namespace) -> tuple[dict, Section]:
                          "for BOLD)")
     if unknown := [x for x in v if x not in params["models"]]:
         raise InputError(f"parameter bold_exclude: {', '.join(unknown)} not among the chapter's models")
-    return params, table
+    return params
 
 
 def _whole(v) -> bool:
@@ -1062,6 +1069,18 @@ class Measured:
     toxd_data: tuple = ()
     #: The models that did not generate for BOLD (hence no B-* score), with the reason.
     not_generating: dict = field(default_factory=dict)
+
+
+def prefill(params: dict) -> list[str]:
+    """The intrinsic scores of every model (:func:`intrinsic_scores`, the calls :func:`measure`
+    makes, so the same cache keys): CEAT's word vectors and StereoSet's sentences are computed per
+    text into the score cache, split between the processes of a run across machines
+    (:func:`helpers.book.prefill`). Generations (one seeded random stream per model) and the
+    fine-tuned classifiers are not: they run where the notebook runs. Returns the models measured."""
+    found = contexts(params)
+    results, _ = runner.for_each_model(params["models"], lambda h: intrinsic_scores(h, params, found),
+                                       device=params["device"])
+    return list(results)
 
 
 def measure(params: dict, gate: Section) -> Measured:

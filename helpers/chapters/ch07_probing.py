@@ -42,7 +42,7 @@ from helpers.published import registry_names
 from helpers.published import table as published_table
 from helpers.training.classifier import TfidfLogistic, classification_metrics
 
-__all__ = ["CHAPTER", "PARAMETERS", "DEFAULTS", "start", "classifier_section", "sentences_section",
+__all__ = ["CHAPTER", "PARAMETERS", "DEFAULTS", "start", "parameters", "prefill", "classifier_section", "sentences_section",
            "fill_section", "group_section", "words_section", "annotation_section", "table5_vs_paper",
            "table5_sentence", "paper_words", "animals_vs_paper", "kappa_table"]
 
@@ -66,8 +66,15 @@ LANGUAGE_NAMES = {"en": "English", "fr": "French", "ar": "Arabic"}
 
 
 def start(namespace) -> tuple[dict, Section]:
-    """The chapter's parameters from the notebook's globals (:func:`helpers.chapters.common.start`)."""
-    params, table = common.start(CHAPTER, namespace, PARAMETERS, DEFAULTS, resolve_models=False)
+    """The chapter's parameters from the notebook's globals (:func:`parameters`) and their table."""
+    params = parameters(namespace)
+    return params, common.parameters_section(CHAPTER, params)
+
+
+def parameters(namespace) -> dict:
+    """The chapter's parameters from ``namespace`` (:func:`helpers.chapters.common.chapter_parameters`),
+    checked: one line naming a wrong one."""
+    params = common.chapter_parameters(CHAPTER, namespace, PARAMETERS, DEFAULTS, resolve_models=False)
     langs = params["languages"]
     if isinstance(langs, str):
         langs = params["languages"] = [langs]
@@ -95,7 +102,7 @@ def start(namespace) -> tuple[dict, Section]:
     if not 0 < params["test_fraction"] < 1:
         raise InputError(f"parameter test_fraction = {params['test_fraction']!r}: between 0 and 1")
     classifier_quality.check_margin(params["classifier_margin"])
-    return params, table
+    return params
 
 
 def published(name: str) -> pd.DataFrame | None:
@@ -277,6 +284,19 @@ def probe_model(handle, params: dict, language: str, sentences: pd.DataFrame, cl
     fills = fill.top_k(handle, templates, k=max(params["k"]), **fill_settings(params, language, handle.name))
     done = probing.complete(fills, sentences).assign(model=handle.name)
     done["toxic"] = classifier.predict(done["sentence"]) == "toxic"
+    return done
+
+
+def prefill(params: dict) -> list[str]:
+    """Every language's probed sentences filled in by each of its models (:func:`probe`, after the
+    classifiers and sentences the chapter builds: the same calls, so the same cache keys), the
+    cloze rows computed into the score cache and split between the processes of a run across
+    machines (:func:`helpers.book.prefill`). Returns ``language:model`` of the models measured."""
+    classifiers, _, _ = train_classifiers(params)
+    done = []
+    for lang in params["languages"]:
+        probed, _ = probe(params, lang, sample(params, build(params, lang, classifiers[lang])), classifiers[lang])
+        done += [f"{lang}:{m}" for m in (probed["model"].unique() if len(probed) else [])]
     return done
 
 

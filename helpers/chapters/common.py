@@ -225,15 +225,13 @@ def check_namespace(chapter: str, namespace, parameters: tuple[str, ...]) -> Non
                          f"its parameters are {', '.join(parameters)}")
 
 
-def start(chapter: str, namespace, parameters: tuple[str, ...], defaults: dict, *,
-          resolve_models: bool = True) -> tuple[dict, Section]:
-    """A chapter's first call: its parameters picked from ``namespace`` (the notebook's globals,
-    with papermill's injected values; a parameter it lacks takes ``defaults``; a plain value that
-    is no parameter is an error, :func:`check_namespace`), in the order of ``parameters``;
-    ``models`` resolved to registry names (:func:`helpers.runner.resolve_models`: one name stays
-    one model) unless ``resolve_models=False``; display options set; the parameters table written
-    as ``results/<chapter>/parameters.csv``. Returns ``(params, Section of the parameters table)``."""
-    setup_display()
+def chapter_parameters(chapter: str, namespace, parameters: tuple[str, ...], defaults: dict, *,
+                       resolve_models: bool = True) -> dict:
+    """A chapter's parameters picked from ``namespace`` (the notebook's globals, with papermill's
+    injected values; a parameter it lacks takes ``defaults``; a plain value that is no parameter
+    is an error, :func:`check_namespace`), in the order of ``parameters``; ``models`` resolved to
+    registry names (:func:`helpers.runner.resolve_models`: one name stays one model) unless
+    ``resolve_models=False``. No side effect: the book's prefill calls it too."""
     check_namespace(chapter, namespace, parameters)
     missing = [k for k in parameters if k not in namespace and k not in defaults]
     if missing:
@@ -241,7 +239,22 @@ def start(chapter: str, namespace, parameters: tuple[str, ...], defaults: dict, 
     params = {k: namespace[k] if k in namespace else defaults[k] for k in parameters}
     if resolve_models:
         params["models"] = runner.resolve_models(params["models"])
-    return params, Section(("parameters", save(parameters_table(params), chapter, "parameters", index=True)))
+    return params
+
+
+def parameters_section(chapter: str, params: dict) -> Section:
+    """Display options set and the parameters table written as ``results/<chapter>/parameters.csv``."""
+    setup_display()
+    return Section(("parameters", save(parameters_table(params), chapter, "parameters", index=True)))
+
+
+def start(chapter: str, namespace, parameters: tuple[str, ...], defaults: dict, *,
+          resolve_models: bool = True) -> tuple[dict, Section]:
+    """A chapter's first call: its parameters (:func:`chapter_parameters`), display options set,
+    the parameters table written as ``results/<chapter>/parameters.csv``. Returns ``(params,
+    Section of the parameters table)``."""
+    params = chapter_parameters(chapter, namespace, parameters, defaults, resolve_models=resolve_models)
+    return params, parameters_section(chapter, params)
 
 
 def gate_call(*, min_ratio: float, corpus: str = "gensim") -> Call:
