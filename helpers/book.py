@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import datetime as dt
+import importlib
 import importlib.util
 import os
 import re
@@ -384,63 +385,53 @@ def chapter_namespace(cfg: dict, chapter: str, defaults: dict, notebooks_dir: Pa
     return {**defaults, **{k: v for k, v in declared.items() if k in defaults}, **parameters_for(nb, cfg)}
 
 
+#: The chapters whose per-text scoring :func:`prefill` computes (modules of helpers.chapters).
+PREFILLED = ("ch01_safety", "ch06_intrinsic_extrinsic", "ch07_probing")
+
+
+def _chapter_module(name: str):
+    return importlib.import_module(f"helpers.chapters.{name}")
+
+
+def chapter_parameters(cfg: dict, module: str, notebooks_dir: Path = NOTEBOOKS_DIR) -> dict:
+    """The checked parameters (its ``parameters`` of :func:`chapter_namespace`) of the chapter of
+    ``module`` (a module of helpers.chapters) under a profile."""
+    chapter = _chapter_module(module)
+    return chapter.parameters(chapter_namespace(cfg, chapter.CHAPTER, chapter.DEFAULTS, notebooks_dir))
+
+
 def chapter01_parameters(cfg: dict, notebooks_dir: Path = NOTEBOOKS_DIR) -> dict:
     """Chapter 01's parameters under a profile, as its notebook sees them: the chapter's defaults,
     the notebook's parameters cell, the profile's overrides; models resolved to registry names."""
-    from helpers import runner
-    from helpers.chapters import ch01_safety as ch01
-
-    params = chapter_namespace(cfg, ch01.CHAPTER, ch01.DEFAULTS, notebooks_dir)
-    params["models"] = runner.resolve_models(params["models"])
-    return params
-
-
-def _prefill_chapter01(cfg: dict, notebooks_dir: Path) -> list[str]:
-    from helpers import distributed
-    from helpers.chapters import ch01_safety as ch01
-
-    params = chapter01_parameters(cfg, notebooks_dir)
-    params["device"] = distributed.worker_device(params["device"])     # cuda: this process's own GPU
-    extra = {"upstream_compat": True} if params.get("upstream_compat") else {}
-    done = ch01.measure(params, params["toxigen"], params["sample_per_group"])
-    ch01.measure(params, params["implicit_hate"], params["implicit_sample_per_label"], **extra)
-    return done.models
-
-
-def prefilled_parameters(cfg: dict, notebooks_dir: Path = NOTEBOOKS_DIR) -> dict[str, dict]:
-    """The checked parameters of chapters 06 and 07 under a profile (their ``parameters``)."""
-    from helpers.chapters import ch06_intrinsic_extrinsic as ch06, ch07_probing as ch07
-
-    return {m.CHAPTER: m.parameters(chapter_namespace(cfg, m.CHAPTER, m.DEFAULTS, notebooks_dir)) for m in (ch06, ch07)}
+    return chapter_parameters(cfg, "ch01_safety", notebooks_dir)
 
 
 def prefilled_models(cfg: dict, notebooks_dir: Path = NOTEBOOKS_DIR) -> list[str]:
     """Every model :func:`prefill` measures under a profile (registry names)."""
-    chapters = prefilled_parameters(cfg, notebooks_dir)
-    ch07_models = chapters["07_toxicity_probing"]["models"].values()
-    return list(dict.fromkeys([*chapter01_parameters(cfg, notebooks_dir)["models"],
-                               *chapters["06_intrinsic_extrinsic"]["models"], *[m for ms in ch07_models for m in ms]]))
+    names = []
+    for module in PREFILLED:
+        models = chapter_parameters(cfg, module, notebooks_dir)["models"]
+        names += [m for ms in models.values() for m in ms] if isinstance(models, dict) else models
+    return list(dict.fromkeys(names))
 
 
 def prefill(cfg: dict, notebooks_dir: Path = NOTEBOOKS_DIR) -> dict[str, list[str]]:
-    """The per-text scoring of the profile's chapters into the score cache, where the notebooks
-    then read it: chapter 01's (every model on ToxiGen and on ImplicitHate with the chapter's own
-    settings, :func:`helpers.chapters.ch01_safety.measure`; chapters 02-04 ask for the same scores),
-    chapter 06's intrinsic metrics (:func:`helpers.chapters.ch06_intrinsic_extrinsic.prefill`:
-    CEAT's word vectors, StereoSet) and chapter 07's cloze fill-ins
-    (:func:`helpers.chapters.ch07_probing.prefill`). Run by every process of a run split across
-    processes or machines (:mod:`helpers.distributed`), each model's texts are shared between them.
-    Generations, fine-tuning and the statistics stay with the notebooks (docs/SCALING.md, Limits).
-    Returns the models measured per chapter."""
+    """The per-text scoring of the profile's chapters (:data:`PREFILLED`) into the score cache,
+    where the notebooks then read it, by each chapter's ``prefill`` with its parameters under the
+    profile: chapter 01's scores (every model on ToxiGen and ImplicitHate; chapters 02-04 ask for
+    the same), chapter 06's intrinsic metrics (CEAT's word vectors, StereoSet) and chapter 07's
+    cloze fill-ins. Run by every process of a run split across processes or machines
+    (:mod:`helpers.distributed`), each model's texts are shared between them. Generations,
+    fine-tuning and the statistics stay with the notebooks (docs/SCALING.md, Limits). Returns
+    the models measured per chapter."""
     from helpers import distributed
-    from helpers.chapters import ch06_intrinsic_extrinsic as ch06, ch07_probing as ch07
 
-    done = {"01_safety_scores": _prefill_chapter01(cfg, notebooks_dir)}
-    chapters = prefilled_parameters(cfg, notebooks_dir)
-    for module in (ch06, ch07):
-        params = chapters[module.CHAPTER]
-        params["device"] = distributed.worker_device(params["device"])
-        done[module.CHAPTER] = module.prefill(params)
+    done = {}
+    for module in PREFILLED:
+        params = chapter_parameters(cfg, module, notebooks_dir)
+        params["device"] = distributed.worker_device(params["device"])     # cuda: this process's own GPU
+        chapter = _chapter_module(module)
+        done[chapter.CHAPTER] = chapter.prefill(params)
     return done
 
 

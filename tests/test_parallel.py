@@ -340,13 +340,12 @@ def test_the_books_prefill_through_two_machines_leaves_the_chapters_nothing_to_s
     assert toxigen.models == implicit.models == params["models"] and not toxigen.unavailable
     assert len(toxigen.per_sentence) > 100 and len(implicit.per_sentence) > 20      # scored, from the cache
 
-    chapters = book.prefilled_parameters(cfg)
-    p6 = chapters[ch06.CHAPTER]                            # the calls ch06.measure makes per model
+    p6 = book.chapter_parameters(cfg, "ch06_intrinsic_extrinsic")   # the calls ch06.measure makes per model
     found = ch06.contexts(p6)
     intrinsic, missing = runner.for_each_model(p6["models"], lambda h: ch06.intrinsic_scores(h, p6, found))
     assert list(intrinsic) == p6["models"] == ["smollm2-135m", "zoo-smollm2-L22-lm"] and not missing
     assert all({"CEAT", "StereoSet"} <= set(t["metric"]) for t in intrinsic.values())
-    p7 = chapters[ch07.CHAPTER]                            # the calls of ch07's sentences and fill sections
+    p7 = book.chapter_parameters(cfg, "ch07_probing")       # the calls of ch07's sentences and fill sections
     classifiers, _, _ = ch07.train_classifiers(p7)
     for lang in p7["languages"]:
         probed, missing = ch07.probe(p7, lang, ch07.sample(p7, ch07.build(p7, lang, classifiers[lang])),

@@ -53,6 +53,22 @@ def start(namespace) -> tuple[dict, Section]:
     """The chapter's parameters from the notebook's globals (:func:`helpers.chapters.common.start`)."""
     return common.start(CHAPTER, namespace, PARAMETERS, DEFAULTS)
 
+
+def parameters(namespace) -> dict:
+    """The chapter's parameters from ``namespace``, as :func:`start` picks them, without its table."""
+    return common.chapter_parameters(CHAPTER, namespace, PARAMETERS, DEFAULTS)
+
+
+def prefill(params: dict) -> list[str]:
+    """Every model's scores on ToxiGen and on ImplicitHate (the calls of :func:`measure_toxigen` and
+    :func:`measure_implicit_hate`, so the same cache keys; chapters 02-04 ask for the same scores)
+    into the score cache, split between the processes of a run across machines
+    (:func:`helpers.book.prefill`). Returns the models measured."""
+    extra = {"upstream_compat": True} if params.get("upstream_compat") else {}
+    done = measure(params, params["toxigen"], params["sample_per_group"])
+    measure(params, params["implicit_hate"], params["implicit_sample_per_label"], **extra)
+    return done.models
+
 # ----------------------------------------------------------------------------- the data
 
 
