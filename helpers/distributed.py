@@ -536,7 +536,7 @@ in characters: :func:`share_bounds`; which
                              f"{diff}; start every machine with the same command")
     todo = job["todo"]
     w.exchange["texts"] += len(todo)
-    start, stop = share_bounds([len(text) for _, text in todo], w.size)[w.rank]
+    start, stop = share_bounds([len(text) + PER_TEXT_CHARACTERS for _, text in todo], w.size)[w.rank]
     rows = compute(todo[start:stop])
     parts = w.gather(rows, "rows")
     merged: dict[str, list] = {}
@@ -551,13 +551,20 @@ in characters: :func:`share_bounds`; which
     return merged
 
 
+#: What one text costs beyond its characters, in characters: about two special tokens (BOS / EOS,
+#: [CLS] / [SEP]) of ~4.5 characters each. Without it a job of many one-word texts (SEAT's, sorted
+#: longest first) gave the share of the long texts 1.18x the mean number of tokens on 2 processes
+#: and 1.29x on 8; with it 1.01x and 1.05x (benchmarks/bench_shares.py).
+PER_TEXT_CHARACTERS = 10
+
+
 def share_bounds(costs: Sequence[float], parts: int) -> list[tuple[int, int]]:
     """``parts`` contiguous ``(start, stop)`` ranges covering ``costs`` in order, each as close to
     an equal share of the total cost as a contiguous split allows: range ``k`` ends at the first
     item whose running total reaches ``(k + 1) / parts`` of the total, or just before it when that
     is nearer. The shares' costs then differ from an equal split by at most one item's cost.
 
-    :func:`shard` passes the texts' lengths in characters: a job sorted longest first
+    :func:`shard` passes the texts' lengths in characters (plus :data:`PER_TEXT_CHARACTERS`): a job sorted longest first
     (``cached_rows(longest_first=True)``) split into equal counts gave process 0 the longest half.
     Contiguous ranges keep the chunks of similar lengths that the sort was for."""
     if parts < 1:

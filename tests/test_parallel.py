@@ -522,9 +522,10 @@ class _ThreadWorld:
         return [self.board[(tag, r)] for r in range(self.size)]
 
 
-def test_a_job_sorted_longest_first_is_shared_equally_in_characters(monkeypatch):
+def test_a_job_sorted_longest_first_is_shared_equally_in_length(monkeypatch):
     """A longest-first job (embeddings, StereoSet rows) split into equal counts gave process 0 the
-    longest half of the texts; shares are now equal in characters and still cover the job once."""
+    longest half of the texts; shares are now equal in characters (plus a constant per text) and
+    still cover the job once."""
     import threading
     texts = sorted((("word " * (1 + i % 40)).strip() for i in range(101)), key=len, reverse=True)
     todo = [(f"h{i}", t) for i, t in enumerate(texts)]
