@@ -69,6 +69,7 @@ def prefill(params: dict) -> list[str]:
     measure(params, params["implicit_hate"], params["implicit_sample_per_label"], **extra)
     return done.models
 
+
 # ----------------------------------------------------------------------------- the data
 
 

@@ -57,8 +57,8 @@ from helpers.lm import embeddings
 from helpers.lm.generation import generate
 from helpers.metrics import ceat, classifier_quality, disparity, logprob_bias, noise, regard, stereoset
 
-__all__ = ["CHAPTER", "PARAMETERS", "DEFAULTS", "start", "parameters", "prefill", "gate_section", "measure", "intrinsic_section",
-           "extrinsic_section", "correlation_section", "alignment_section",
+__all__ = ["CHAPTER", "PARAMETERS", "DEFAULTS", "start", "parameters", "prefill", "gate_section", "measure",
+           "intrinsic_section", "extrinsic_section", "correlation_section", "alignment_section",
            "source_section", "polarity_section", "temperature_section", "noise_section"]
 
 CHAPTER = "06_intrinsic_extrinsic"

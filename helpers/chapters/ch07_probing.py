@@ -42,8 +42,8 @@ from helpers.published import registry_names
 from helpers.published import table as published_table
 from helpers.training.classifier import TfidfLogistic, classification_metrics
 
-__all__ = ["CHAPTER", "PARAMETERS", "DEFAULTS", "start", "parameters", "prefill", "classifier_section", "sentences_section",
-           "fill_section", "group_section", "words_section", "annotation_section", "table5_vs_paper",
+__all__ = ["CHAPTER", "PARAMETERS", "DEFAULTS", "start", "parameters", "prefill", "classifier_section",
+           "sentences_section", "fill_section", "group_section", "words_section", "annotation_section", "table5_vs_paper",
            "table5_sentence", "paper_words", "animals_vs_paper", "kappa_table"]
 
 CHAPTER = "07_toxicity_probing"
