@@ -78,7 +78,7 @@ def mean_tokens(texts) -> float:
 
 
 def workloads() -> tuple[list[tuple[str, float, bool, str]], dict]:
-    """(what, FLOPs, split by the book's prefill, how counted) per workload, and the counts."""
+    """(what, FLOPs, how the book's prefill splits it, how counted) per workload, and the counts."""
     from helpers import book
     from helpers.chapters import ch06_intrinsic_extrinsic as ch06
     from helpers.datasets import probing as probing_data, stereoset as stereoset_data
@@ -104,38 +104,51 @@ def workloads() -> tuple[list[tuple[str, float, bool, str]], dict]:
               else 10 * T * (forward(s, P + T + 2) + head(s)) for s in generating)
     toxd_s, hatex_s = 64 + 2, 48
     rows = [
-        ("06 CEAT word vectors", c["ceat_contexts"] * sum(forward(s, c["ceat_tokens"]) for s in m6), True,
+        ("06 CEAT word vectors", c["ceat_contexts"] * sum(forward(s, c["ceat_tokens"]) for s in m6), "by text",
          f"{c['ceat_contexts']:,} contexts (RedditBias and BOLD, up to {p6['contexts_per_word']:,} per word) x "
          f"{len(m6)} models, one pass of {c['ceat_tokens']:.0f} tokens"),
         ("06 StereoSet sentences", c["stereoset_sentences"] * sum(
-            forward(s, c["stereoset_tokens"]) + head(s) * c["stereoset_tokens"] for s in m6 if s[3] != "encoder"), True,
+            forward(s, c["stereoset_tokens"]) + head(s) * c["stereoset_tokens"] for s in m6 if s[3] != "encoder"), "by text",
          f"{c['stereoset_sentences']:,} intrasentence sentences x {len(m6)} models, a pass with the head at every position"),
         ("07 cloze fill-ins", sum(n * sum(forward(sh[m], c["atomic_tokens"]) + head(sh[m]) for m in p7["models"][lang])
-                                  for lang, n in ATOMIC_SENTENCES.items()), True,
+                                  for lang, n in ATOMIC_SENTENCES.items()), "by text",
          "seed 002's 378,000 / 198,300 / 160,552 sentences (before the first step drops some) x their language's "
          f"models, one pass of {c['atomic_tokens']:.0f} tokens"),
-        ("06 BOLD and StereoSet-prompt generations", c["prompts"] * gen, False,
+        ("06 BOLD and StereoSet-prompt generations", c["prompts"] * gen, "by model",
          f"{c['prompts']:,} prompts of {P:.1f} tokens, {T} new tokens, {len(generating)} generating models "
          f"({sum(s[3] == 'causal' for s in generating)} causal, the masked ones by Gibbs sampling, 10 x {T} passes)"),
-        ("06 ToxD classifiers (fine-tuned)", 0.9 * CIVILCOMMENTS_TRAIN * sum(3 * forward(s, toxd_s) for s in m6), False,
+        ("06 ToxD classifiers (fine-tuned)", 0.9 * CIVILCOMMENTS_TRAIN * sum(3 * forward(s, toxd_s) for s in m6),
+         "by model",
          f"{CIVILCOMMENTS_TRAIN:,} CivilComments training comments (90 %; 10 % validate) x 1 epoch x {len(m6)} models "
          f"at {toxd_s} tokens (max_length 64)"),
-        ("06 HateX classifiers (fine-tuned)", 0.9 * HATEXPLAIN_TRAIN * 3 * sum(3 * forward(s, hatex_s) for s in m6), False,
+        ("06 HateX classifiers (fine-tuned)", 0.9 * HATEXPLAIN_TRAIN * 3 * sum(3 * forward(s, hatex_s) for s in m6),
+         "by model",
          f"{HATEXPLAIN_TRAIN:,} HateXplain posts (90 %) x 3 epochs x {len(m6)} models at {hatex_s} tokens"),
     ]
     teacher, student = sh["bert-base-uncased"], sh["huawei-noah/TinyBERT_General_4L_312D"]
     augmented = MLMA_TRAIN * 21
     rows += [
-        ("05 teachers fine-tuned", (MLMA_TRAIN + IMDB_TRAIN) * 30 * 3 * forward(teacher, 128), False,
+        ("05 teachers fine-tuned", (MLMA_TRAIN + IMDB_TRAIN) * 30 * 3 * forward(teacher, 128), "no",
          f"BERT-base on MLMA ({MLMA_TRAIN:,}) and IMDB ({IMDB_TRAIN:,}) x 30 epochs at 128 tokens (upper bound: "
          "early stopping)"),
         ("05 augmentation and distillation", MLMA_TRAIN * 20 * 12 * (forward(teacher, 32) + head(teacher))
          + (augmented + IMDB_TRAIN) * (20 * (forward(teacher, 128) + 3 * forward(student, 128))
-                                       + 3 * (forward(teacher, 64) + 3 * forward(student, 64))), False,
+                                       + 3 * (forward(teacher, 64) + 3 * forward(student, 64))), "no",
          f"MLMA x 20 augmentations (12 masked words each, BERT-base), then TinyBERT 4L-312D on {augmented:,} + "
          f"{IMDB_TRAIN:,} examples: 20 epochs at 128 tokens, 3 at 64, the teacher's pass each time"),
     ]
     return rows, c
+
+
+def round_robin_makespans(parts=(1, 2, 4, 8, 16)) -> dict[int, float]:
+    """The ToxD fine-tuning's wall time on ``p`` machines over its time on one, with the models
+    dealt round-robin in the chapter's order (``distributed.mine``): the busiest machine's share."""
+    from helpers import book
+
+    sh = shapes()
+    models = book.chapter_parameters(book.load_profile("paper"), "ch06_intrinsic_extrinsic")["models"]
+    cost = [forward(sh[m], 66) for m in models]
+    return {p: max(sum(cost[r::p]) for r in range(p)) / sum(cost) for p in parts}
 
 
 def main() -> None:
@@ -147,19 +160,24 @@ def main() -> None:
     lines = ["", f"Chapters 01-04 of the paper profile (bench_scaling.py): {chapters_01_04:.2e} FLOPs. "
              "This machine's column uses the causal scorer's measured rate "
              f"({rate / 1e9:.0f} GFLOP/s); the GPU column one device at u = {u:.0%} of the datasheet peak "
-             "(training at the same u). Split: `harms book --machines` computes it across machines (its "
-             "prefill); otherwise machine 0 runs it, one process.", "",
+             "(training at the same u). Split: how `harms book --machines` shares it between machines (its "
+             "prefill): text by text, whole models dealt round-robin, or not (machine 0, one process).", "",
              "| workload | counted | FLOPs | × chapters 01-04 | split | this machine | 1 GPU (" + " / ".join(gpus) + ") |",
              "|---|---|---|---|---|---|---|"]
     for what, flops, split, how in rows:
         gpu = " / ".join(duration(flops / (peak * u)) for peak in gpus.values())
-        lines.append(f"| {what} | {how} | {flops:.1e} | {flops / chapters_01_04:.2f} | {'yes' if split else 'no'} | "
+        lines.append(f"| {what} | {how} | {flops:.1e} | {flops / chapters_01_04:.2f} | {split} | "
                      f"{duration(flops / rate)} | {gpu} |")
-    split = sum(f for _, f, s, _ in rows if s)
-    rest = sum(f for _, f, s, _ in rows if not s)
-    lines += ["", f"Split by the prefill: {split:.1e} FLOPs; on machine 0 alone: {rest:.1e} FLOPs "
-              f"({rest / (split + rest + chapters_01_04):.0%} of the paper profile counted here, chapters 01-04 "
-              "included).", "", "Counts measured here: " + json.dumps({k: round(v, 1) for k, v in counts.items()})]
+    total = sum(f for _, f, _, _ in rows) + chapters_01_04
+    by = {kind: sum(f for _, f, s, _ in rows if s == kind) for kind in ("by text", "by model", "no")}
+    by["by text"] += chapters_01_04
+    lines += ["", "Of the paper profile counted here (chapters 01-04, split by text, included): "
+              + "; ".join(f"split {kind}: {f:.1e} FLOPs ({f / total:.0%})" if kind != "no" else
+                          f"machine 0 alone: {f:.1e} FLOPs ({f / total:.0%})" for kind, f in by.items()) + ". "
+              "Split by model, the work takes as long as the busiest machine's models: the ToxD fine-tuning's "
+              "wall time over one machine's, models dealt round-robin in the chapter's order: "
+              + ", ".join(f"{p} machines {f:.2f}" for p, f in round_robin_makespans().items()) + ".", "",
+              "Counts measured here: " + json.dumps({k: round(v, 1) for k, v in counts.items()})]
     publish("The paper profile beyond chapters 01-04 (issue 27)", lines, threads=args.threads,
             append=not args.no_append)
 

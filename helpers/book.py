@@ -385,7 +385,7 @@ def chapter_namespace(cfg: dict, chapter: str, defaults: dict, notebooks_dir: Pa
     return {**defaults, **{k: v for k, v in declared.items() if k in defaults}, **parameters_for(nb, cfg)}
 
 
-#: The chapters whose per-text scoring :func:`prefill` computes (modules of helpers.chapters).
+#: The chapters whose per-model work :func:`prefill` computes (modules of helpers.chapters).
 PREFILLED = ("ch01_safety", "ch06_intrinsic_extrinsic", "ch07_probing")
 
 
@@ -416,14 +416,15 @@ def prefilled_models(cfg: dict, notebooks_dir: Path = NOTEBOOKS_DIR) -> list[str
 
 
 def prefill(cfg: dict, notebooks_dir: Path = NOTEBOOKS_DIR) -> dict[str, list[str]]:
-    """The per-text scoring of the profile's chapters (:data:`PREFILLED`) into the score cache,
+    """The per-model work of the profile's chapters (:data:`PREFILLED`) into the score cache,
     where the notebooks then read it, by each chapter's ``prefill`` with its parameters under the
     profile: chapter 01's scores (every model on ToxiGen and ImplicitHate; chapters 02-04 ask for
-    the same), chapter 06's intrinsic metrics (CEAT's word vectors, StereoSet) and chapter 07's
-    cloze fill-ins. Run by every process of a run split across processes or machines
-    (:mod:`helpers.distributed`), each model's texts are shared between them. Generations,
-    fine-tuning and the statistics stay with the notebooks (docs/SCALING.md, Limits). Returns
-    the models measured per chapter."""
+    the same), chapter 06's intrinsic metrics (CEAT's word vectors, StereoSet), classifiers and
+    generations, and chapter 07's cloze fill-ins. Run by every process of a run split across
+    processes or machines (:mod:`helpers.distributed`): each model's texts are shared between
+    them, and chapter 06's classifiers and generations are dealt by model. The rest (chapter 05's
+    training, chapter 02's generations and CMA, the statistics) stays with the notebooks
+    (docs/SCALING.md, Limits). Returns the models measured per chapter."""
     from helpers import distributed
 
     done = {}
@@ -447,7 +448,7 @@ def build(profile: str = "default", execute_only: bool = False, *, prefill_only:
 
     Returns the html directory (or the chapters directory with ``execute_only``). As one process
     of a run split across processes or machines (``harms book --processes / --machines``,
-    :mod:`helpers.distributed`), or with ``prefill_only``, the per-text scoring of chapters 01, 06
+    :mod:`helpers.distributed`), or with ``prefill_only``, the per-model work of chapters 01, 06
     and 07 is first computed into the shared score cache (:func:`prefill`, split between the
     processes); then process 0
     alone executes the notebooks and builds the book (the others return None), reading the

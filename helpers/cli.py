@@ -239,9 +239,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--profile", default="default", help="parameter profile: default, ci or paper")
     p.add_argument("--no-build", action="store_true", help="execute notebooks only")
     p.add_argument("--prefill-only", action="store_true",
-                   help="only compute the profile's per-text scoring (chapter 01: every model on ToxiGen and "
-                        "ImplicitHate; chapter 06: CEAT and StereoSet; chapter 07: the cloze fill-ins) into the "
-                        "score cache; with --machines, split across them")
+                   help="only compute the profile's per-model work (chapter 01: every model on ToxiGen and "
+                        "ImplicitHate; chapter 06: CEAT, StereoSet, the classifiers and generations; chapter 07: "
+                        "the cloze fill-ins) into the score cache; with --machines, split across them")
     _add_distributed_options(p)
     p.set_defaults(func=_cmd_book)
     return parser

@@ -67,8 +67,8 @@ EXIT_GRACE = 10.0
 HEARTBEAT_SECONDS = 1.0
 POLL_SECONDS = 0.2
 
-__all__ = ["Cluster", "PeerStopped", "launch", "preflight", "shard", "barrier", "is_main", "is_worker",
-           "run_worker", "worker_device", "world"]
+__all__ = ["Cluster", "PeerStopped", "launch", "preflight", "shard", "share_bounds", "alone", "mine", "barrier",
+           "is_main", "is_worker", "run_worker", "worker_device", "world"]
 
 
 class PeerStopped(HarmsError):
@@ -430,6 +430,7 @@ class _World:
 
 
 _world: _World | None = None
+_alone = False               # inside alone(): this process computes as if it ran by itself
 
 
 def _save_on_every_process() -> None:
@@ -452,8 +453,29 @@ def is_worker() -> bool:
 
 
 def world() -> _World | None:
-    """This worker's run when it has more than one process, else None."""
-    return _world if _world is not None and _world.size > 1 else None
+    """This worker's run when it has more than one process, else None (also inside :func:`alone`)."""
+    return _world if _world is not None and _world.size > 1 and not _alone else None
+
+
+@contextlib.contextmanager
+def alone():
+    """Within, this process computes as if it ran by itself: no exchange (:func:`shard` computes
+    every missing text here, :func:`barrier` returns at once). For whole-model work that each
+    process does for its own models (:func:`mine`) while the others do theirs, where an exchange
+    would wait for processes that never reach it. Results still go to the shared cache."""
+    global _alone
+    before, _alone = _alone, True
+    try:
+        yield
+    finally:
+        _alone = before
+
+
+def mine(items: Sequence) -> list:
+    """The items this process takes when whole items (models) are dealt round-robin between the
+    run's processes: item ``i`` to process ``i mod size``; every item outside a run."""
+    w = world()
+    return list(items) if w is None else [x for i, x in enumerate(items) if i % w.size == w.rank]
 
 
 def barrier(what: str) -> None:

@@ -308,10 +308,10 @@ def test_fill_through_two_machines_is_the_table_of_one(tiny_bert, tmp_path, what
 
 
 def test_the_books_prefill_through_two_machines_leaves_the_chapters_nothing_to_score(tmp_path, monkeypatch):
-    """`harms book --prefill-only` on two machines computes the profile's per-text scoring into the
-    shared cache, each machine a share: chapter 01 (every model on ToxiGen and ImplicitHate),
-    chapter 06's intrinsic metrics (CEAT's word vectors, StereoSet) and chapter 07's cloze
-    fill-ins, with the chapters' settings. The chapters' own calls then load no model."""
+    """`harms book --prefill-only` on two machines computes the profile's per-model work into the
+    shared cache: split text by text, chapter 01 (every model on ToxiGen and ImplicitHate), chapter
+    06's intrinsic metrics (CEAT's word vectors, StereoSet) and chapter 07's cloze fill-ins; model
+    by model, chapter 06's classifiers and generations. The chapters' own calls then load no model."""
     from helpers import book, runner
     from helpers.chapters import ch01_safety as ch01, ch06_intrinsic_extrinsic as ch06, ch07_probing as ch07
     from helpers.models import LazyModel
@@ -345,6 +345,13 @@ def test_the_books_prefill_through_two_machines_leaves_the_chapters_nothing_to_s
     intrinsic, missing = runner.for_each_model(p6["models"], lambda h: ch06.intrinsic_scores(h, p6, found))
     assert list(intrinsic) == p6["models"] == ["smollm2-135m", "zoo-smollm2-L22-lm"] and not missing
     assert all({"CEAT", "StereoSet"} <= set(t["metric"]) for t in intrinsic.values())
+    train, test = ch06.classifier_data(p6)                 # the whole-model work, each model on one machine
+    hatex, _ = ch06._hatex_or_none(p6)
+    prompts = ch06.bold_prompts(p6)
+    whole, missing = runner.for_each_model(p6["models"], lambda h: (
+        ch06._classifier_parts(h, p6, train, test, hatex), ch06.generations(h, p6, prompts)))
+    assert list(whole) == p6["models"] and not missing
+    assert all(len(gens) == len(prompts) for _, gens in whole.values())     # one continuation per prompt
     p7 = book.chapter_parameters(cfg, "ch07_probing")       # the calls of ch07's sentences and fill sections
     classifiers, _, _ = ch07.train_classifiers(p7)
     for lang in p7["languages"]:
@@ -551,3 +558,27 @@ def test_a_job_sorted_longest_first_is_shared_equally_in_length(monkeypatch):
     assert abs(chars[0] - chars[1]) <= 2 * max(map(len, texts))
     assert sum(map(len, texts[:51])) > 1.3 * sum(map(len, texts[51:]))   # what equal counts gave
     assert merged[0] == merged[1] == {h: [len(t)] for h, t in todo}
+
+
+def test_whole_items_are_dealt_round_robin_and_alone_means_no_exchange(monkeypatch):
+    """Process 1 of 3 takes models 1, 4, ...; inside ``alone()`` it computes every text of a job
+    itself and waits for no one (an exchange there would wait for processes that never reach it)."""
+    class Rank1Of3:
+        rank, size = 1, 3
+
+        def broadcast(self, obj, tag):
+            raise AssertionError("no exchange inside alone()")
+        gather = wait_for_all = broadcast
+
+    monkeypatch.setattr(distributed, "_world", Rank1Of3())
+    models = [f"m{i}" for i in range(7)]
+    assert distributed.mine(models) == ["m1", "m4"]
+    dealt = [[m for i, m in enumerate(models) if i % 3 == r] for r in range(3)]
+    assert sorted(sum(dealt, [])) == sorted(models)                      # each model to exactly one process
+    todo = [("h1", "a"), ("h2", "bb")]
+    with distributed.alone():
+        assert distributed.world() is None and distributed.mine(models) == models
+        distributed.barrier("nothing to wait for")
+        assert distributed.shard({"k": 1}, ["h1", "h2"], todo, lambda items: {h: [t] for h, t in items}) == \
+            {"h1": ["a"], "h2": ["bb"]}
+    assert distributed.world() is not None and not distributed.is_main()

@@ -1071,15 +1071,61 @@ class Measured:
     not_generating: dict = field(default_factory=dict)
 
 
+def _hatex_or_none(params: dict) -> tuple[tuple | None, str | None]:
+    """HateX's (train, test), or None and why it is not measured here."""
+    try:
+        return hatex_data(params), None
+    except DataNotFoundError as exc:
+        return None, str(exc)
+
+
+def _classifier_parts(handle, params: dict, train: pd.DataFrame, test: pd.DataFrame, hatex) -> list:
+    """ToxD's (and HateX's, when its data are here) FPR per group and classifier gate of one model."""
+    parts = [classifier_results(handle, params, train, test, data=_toxd_data_name(test))]
+    if hatex is not None:
+        parts.append(classifier_results(handle, params, *hatex, metric="HateX", identities=HATEX_IDENTITIES,
+                                        data="HateXplain test posts"))
+    return parts
+
+
+def _not_generating(handle, params: dict) -> str | None:
+    """Why the model does not generate for BOLD (seed 001's footnote 8, or no sampler), else None."""
+    if handle.name in params["bold_exclude"]:
+        return BOLD_EXCLUDED
+    if handle.objective not in ("causal", "masked"):
+        return ("an encoder: no language-model head to sample from" if handle.objective == "encoder"
+                else f"a {handle.objective} language model: the chapter has no sampler for it")
+    return None
+
+
 def prefill(params: dict) -> list[str]:
-    """The intrinsic scores of every model (:func:`intrinsic_scores`, the calls :func:`measure`
-    makes, so the same cache keys): CEAT's word vectors and StereoSet's sentences are computed per
-    text into the score cache, split between the processes of a run across machines
-    (:func:`helpers.book.prefill`). Generations (one seeded random stream per model) and the
-    fine-tuned classifiers are not: they run where the notebook runs. Returns the models measured."""
+    """What :func:`measure` computes per model, into the score cache, with the same calls (so the
+    same cache keys), for a run across processes or machines (:func:`helpers.book.prefill`):
+    first the intrinsic scores of every model (:func:`intrinsic_scores`), whose CEAT word vectors
+    and StereoSet sentences are split between the processes text by text; then the whole-model
+    work — ToxD's and HateX's classifiers (fine-tuned, or probes) and the BOLD and StereoSet-prompt
+    generations (one seeded random stream per model) — with the models dealt round-robin
+    (:func:`helpers.distributed.mine`), each process doing its own alone. Not here: appendix G's
+    temperature generations (of the first causal model the quality gate passes) and the
+    stereotype classifier. Returns the models whose intrinsic scores were measured."""
+    from helpers import distributed
+
     found = contexts(params)
     results, _ = runner.for_each_model(params["models"], lambda h: intrinsic_scores(h, params, found),
                                        device=params["device"])
+    train, test = classifier_data(params)
+    hatex, _ = _hatex_or_none(params)
+    prompts, source_prompts = bold_prompts(params), stereoset_prompts(params)
+
+    def whole(handle) -> None:
+        _classifier_parts(handle, params, train, test, hatex)
+        if _not_generating(handle, params) is None:
+            generations(handle, params, prompts)
+            generations(handle, params, source_prompts, metric="stereoset_generations")
+
+    with distributed.alone():
+        runner.for_each_model(distributed.mine(params["models"]), whole, device=params["device"])
+    distributed.barrier("chapter 06's whole-model work")
     return list(results)
 
 
@@ -1095,28 +1141,21 @@ def measure(params: dict, gate: Section) -> Measured:
     not_measured = {}
     if "substitute_because" in test.attrs:
         not_measured["ToxD (Jigsaw)"] = test.attrs["substitute_because"]
-    try:
-        hatex = hatex_data(params)
-    except DataNotFoundError as exc:
-        hatex, not_measured["HateX"] = None, str(exc)
+    hatex, why = _hatex_or_none(params)
+    if hatex is None:
+        not_measured["HateX"] = why
     usable = runner.usable_models(gate.data)
     temp_prompts = pd.DataFrame({"prompt": list(TEMPERATURE_PROMPTS), "group": "islam",
                                  "template": [str(i) for i in range(len(TEMPERATURE_PROMPTS))]})
     first: list[str] = []
 
     def one(handle) -> dict:
-        parts = [classifier_results(handle, params, train, test, data=_toxd_data_name(test))]
-        if hatex is not None:
-            parts.append(classifier_results(handle, params, *hatex, metric="HateX", identities=HATEX_IDENTITIES,
-                                            data="HateXplain test posts"))
+        parts = _classifier_parts(handle, params, train, test, hatex)
         out = {"intrinsic": intrinsic_scores(handle, params, found),
                "classifier": pd.concat([fpr for fpr, _ in parts], ignore_index=True),
                "classifier_gates": pd.concat([gate for _, gate in parts], ignore_index=True)}
-        if handle.name in params["bold_exclude"]:
-            out["not_generating"] = BOLD_EXCLUDED
-        elif handle.objective not in ("causal", "masked"):
-            out["not_generating"] = ("an encoder: no language-model head to sample from" if handle.objective == "encoder"
-                                     else f"a {handle.objective} language model: the chapter has no sampler for it")
+        if (why_not := _not_generating(handle, params)) is not None:
+            out["not_generating"] = why_not
         else:
             out["generations"] = generations(handle, params, prompts)
             out["source_generations"] = generations(handle, params, source_prompts, metric="stereoset_generations")
