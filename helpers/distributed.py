@@ -34,9 +34,11 @@ machine that died; once every local worker has reported, the launcher gives the 
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import datetime
 import errno
+import itertools
 import json
 import os
 import shutil
@@ -593,16 +595,12 @@ def share_bounds(costs: Sequence[float], parts: int) -> list[tuple[int, int]]:
         raise ValueError(f"parts must be >= 1, got {parts}")
     if any(c < 0 for c in costs):
         raise ValueError("costs must be >= 0")
-    running, total = [], 0.0
-    for c in costs:
-        total += c
-        running.append(total)
+    running = list(itertools.accumulate(costs, initial=0.0))[1:]       # nondecreasing: costs >= 0
+    total = running[-1] if running else 0.0
     bounds, start = [], 0
     for k in range(1, parts):
         target = total * k / parts
-        stop = start
-        while stop < len(running) and running[stop] < target:
-            stop += 1
+        stop = bisect.bisect_left(running, target, start)
         # running[stop] is the first total >= target: end after it, or before it when nearer
         if stop < len(running):
             before = running[stop - 1] if stop > 0 else 0.0
