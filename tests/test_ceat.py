@@ -81,37 +81,66 @@ def _cos(u, v):
     return u @ v / np.linalg.norm(u) / np.linalg.norm(v)
 
 
-def test_ceat_group_with_one_context_per_word_is_the_single_category_effect_by_hand():
+def _sc_weat(w, A, B):
+    """Caliskan et al.'s single-category WEAT of one vector, by hand from cosines."""
+    c = np.array([_cos(w, y) for y in list(A) + list(B)])
+    return (c[:len(A)].mean() - c[len(A):].mean()) / c.std(ddof=1), c.var(ddof=1)
+
+
+def test_ceat_group_of_one_word_with_one_context_each_is_sc_weat_by_hand():
     rng = np.random.default_rng(3)
     vec = {w: rng.normal(size=(1, 6)) for w in ["g1", "g2", "g3", "a1", "a2", "b1", "b2", "b3"]}
-    got = ceat.ceat_group(vec, ["g1", "g2", "g3"], ["a1", "a2"], ["b1", "b2", "b3"], n_samples=5, seed=0)
-    s = np.array([np.mean([_cos(vec[g][0], vec[a][0]) for a in ("a1", "a2")])
-                  - np.mean([_cos(vec[g][0], vec[b][0]) for b in ("b1", "b2", "b3")])
-                  for g in ["g1", "g2", "g3"] * 3][:8])              # per_draw = max(3, 8): g1 g2 g3 g1 ...
-    assert got["per_draw"] == 8 and got["effect"] == pytest.approx(s.mean() / s.std(ddof=1), rel=1e-9)
-    assert got["tau2"] == 0 and got["mean_effect"] == pytest.approx(got["effect"])
+    A, B = [vec[w][0] for w in ("a1", "a2")], [vec[w][0] for w in ("b1", "b2", "b3")]
+    got = ceat.ceat_group(vec, ["g1"], ["a1", "a2"], ["b1", "b2", "b3"], n_samples=5, seed=0)
+    es, _ = _sc_weat(vec["g1"][0], A, B)
+    assert got["effect"] == pytest.approx(es, rel=1e-9) and got["tau2"] == 0
+    assert got["mean_effect"] == pytest.approx(es, rel=1e-9)
+    # a group of three words: SC-WEAT of the mean of their unit vectors (mean cosines)
+    three = ceat.ceat_group(vec, ["g1", "g2", "g3"], ["a1", "a2"], ["b1", "b2", "b3"], n_samples=5, seed=0)
+    c = np.array([np.mean([_cos(vec[g][0], y) for g in ("g1", "g2", "g3")]) for y in A + B])
+    assert three["effect"] == pytest.approx((c[:2].mean() - c[2:].mean()) / c.std(ddof=1), rel=1e-9)
 
 
-def test_ceat_group_equals_a_loop_over_draws_with_weats_association():
+def test_ceat_group_equals_a_loop_over_draws_of_sc_weat():
     rng = np.random.default_rng(1)
-    vec = {w: rng.normal(size=(int(rng.integers(2, 6)), 5)) for w in ["g", "h", "a1", "a2", "a3", "b1", "b2"]}
-    X, A, B = ["g", "h"], ["a1", "a2", "a3"], ["b1", "b2"]
-    got = ceat.ceat_group(vec, X, A, B, n_samples=300, per_draw=4, seed=9)
-    draw = np.random.default_rng(9)                      # the function's protocol: per word, all draws at once
-    targets = ["g", "h", "g", "h"]
-    idx_t = [draw.integers(len(vec[w]), size=300) for w in targets]
-    idx_a = [draw.integers(len(vec[w]), size=300) for w in A]
-    idx_b = [draw.integers(len(vec[w]), size=300) for w in B]
-    es, vs = [], []
-    for i in range(300):
-        s = association.association(np.stack([vec[w][j[i]] for w, j in zip(targets, idx_t)]),
-                                    np.stack([vec[w][j[i]] for w, j in zip(A, idx_a)]),
-                                    np.stack([vec[w][j[i]] for w, j in zip(B, idx_b)]))
-        es.append(s.mean() / s.std(ddof=1))
-        vs.append(s.var(ddof=1))
-    pes, var, p, _, _ = _dl_by_hand(np.array(es), np.array(vs))
-    assert got["effect"] == pytest.approx(pes, rel=1e-9) and got["variance"] == pytest.approx(var, rel=1e-9)
-    assert got["mean_effect"] == pytest.approx(np.mean(es), rel=1e-9)
+    vec = {w: rng.normal(size=(int(rng.integers(2, 6)), 5)) for w in ["g", "a1", "a2", "a3", "b1", "b2"]}
+    A, B = ["a1", "a2", "a3"], ["b1", "b2"]
+    for variance in ("upstream", "hedges"):
+        got = ceat.ceat_group(vec, ["g"], A, B, n_samples=300, seed=9, variance=variance)
+        draw = np.random.default_rng(9)                  # the function's protocol: per word, all draws at once
+        idx = {w: draw.integers(len(vec[w]), size=300) for w in ["g"] + A + B}
+        es, vs = [], []
+        for i in range(300):
+            e, v = _sc_weat(vec["g"][idx["g"][i]], [vec[w][idx[w][i]] for w in A], [vec[w][idx[w][i]] for w in B])
+            es.append(e)
+            vs.append(v if variance == "upstream" else 5 / 6 + e**2 / 10)
+        pes, var, p, _, _ = _dl_by_hand(np.array(es), np.array(vs))
+        assert got["effect"] == pytest.approx(pes, rel=1e-9) and got["variance"] == pytest.approx(var, rel=1e-9)
+        assert got["mean_effect"] == pytest.approx(np.mean(es), rel=1e-9)
+
+
+def test_ceat_group_stays_within_the_sc_weat_bound_when_a_groups_few_contexts_nearly_coincide():
+    """The wrong number of chapter 06 (Amish, three contexts, -3,420 on one model): vectors sharing a
+    large common direction (as a small model's are) and a group whose contexts nearly coincide.
+    Standardised over the attribute words, every draw's effect and so the combined one lie within
+    sqrt((n - 1) n / (n_A n_B)); the old statistic, standardised over the group's 8 drawn vectors
+    (3 distinct), was unbounded."""
+    rng = np.random.default_rng(4)
+    common = 30 * rng.normal(size=64)
+    base = common + rng.normal(size=64)
+    vec = {"amish": base + 1e-4 * rng.normal(size=(3, 64)),
+           **{f"a{i}": common + rng.normal(size=(4, 64)) + 0.3 * base for i in range(25)},
+           **{f"b{i}": common + rng.normal(size=(4, 64)) for i in range(25)}}
+    A, B = [f"a{i}" for i in range(25)], [f"b{i}" for i in range(25)]
+    got = ceat.ceat_group(vec, ["amish"], A, B, n_samples=400)
+    assert abs(got["effect"]) <= np.sqrt(49 * 50 / 625) and got["effect"] > 0.5       # near A, bounded
+    assert np.isfinite(got["variance"]) and got["variance"] > 0
+    # the old statistic on the same draws: mean / sd of s(x, A, B) over 8 vectors drawn from 3 contexts
+    unit = {w: v / np.linalg.norm(v, axis=1, keepdims=True) for w, v in vec.items()}
+    diff = np.mean([u.mean(0) for w, u in unit.items() if w[0] == "a"], 0) - np.mean(
+        [u.mean(0) for w, u in unit.items() if w[0] == "b"], 0)
+    s = unit["amish"][[0, 1, 2, 0, 1, 2, 0, 1]] @ diff
+    assert abs(s.mean() / s.std(ddof=1)) > 50 * np.sqrt(49 * 50 / 625)
 
 
 def test_ceat_group_sign_follows_the_planted_association_and_bad_input():
@@ -126,10 +155,11 @@ def test_ceat_group_sign_follows_the_planted_association_and_bad_input():
     assert near_a["effect"] > 1 and near_a["p_value"] < 0.01 and near_b["effect"] < -1 and near_b["p_value"] > 0.99
     with pytest.raises(InputError, match="no contextual embedding for X word"):
         ceat.ceat_group(vec, ["nobody"], A, B)
+    same = {w: a[None, :] for w in ("s1", "s2", "s3")}
     with pytest.raises(InputError, match="identical associations"):
-        ceat.ceat_group(vec | {"one": a[None, :]}, ["one"], A, B)
-    with pytest.raises(InputError, match="per_draw"):
-        ceat.ceat_group(vec, ["pos"], A, B, per_draw=1)
+        ceat.ceat_group(vec | same, ["pos"], ["s1", "s2"], ["s3"])
+    with pytest.raises(InputError, match="n_samples"):
+        ceat.ceat_group(vec, ["pos"], A, B, n_samples=1)
 
 
 def test_find_contexts_whole_words_seeded_and_capped():

@@ -8,8 +8,8 @@ stereotype), summarises each (model, metric, domain) by the variance of its grou
 variances across 19 models (Tables 1-3). This chapter reruns it on the models that pass the
 language-model quality gate:
 
-- CEAT and CEATtox per group (:func:`helpers.metrics.ceat.ceat_group`): contextual embeddings of
-  the group's words and of the attribute words (WEAT 1's pleasant / unpleasant; appendix D's
+- CEAT and CEATtox per group (:func:`helpers.metrics.ceat.ceat_group`, the single-category WEAT on
+  CEAT's draws): contextual embeddings of the group's words and of the attribute words (WEAT 1's pleasant / unpleasant; appendix D's
   anti-toxic / toxic), each from ``contexts_per_word`` sentences of an offline corpus that holds
   it (RedditBias comments, CEAT's own source being Reddit, and BOLD's Wikipedia sentences);
 - ILPS per group (:func:`helpers.metrics.logprob_bias.ilps`, "The [group] is [MASK]."): the mean
@@ -307,7 +307,7 @@ def _ceat_scores(loaded, found: pd.DataFrame, params: dict) -> pd.DataFrame:
                     continue
                 try:
                     r = ceat.ceat_group(by_word, X, A, B, n_samples=params["ceat_samples"], seed=params["seed"])
-                except InputError:            # one context for all its words: no spread to standardise by
+                except InputError:            # the attribute words equally associated: nothing to standardise by
                     r = {"effect": np.nan, "p_value": np.nan, "variance": np.nan}
                 half = norm.ppf(0.975) * np.sqrt(r["variance"])      # CEAT's own: the random-effects interval
                 rows.append({"metric": variant, "domain": dom, "group": group, "score": r["effect"],
@@ -375,7 +375,7 @@ def ceat_scores(handle, params: dict, found: pd.DataFrame) -> pd.DataFrame:
     settings = {"contexts": hashing.sha256_frame(found), "samples": params["ceat_samples"], "seed": params["seed"],
                 "layer": -1}
     return runner.cached_result(handle, "ceat_groups", settings, lambda m: _ceat_scores(m, found, params),
-                                version=3)            # 2: with the interval; 3: word vectors cached per chunk
+                                version=4)  # 2: with the interval; 3: vectors cached per chunk; 4: SC-WEAT per draw
 
 
 def ilps_words(handle) -> pd.DataFrame:

@@ -88,53 +88,53 @@ def ceat(vectors: dict, X, Y, A, B, *, n_samples: int = 1000, seed: int = 0, var
     return {**random_effects(effects, variances), "mean_effect": float(effects.mean()), "n_samples": int(n_samples)}
 
 
-def ceat_group(vectors: dict, X, A, B, *, n_samples: int = 1000, per_draw: int | None = None, seed: int = 0,
-               variance: str = "upstream") -> dict:
+def ceat_group(vectors: dict, X, A, B, *, n_samples: int = 1000, seed: int = 0, variance: str = "upstream") -> dict:
     """CEAT of one protected group (seed 001, section 2: "the effect size of distance difference
     between the protected group and the two attribute sets"; a lower effect means the group sits
     closer to ``B``, e.g. unpleasant words). Cao et al.'s code is not public; this is CEAT with one
-    target set, as the single-category WEAT (Caliskan et al. 2017, SC-WEAT) does for static vectors:
+    target set by the single-category WEAT (SC-WEAT: Caliskan et al. 2017, supplement; Toney &
+    Caliskan 2021), whose effect size for a word ``w`` is ``(mean_a cos(w, a) - mean_b cos(w, b)) /
+    sd_{x in A u B} cos(w, x)``.
 
-    each draw takes ``per_draw`` contextual embeddings of the group's words ``X`` (word ``k % |X|``
-    for the k-th, each a random context of it; default ``max(|X|, 8)``, since a group named by one
-    word still needs several vectors for a standard deviation) and one of every attribute word;
-    ``es_i = mean(s) / sd(s)`` over the drawn group vectors, ``s = s(x, A, B)`` (all draws at once:
-    ``s(x, A, B) = x . (mean of A's unit vectors - mean of B's)`` for a unit ``x``); ``v_i`` = ``sd^2``
-    (``"upstream"``, the analogue of the CEAT code's variance) or ``1/n + es_i^2 / (2n)``
-    (``"hedges"``, the sampling variance of a one-sample standardised mean); the draws are combined
-    by :func:`random_effects` as in :func:`ceat`."""
-    X = list(X)
-    sets = {"X": X, "A": list(A), "B": list(B)}
+    Each draw takes one random context of every group word in ``X`` and of every attribute word;
+    ``g`` = the mean of the group's drawn unit vectors, ``c(y) = g . y / |y|`` for every drawn
+    attribute vector (the mean cosine of the group's vectors with ``y``; with one group word, SC-WEAT
+    of its drawn context, the scale of ``g`` cancelling); ``es_i = (mean_A c - mean_B c) / sd_{A u B}
+    c`` (sample sd, as CEAT); ``v_i = sd^2`` (``"upstream"``, the analogue of the CEAT code's
+    variance of the associations) or ``(n_A + n_B) / (n_A n_B) + es_i^2 / (2 (n_A + n_B))``
+    (``"hedges"``); the draws are combined by :func:`random_effects` as in :func:`ceat`.
+
+    Standardised over the attribute words, ``|es_i| <= sqrt((n - 1) n / (n_A n_B))`` with ``n = n_A +
+    n_B`` (about 2 for equal sets; the between-set sum of squares is part of the total), and so is
+    the combined effect, a weighted mean of the ``es_i``. Standardising by the spread of the group's
+    own drawn vectors instead has no such bound: a group with three contexts (Amish) whose
+    associations nearly coincide gave -3,420 on one model."""
+    sets = {"X": list(X), "A": list(A), "B": list(B)}
     _checked(vectors, sets, variance, n_samples)
-    n = max(len(X), 8) if per_draw is None else per_draw
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 2:
-        raise InputError(f"per_draw must be an integer >= 2, got {per_draw!r}")
-    targets = [X[k % len(X)] for k in range(n)]
     unit = {}
-    for w in dict.fromkeys(targets + sets["A"] + sets["B"]):
+    for w in dict.fromkeys(sets["X"] + sets["A"] + sets["B"]):
         m = np.asarray(vectors[w], dtype=np.float64)
         norms = np.linalg.norm(m, axis=1, keepdims=True)
         if (norms == 0).any() or not np.isfinite(m).all():
             raise InputError(f"CEAT: a contextual embedding of {w!r} is zero or not finite")
         unit[w] = m / norms
     rng = np.random.default_rng(seed)
-    # every draw at once: s(x, A, B) = x . (mean of the a's unit vectors - mean of the b's), so each
-    # draw needs its group vectors and two mean attribute vectors; in chunks to bound memory
-    picks = {k: [(w, rng.integers(len(unit[w]), size=n_samples)) for w in ws]
-             for k, ws in (("X", targets), ("A", sets["A"]), ("B", sets["B"]))}
-    s = np.empty((n_samples, n))
-    for lo in range(0, n_samples, 256):
-        hi = min(n_samples, lo + 256)
-        mean = {k: sum(unit[w][i[lo:hi]] for w, i in picks[k]) / len(picks[k]) for k in ("A", "B")}
-        group = np.stack([unit[w][i[lo:hi]] for w, i in picks["X"]], axis=1)         # [draws, n, dim]
-        s[lo:hi] = np.einsum("snd,sd->sn", group, mean["A"] - mean["B"])
-    sd = s.std(axis=1, ddof=1)
+    picks = {k: [(w, rng.integers(len(unit[w]), size=n_samples)) for w in ws] for k, ws in sets.items()}
+    n_a, n_b = len(sets["A"]), len(sets["B"])
+    c = np.empty((n_samples, n_a + n_b))
+    for lo in range(0, n_samples, 64):                  # every draw at once, in chunks to bound memory
+        hi = min(n_samples, lo + 64)
+        group = sum(unit[w][i[lo:hi]] for w, i in picks["X"]) / len(picks["X"])           # [draws, dim]
+        attributes = np.stack([unit[w][i[lo:hi]] for w, i in picks["A"] + picks["B"]], axis=1)
+        c[lo:hi] = np.einsum("sd,snd->sn", group, attributes)
+    sd = c.std(axis=1, ddof=1)
     if (sd == 0).any():
-        raise InputError(f"CEAT: the group {X[:3]} drew {n} identical associations (too few distinct contexts)")
-    effects = s.mean(axis=1) / sd
-    variances = sd**2 if variance == "upstream" else 1 / n + effects**2 / (2 * n)
-    return {**random_effects(effects, variances), "mean_effect": float(effects.mean()), "n_samples": int(n_samples),
-            "per_draw": int(n)}
+        raise InputError(f"CEAT: the attribute words are equally associated with the group {sets['X'][:3]} "
+                         f"(identical associations: no spread to standardise by)")
+    effects = (c[:, :n_a].mean(axis=1) - c[:, n_a:].mean(axis=1)) / sd
+    n = n_a + n_b
+    variances = sd**2 if variance == "upstream" else n / (n_a * n_b) + effects**2 / (2 * n)
+    return {**random_effects(effects, variances), "mean_effect": float(effects.mean()), "n_samples": int(n_samples)}
 
 
 #: The characters ``re.IGNORECASE`` equates with an ASCII letter that ``str.lower`` does not map to it.
