@@ -10,6 +10,8 @@ without going through the registry.
 from __future__ import annotations
 
 import hashlib
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -39,6 +41,20 @@ _PIECES = ["un", "re", "happi", "##happi", "##ness", "##believ", "##able", "##th
 _LETTERS = list("abcdefghijklmnopqrstuvwxyz0123456789.,!?'\"-")
 _FILLER = [f"word{i}" for i in range(200)]
 BERT_SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+
+
+def pytest_report_header(config):
+    """Free disk where the suite writes (the converted GGUF copies, the zoos, the temporary
+    directories): a run that fills the disk fails in many tests at once, and this line names why."""
+    from helpers.paths import cache_dir
+
+    places = {"cache": cache_dir(), "tmp": Path(tempfile.gettempdir())}
+    free = []
+    for what, path in places.items():
+        while not path.exists() and path != path.parent:
+            path = path.parent
+        free.append(f"{what} {path} {shutil.disk_usage(path).free / 2**30:.1f} GiB")
+    return "free disk: " + "; ".join(free)
 
 
 def _seeded():
