@@ -9,9 +9,10 @@ variances across 19 models (Tables 1-3). This chapter reruns it on the models th
 language-model quality gate:
 
 - CEAT and CEATtox per group (:func:`helpers.metrics.ceat.ceat_group`, the single-category WEAT on
-  CEAT's draws): contextual embeddings of the group's words and of the attribute words (WEAT 1's pleasant / unpleasant; appendix D's
-  anti-toxic / toxic), each from ``contexts_per_word`` sentences of an offline corpus that holds
-  it (RedditBias comments, CEAT's own source being Reddit, and BOLD's Wikipedia sentences);
+  CEAT's draws): contextual embeddings of the group's words and of the attribute words (WEAT 1's
+  pleasant / unpleasant; appendix D's anti-toxic / toxic), each from ``contexts_per_word``
+  sentences of an offline corpus that holds it (RedditBias comments, CEAT's own source being
+  Reddit, and BOLD's Wikipedia sentences);
 - ILPS per group (:func:`helpers.metrics.logprob_bias.ilps`, "The [group] is [MASK]."): the mean
   increased log-probability of the unpleasant words;
 - StereoSet SS per target term of the domain (intrasentence, :mod:`helpers.metrics.stereoset`);
