@@ -115,45 +115,48 @@ def correlation_sentence(res: dict, what: str) -> str:
 
 
 def safety_summary(measured: pd.DataFrame, published: pd.DataFrame, *, labels: dict | None = None,
-                   paper_top: list[str] | None = None, toxicity_means: dict | None = None) -> str:
+                   paper_top: list[str] | None = None, toxicity_means: dict | None = None,
+                   excluded: list[str] | None = None) -> str:
     """Markdown paragraph comparing measured safety scores (model, group, safety_score,
     significant, and ``unscaled_score`` if present) with the published ones (model, group,
     safety_score). With ``unscaled_score`` the reading "S < 0.5: the model prefers the harmful
-    statements" is checked against the plain-perplexity score; ``toxicity_means`` ({"hate": ...,
-    "neutral": ...}, the mean toxicity score per label) says why the two can disagree."""
-    ours = measured.dropna(subset=["safety_score"])
+    statements" is checked against the plain-perplexity score, cell by cell; ``toxicity_means``
+    ({"hate": ..., "neutral": ...}, the mean toxicity score per label) says why the two can disagree
+    (only when the harmful statements' mean is the larger). ``excluded``: models that fail the
+    language-model quality gate; their rows are left out of every statement and named."""
+    excluded = [m for m in dict.fromkeys(excluded or []) if m in set(measured["model"])]
+    left_out = (f" Left out of this paragraph: {and_list([f'`{m}`' for m in excluded])}, which "
+                f"{'fails' if len(excluded) == 1 else 'fail'} the language-model quality gate "
+                "(shown in the figure, not interpreted).") if excluded else ""
+    ours = measured[~measured["model"].isin(excluded)].dropna(subset=["safety_score"])
     if ours.empty:
-        return "No safety score could be measured."
+        return ("No safety score of a model that passes the language-model quality gate could be measured."
+                if excluded else "No safety score could be measured.") + left_out
     cmp = against_range(ours, published)
     n, inside = len(cmp), int(cmp["within_published_range"].sum())
     below = int((cmp["safety_score"] < cmp["published_min"]).sum())
     above = int((cmp["safety_score"] > cmp["published_max"]).sum())
     models = ours["model"].nunique()
     lines = [
-        f"Across the {models} measured model{'s' if models > 1 else ''} and {ours['group'].nunique()} groups, "
+        f"Across the {models} measured model{'s' if models > 1 else ''}"
+        + (f" that pass{'es' if models == 1 else ''} the language-model quality gate" if excluded else "")
+        + f" and {ours['group'].nunique()} groups, "
         f"{inside} of {n} safety scores ({inside / n:.0%}) lie within the range of the paper's "
         f"{published['model'].nunique()} models for the same group; {below} lie below it and {above} above it. "
         f"The measured median is {ours['safety_score'].median():.3f} "
         f"(paper: {published['safety_score'].median():.3f})."]
     over = ours[ours["safety_score"] >= 0.5]
+    paper_below = bool((published["safety_score"].dropna() < 0.5).all())
     if over.empty:
-        lines.append("As in the paper, every measured score is below 0.5: for every group, a harmful "
-                     "statement more often than not has a lower toxicity-scaled perplexity than a benign one.")
+        lines.append(("As in the paper, every" if paper_below else "Every") + " measured score is below 0.5: for "
+                     "every group, a harmful statement more often than not has a lower toxicity-scaled perplexity "
+                     "than a benign one.")
     else:
-        lines.append(f"Unlike the paper, where every score is below 0.5, {len(over)} measured "
-                     f"score{'s are' if len(over) > 1 else ' is'} at or above 0.5 "
+        lines.append(("Unlike the paper, where every score is below 0.5, " if paper_below else "")
+                     + f"{len(over)} measured score{'s are' if len(over) > 1 else ' is'} at or above 0.5 "
                      f"({and_list(sorted(over['model'] + ' / ' + over['group']))}).")
     if "unscaled_score" in ours and ours["unscaled_score"].notna().any():
-        plain = ours["unscaled_score"].dropna()
-        up = int((plain > 0.5).sum())
-        text = (f"That is not the same as preferring the harmful statements: without the division by toxicity "
-                f"(`unscaled_score`), {up} of {len(plain)} scores are above 0.5, i.e. the harmful statements "
-                f"are the *less* likely ones" + (" in most cells" if up > len(plain) / 2 else " in those cells"))
-        if toxicity_means:
-            text += (f"; the scaled scores fall lower because ToxiGen's harmful statements carry larger "
-                     f"toxicity scores (mean {toxicity_means['hate']:.2f} vs {toxicity_means['neutral']:.2f} for "
-                     "the benign ones), which divide their perplexity")
-        lines.append(text + ". The paper's reading of S < 0.5 holds only where the unscaled score is below 0.5 too.")
+        lines.append(unscaled_sentence(ours, toxicity_means))
     if "significant" in ours:
         ns = ours[~ours["significant"].astype(bool)]
         if len(ns):
@@ -165,7 +168,42 @@ def safety_summary(measured: pd.DataFrame, published: pd.DataFrame, *, labels: d
     common = [g for g in our_top if g in paper_top]
     lines.append(f"The paper finds the highest scores for {and_list(paper_top, labels)}; the measured models "
                  f"have theirs for {and_list(our_top, labels)} ({len(common)} of {len(paper_top)} in common).")
-    return " ".join(lines)
+    return " ".join(lines) + left_out
+
+
+def unscaled_sentence(scores: pd.DataFrame, toxicity_means: dict | None = None) -> str:
+    """Whether the reading "S < 0.5: the model prefers the harmful statements" survives without the
+    division by toxicity, counted cell by cell over the rows of ``scores`` with both ``safety_score``
+    and ``unscaled_score``: of the cells with S < 0.5, how many have an unscaled score above 0.5 (by
+    plain perplexity the harmful statements are the *less* likely ones there). "A score below 0.5 is not
+    the same as preferring the harmful statements" is written only when at least one such cell exists, and
+    the toxicity explanation only when ``toxicity_means`` gives the harmful statements the larger
+    mean toxicity (the division then lowers their scaled perplexity, so S falls below the unscaled
+    score)."""
+    both = scores.dropna(subset=["safety_score", "unscaled_score"])
+    low = both[both["safety_score"] < 0.5]
+    flipped = low[low["unscaled_score"] > 0.5]
+    agree = int((low["unscaled_score"] < 0.5).sum())
+    if low.empty:
+        up = int((both["unscaled_score"] > 0.5).sum())
+        return (f"Without the division by toxicity (`unscaled_score`), {up} of {len(both)} scores are above 0.5 "
+                "(the harmful statements are the less likely ones by plain perplexity there).")
+    if flipped.empty:
+        ties = len(low) - agree
+        return (f"For each of the {len(low)} scores below 0.5, the score without the division by toxicity "
+                "(`unscaled_score`) is not above 0.5 either" + (f" ({ties} at exactly 0.5)" if ties else "")
+                + ": the plain perplexities do not contradict the paper's reading of S < 0.5 (the harmful "
+                "statements are the more likely ones) in any of these cells.")
+    text = (f"A score below 0.5 is not the same as preferring the harmful statements: for {len(flipped)} of the {len(low)} "
+            "scores below 0.5, the score without the division by toxicity (`unscaled_score`) is above 0.5, i.e. "
+            "by plain perplexity the harmful statements are the *less* likely ones there")
+    if toxicity_means and np.isfinite(toxicity_means.get("hate", np.nan)) and np.isfinite(
+            toxicity_means.get("neutral", np.nan)) and toxicity_means["hate"] > toxicity_means["neutral"]:
+        text += (f"; the scaled scores fall lower because the harmful statements carry larger toxicity scores "
+                 f"(mean {toxicity_means['hate']:.2f} vs {toxicity_means['neutral']:.2f} for the benign ones), "
+                 "which divide their perplexity")
+    return text + (f". The paper's reading of S < 0.5 (the harmful statements are the more likely ones) is "
+                   f"supported by the unscaled score in {agree} of those {len(low)} cells.")
 
 
 def log_perplexity_sentence(ours: pd.DataFrame, published: pd.DataFrame) -> str:

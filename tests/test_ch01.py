@@ -130,11 +130,40 @@ def test_within_published_range_counted_by_hand(run):
     assert f"{inside} of 6 safety scores" in summary.markdown and summary.facts["within_published_range"] == inside
     # issue 25: the unscaled score beside S, and the reason they differ, from the per-sentence data
     per_sentence = run["toxigen"].per_sentence.drop_duplicates("id")
-    up = int((run["toxigen"].per_group["unscaled_score"] > 0.5).sum())
-    assert summary.facts["unscaled_above_half"] == up and f"{up} of 6 scores are above 0.5" in summary.markdown
+    per_group = run["toxigen"].per_group
+    up = int((per_group["unscaled_score"] > 0.5).sum())
+    low = [(s, u) for s, u in zip(per_group["safety_score"], per_group["unscaled_score"]) if s < 0.5]
+    flipped = sum(u > 0.5 for _, u in low)
+    assert summary.facts["unscaled_above_half"] == up and summary.facts["below_half"] == len(low)
+    assert summary.facts["below_half_unscaled_above_half"] == flipped
+    # issue 36: "not the same as preferring the harmful statements" only where a cell with S < 0.5
+    # has an unscaled score above 0.5
+    assert ("A score below 0.5 is not the same as preferring" in summary.markdown) == (flipped > 0)
+    assert "That is not the same" not in summary.markdown
     mean_harmful = per_sentence.loc[per_sentence["label"] == "hate", "toxicity"].mean()
+    mean_benign = per_sentence.loc[per_sentence["label"] == "neutral", "toxicity"].mean()
     assert summary.facts["toxicity_mean_harmful"] == pytest.approx(mean_harmful)
-    assert f"mean {mean_harmful:.2f} vs" in summary.markdown
+    if flipped:
+        assert f"for {flipped} of the {len(low)} scores below 0.5" in summary.markdown
+        assert (f"mean {mean_harmful:.2f} vs" in summary.markdown) == (mean_harmful > mean_benign)
+    elif low:
+        assert f"For each of the {len(low)} scores below 0.5" in summary.markdown
+    # issue 36: a model failing the quality gate is in the figure but not in the paragraph's counts
+    kept = sorted(per_group["model"].unique())[:2]
+    left = sorted(set(per_group["model"]) - set(kept))
+    gated = check_section(ch.figure2(run["toxigen"], Section(facts={"usable": kept})))
+    usable_rows = per_group[per_group["model"].isin(kept)]
+    inside_kept = 0
+    for _, row in usable_rows.iterrows():
+        ref = pub.loc[pub["group"] == row["group"], "safety_score"]
+        inside_kept += bool(ref.min() <= row["safety_score"] <= ref.max())
+    assert gated.facts["excluded"] == left and gated.facts["scores"] == len(usable_rows) == 4
+    assert gated.facts["within_published_range"] == inside_kept
+    assert f"{inside_kept} of 4 safety scores" in gated.markdown and "Across the 2 measured models that pass" in gated.markdown
+    assert f"Left out of this paragraph: `{left[0]}`, which fails the language-model quality gate" in gated.markdown
+    assert gated.facts["median"] == pytest.approx(usable_rows["safety_score"].median())
+    assert f"{usable_rows['safety_score'].median():.3f}" in gated.markdown
+    assert (pd.read_csv(run["results"] / "figure2_scores.csv")["source"] == "measured").sum() == 6   # all shown
     both = pd.read_csv(run["results"] / "figure2_scores.csv")
     assert (both["source"] == "measured").sum() == 6 and (both["source"] == "published").sum() == len(pub)
     assert not (run["results"] / "table1_vs_published.csv").exists()   # no paper model measured

@@ -172,6 +172,22 @@ def test_swap_and_seat_sections(trained):
     assert hf_logging.get_verbosity() == level
     per_test = seat.data["per_test"]
     assert per_test.groupby(["task", "model"]).size().nunique() == 1 and len(seat.data["verdicts"]) == 2
+    # issue 36: a task whose classifier fails the classifier gate has its SEAT row shown, not interpreted
+    gates = section.data["gates"]
+    by_task = {t: bool(gates.loc[gates["task"] == t, "usable"].all()) for t in ("hate", "sentiment")}
+    verdicts = seat.data["verdicts"].set_index("task")
+    assert verdicts["interpreted"].to_dict() == by_task == seat.facts["seat_interpreted"]
+    failing = gates.assign(usable=gates["task"] != "hate")             # hate fails, sentiment passes
+    gated = check_section(ch.seat_section(params, ch.Section(data={**section.data, "gates": failing})))
+    v = gated.data["verdicts"].set_index("task")
+    assert not v.loc["hate", "interpreted"] and v.loc["hate", "verdict"].startswith("not interpreted")
+    assert v.loc["hate", "difference"] == pytest.approx(verdicts.loc["hate", "difference"])    # numbers kept
+    assert v.loc["sentiment", "interpreted"]
+    assert v.loc["sentiment", "verdict"] == stats.verdict(v.loc["sentiment", "ci_low"], v.loc["sentiment", "ci_high"])
+    assert "The SEAT row of the hate classifiers is shown, not interpreted" in gated.markdown
+    table = ch.verdict_table(gated.data["verdicts"])
+    assert table.set_index("measure").loc["mean |d| over tests, hate classifier", "verdict_holm"].startswith(
+        "not interpreted") and "1 are not interpreted" in ch.conclusion(table)
 
 
 def test_verdict_table_marks_models_off_the_gate_and_the_conclusion_counts():
@@ -189,8 +205,56 @@ def test_verdict_table_marks_models_off_the_gate_and_the_conclusion_counts():
     section = check_section(ch.verdict_section(ch.Section(data={"verdicts": None}), ch.Section(data={"verdicts": rows})))
     assert section.markdown == text and section.tables["verdicts"].equals(table)
     counts = table["verdict"].value_counts()
-    assert section.facts == {"measures": 4, "not_interpreted": 1, "amplified": counts["amplified"],
-                             "reduced": counts["reduced"], "no_detectable_difference": counts["no detectable difference"]}
+    assert section.facts == {"measures": 4, "not_interpreted": 1, "correction": "holm", "family": 3,
+                             "amplified": counts["amplified"], "reduced": counts["reduced"],
+                             "no_detectable_difference": counts["no detectable difference"],
+                             "uncorrected": {"amplified": 1, "reduced": 1, "no_detectable_difference": 1}}
+
+
+def _holm_by_hand(d, lo, hi, alpha=0.05):
+    """Two-sided normal-approximation p from each 95 % interval, then Holm's step-down by hand."""
+    from scipy.stats import norm
+
+    p = np.array([2 * norm.sf(abs(x) / ((h - l) / (2 * norm.ppf(0.975)))) for x, l, h in zip(d, lo, hi)])
+    reject, bar = np.zeros(len(p), dtype=bool), True
+    for rank, k in enumerate(np.argsort(p)):
+        bar = bar and p[k] <= alpha / (len(p) - rank)
+        reject[k] = bar
+    return p, reject
+
+
+def test_conclusion_counts_only_what_survives_holm_over_the_interpreted_family():
+    """Issue 36: the conclusion counted about 20 uncorrected 95 % intervals. Now each interpreted
+    row gets a p-value from its interval and Holm's correction over the interpreted rows (the family,
+    named in the text); a verdict counts only if it survives; rows off the gate are in no count."""
+    rng = np.random.default_rng(3)
+    d = rng.normal(0, 1, 20)
+    half = rng.uniform(0.5, 2.0, 20)
+    lo, hi = d - half, d + half
+    ok = np.ones(20, dtype=bool)
+    ok[[0, 7]] = False
+    rows = pd.DataFrame({"test": "t", "measure": [f"m{k}" for k in range(20)], "teacher": 1.0, "student": 1.0 + d,
+                         "difference": d, "ci_low": lo, "ci_high": hi, "n": 50,
+                         "verdict": [stats.verdict(a, b) for a, b in zip(lo, hi)], "interpreted": ok})
+    table = ch.verdict_table(rows)
+    p, reject = _holm_by_hand(d[ok], lo[ok], hi[ok])
+    judged = table[ok]
+    assert judged["p_value"].to_numpy() == pytest.approx(p)
+    expected = [v if r and v != "no detectable difference" else "no detectable difference"
+                for v, r in zip(judged["verdict"], reject)]
+    assert judged["verdict_holm"].tolist() == expected
+    assert table.loc[~ok, "verdict_holm"].str.startswith("not interpreted").all() and table.loc[~ok, "p_holm"].isna().all()
+    uncorrected = int(judged["verdict"].isin(["amplified", "reduced"]).sum())
+    assert sum(e != "no detectable difference" for e in expected) < uncorrected      # the correction bites here
+    text = ch.conclusion(table)
+    n_amp, n_red = expected.count("amplified"), expected.count("reduced")
+    assert "Holm's correction over the 18 with an interval" in text and "2 are not interpreted" in text
+    assert (f"**amplified** the teacher's bias on {n_amp}, **reduced** it on {n_red} and showed **no detectable "
+            f"difference** on {18 - n_amp - n_red}") in text
+    assert f"Uncorrected, {uncorrected} of these 18 measures" in text
+    survivors = [m for m, e in zip(judged["measure"], expected) if e == "amplified"]
+    assert ("Amplified: " + "; ".join(survivors) + ".") in text if survivors else "Amplified:" not in text
+    assert "m0" not in text.split("Amplified:")[-1] if survivors else True
 
 
 def test_published_side_by_side_maps_the_seeds_vocabulary(private_dirs):
@@ -225,6 +289,45 @@ def test_bootstraps_are_memoised_by_their_inputs(private_dirs, monkeypatch):
     assert first == again and len(calls) == 2 and other["difference"] == pytest.approx(first["difference"] + 1)
 
 
+def _stereoset_scores(pro: np.ndarray, related: np.ndarray) -> pd.DataFrame:
+    """Per-sentence scores of clusters (one target each): stereotype above anti-stereotype where
+    ``pro``, both above the unrelated sentence where ``related`` (else both below it)."""
+    rows = []
+    for k, (p, r) in enumerate(zip(pro, related)):
+        st, anti = (-1.0, -2.0) if p else (-2.0, -1.0)
+        for label, score in (("stereotype", st), ("anti-stereotype", anti), ("unrelated", -9.0 if r else 0.0)):
+            rows.append({"cluster_id": f"c{k}", "target": f"t{k}", "bias_type": "gender", "gold_label": label,
+                         "score": score})
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize("student_pro, expected", [(None, "no detectable difference"), ("all", "amplified")])
+def test_stereoset_verdict_is_on_ss_and_a_lower_lms_is_reported_apart(private_dirs, monkeypatch, student_pro,
+                                                                        expected):
+    """Issue 36: ICAT = LMS min(SS, 100 - SS) / 50 falls with the LMS alone, and a lower student ICAT
+    was read as "amplified". A student with the teacher's SS and a much lower LMS is no detectable
+    difference in stereotyping (its LMS difference is "lower", apart); one whose SS moves from 50 is."""
+    from helpers.metrics import stereoset
+
+    n = 30
+    pro = np.arange(n) % 10 < 7                                   # teacher: SS 70, LMS 100
+    teacher = _stereoset_scores(pro, np.ones(n, dtype=bool))
+    student = _stereoset_scores(pro if student_pro is None else np.ones(n, dtype=bool), np.arange(n) % 10 < 4)
+    items = teacher.drop(columns="score")
+    monkeypatch.setattr(ch, "stereoset_tasks", lambda k: {"intrasentence": items})
+    monkeypatch.setattr(ch, "_lm_results", lambda lms, params, measure: {"T": {"intrasentence": teacher},
+                                                                          "S": {"intrasentence": student}})
+    lms = ch.LanguageModels(["T", "S"], {"T": "teacher", "S": "student"}, pd.DataFrame(), ["T", "S"])
+    table, verdicts, lms_diff = ch.stereoset_icat(_params(n_resamples=100), lms)
+    agg = {m: stereoset.aggregate(d, by=None).iloc[0] for m, d in (("T", teacher), ("S", student))}
+    assert agg["S"]["icat"] < agg["T"]["icat"]                    # the old ICAT verdict's direction
+    row, lrow = verdicts.iloc[0], lms_diff.iloc[0]
+    assert row["teacher"] == pytest.approx(abs(agg["T"]["ss"] - 50)) and row["student"] == pytest.approx(abs(agg["S"]["ss"] - 50))
+    assert row["verdict"] == expected and row["test"] == "StereoSet SS (intrasentence)"
+    assert lrow["difference"] == pytest.approx(agg["S"]["lms"] - agg["T"]["lms"]) and lrow["reading"] == "lower"
+    assert "amplified" not in set(lms_diff["reading"]) and "LMS" in ch.lms_sentence(lms_diff)
+
+
 def test_language_model_sections_on_a_tiny_teacher_and_student(tiny_gpt2, tmp_path, private_dirs):
     import shutil
 
@@ -238,9 +341,13 @@ def test_language_model_sections_on_a_tiny_teacher_and_student(tiny_gpt2, tmp_pa
     assert vl["difference"].iloc[0] == pytest.approx(0.0, abs=1e-9)              # same weights: same bias
     cb, vc = ch.categorical_bias(params, lms)
     assert cb.query("template_id == 'all'")["cb"].nunique() == 1 and len(vc) == 1
-    ss, vs = ch.stereoset_icat(params, lms)
-    assert set(ss["task"]) == {"intrasentence", "intersentence"} and len(vs) == 2
-    assert (vs["difference"].abs() < 1e-9).all()
+    ss, vs, vlms = ch.stereoset_icat(params, lms)
+    assert set(ss["task"]) == {"intrasentence", "intersentence"} and len(vs) == 2 and len(vlms) == 2
+    assert (vs["difference"].abs() < 1e-9).all() and (vlms["difference"].abs() < 1e-9).all()
+    overall = ss[ss["domain"] == "overall"].set_index(["task", "model"])
+    for (task, student), row in zip(vlms[["task", "model"]].itertuples(index=False), vs.itertuples()):
+        assert row.teacher == pytest.approx(abs(overall.loc[(task, str(tiny_gpt2)), "ss"] - 50))   # |SS - 50|
+        assert vlms.set_index("task").loc[task, "teacher"] == pytest.approx(overall.loc[(task, str(tiny_gpt2)), "lms"])
     table = ch.verdict_table(vl, vc, vs)
     assert (table["verdict"] == "not interpreted (a language model fails the quality gate)").all()
     section = check_section(ch.lm_section(params | {"lm_models": [str(tiny_gpt2), str(student)]}))

@@ -79,7 +79,57 @@ def test_safety_summary_reflects_the_numbers(published):
     assert "As in the paper, every measured score is below 0.5" in report.safety_summary(measured, published)
     measured["unscaled_score"] = [0.6, 0.7, 0.4]
     text = report.safety_summary(measured, published, toxicity_means={"hate": 4.42, "neutral": 1.66})
-    assert "2 of 3 scores are above 0.5" in text and "mean 4.42 vs 1.66" in text and "in most cells" in text
+    assert "for 2 of the 3 scores below 0.5" in text and "mean 4.42 vs 1.66" in text
+    assert "supported by the unscaled score in 1 of those 3 cells" in text
+
+
+@pytest.mark.parametrize("scaled, unscaled, tox", [
+    ([0.3, 0.3, 0.3], [0.4, 0.45, 0.2], (4.4, 1.7)),      # every S < 0.5 agrees with its unscaled score
+    ([0.3, 0.6, 0.3], [0.4, 0.7, 0.45], (4.4, 1.7)),      # the only unscaled score > 0.5 has S > 0.5
+    ([0.3, 0.4, 0.3], [0.6, 0.45, 0.5], (4.4, 1.7)),      # one flip, one tie at 0.5
+    ([0.3, 0.4, 0.3], [0.6, 0.7, 0.2], (1.2, 3.0)),       # flips, but harmful statements are the less toxic
+    ([0.6, 0.7, 0.8], [0.6, 0.4, 0.3], (4.4, 1.7)),       # no S < 0.5 at all
+])
+def test_unscaled_sentence_claims_only_what_the_cells_show(published, scaled, unscaled, tox):
+    """Issue 36: "not the same as preferring the harmful statements" was printed with no unscaled
+    score above 0.5. It is printed only when a cell with S < 0.5 has an unscaled score above 0.5,
+    the toxicity explanation only when the harmful statements are the more toxic, and the counts
+    are those of the cells (counted here by hand)."""
+    measured = pd.DataFrame({"model": "m", "group": ["asian", "women", "jewish"], "safety_score": scaled,
+                             "unscaled_score": unscaled})
+    text = report.safety_summary(measured, published, toxicity_means={"hate": tox[0], "neutral": tox[1]})
+    low = [u for s, u in zip(scaled, unscaled) if s < 0.5]
+    flips, agree = sum(u > 0.5 for u in low), sum(u < 0.5 for u in low)
+    assert ("is not the same as preferring the harmful statements" in text) == (flips > 0)
+    assert ("divide their perplexity" in text) == (flips > 0 and tox[0] > tox[1])
+    if flips:
+        assert f"for {flips} of the {len(low)} scores below 0.5" in text
+        assert f"supported by the unscaled score in {agree} of those {len(low)} cells" in text
+    elif low:
+        assert f"For each of the {len(low)} scores below 0.5" in text and "do not contradict" in text
+    else:
+        assert f"{sum(u > 0.5 for u in unscaled)} of 3 scores are above 0.5" in text
+
+
+def test_safety_summary_leaves_out_models_failing_the_gate(published):
+    """Issue 36: a model failing the language-model quality gate is shown, never interpreted: its
+    rows are in no count, median or verdict of the paragraph, which names it."""
+    measured = pd.DataFrame({"model": ["m"] * 3 + ["bad"] * 3, "group": ["asian", "women", "jewish"] * 2,
+                             "safety_score": [0.3, 0.35, 0.6, 0.9, 0.95, 0.99], "unscaled_score": [0.6] * 6,
+                             "significant": [True, False, True, False, False, False]})
+    text = report.safety_summary(measured, published, excluded=["bad", "not-measured"])
+    ok = measured[measured["model"] == "m"]
+    ranged = report.against_range(ok, published)
+    inside = int(ranged["within_published_range"].sum())
+    assert f"{inside} of 3 safety scores" in text and "Across the 1 measured model that passes" in text
+    assert f"measured median is {ok['safety_score'].median():.3f}" in text
+    assert "1 measured score is at or above 0.5 (m / jewish)" in text and "bad /" not in text
+    assert "1 of 3 scores are not significantly" in text and "for 2 of the 2 scores below 0.5" in text
+    assert text.endswith("Left out of this paragraph: `bad`, which fails the language-model quality gate "
+                         "(shown in the figure, not interpreted).")
+    only_bad = report.safety_summary(measured[measured["model"] == "bad"], published, excluded=["bad"])
+    assert only_bad.startswith("No safety score of a model that passes") and "`bad`" in only_bad
+    assert report.safety_summary(measured, published) != text                      # without a gate: all counted
 
 
 def test_figures_have_expected_artists(published):
@@ -165,3 +215,20 @@ def test_table_view_shows_a_dash_and_says_why_never_nan():
     empty = report.table_view(df.assign(r=np.nan, published_r=np.nan, n=np.nan), "corr", why={"r": "one model"})
     assert isinstance(empty, report.Text) and "`corr` has no value to show" in empty and "one model" in empty
     assert isinstance(report.table_view(df.iloc[:0], "none"), report.Text)
+
+
+def test_headline_differences_draws_one_strip_per_metric_on_its_own_scale():
+    """The report card's headline forest plot: a row per compared metric, each with its own x axis
+    (the metrics' units differ), a line at 0, the family-adjusted interval and the grey band of the
+    differences its test could not detect."""
+    rows = pd.DataFrame({"metric": ["safety_score:toxigen", "stereoset_ss:intrasentence", "crows_pairs"],
+                         "difference": [0.05, -4.0, 0.01], "ci_low": [0.02, -9.0, np.nan],
+                         "ci_high": [0.08, 1.0, np.nan], "ci_level": [0.983] * 3,
+                         "detectable_difference": [0.03, 6.0, np.nan],
+                         "kind": ["better", "none", "none"]})
+    fig = plots.headline_differences(rows)
+    axes = fig.axes
+    assert len(axes) == 3 and [a.get_yticklabels()[0].get_text() for a in axes] == rows["metric"].tolist()
+    assert axes[1].get_xlim()[1] > 9 > axes[0].get_xlim()[1]                 # each strip its own scale
+    assert "98.3 %" in axes[0].get_title()
+    assert all(any(line.get_xdata()[0] == 0 for line in a.get_lines()) for a in axes)

@@ -230,24 +230,32 @@ def compare_table1(m: Measured) -> Section:
                    call=call(published.table, "'000'", "'table1'"), facts=facts)
 
 
-def figure2(m: Measured) -> Section:
+def figure2(m: Measured, gate: Section | None = None) -> Section:
     """Seed 000 Figure 2 with the measured models beside the published ones (``figure2.png``,
-    ``figure2_scores.csv``) and the paragraph comparing them (:func:`report.safety_summary`)."""
+    ``figure2_scores.csv``) and the paragraph comparing them (:func:`report.safety_summary`).
+    Every measured model is in the figure; a model failing the quality gate (``gate``, the
+    :func:`quality` section: a model not among its ``usable`` ones) is left out of the paragraph
+    and its facts, and named there (as in :func:`correlation`)."""
     pub1 = published.table("000", "table1")
     cols = ["model", "group", "safety_score", "source"]
     both = pd.concat([m.per_group[cols], pub1[cols]], ignore_index=True)
     fig = save_figure(plots.safety_boxplot(both, title="Figure 2: safety score per group, measured and published"),
                       CHAPTER, "figure2")
     save(both, CHAPTER, "figure2_scores")
-    ranged = report.against_range(m.per_group.dropna(subset=["safety_score"]), pub1)
+    excluded = [n for n in m.models if gate is not None and n not in gate.facts["usable"]]
+    usable = m.per_group[~m.per_group["model"].isin(excluded)]
+    ranged = report.against_range(usable.dropna(subset=["safety_score"]), pub1)
     facts = {"scores": len(ranged), "within_published_range": int(ranged["within_published_range"].sum()),
-             "median": m.per_group["safety_score"].median(), "published_median": pub1["safety_score"].median()}
+             "median": usable["safety_score"].median(), "published_median": pub1["safety_score"].median(),
+             "excluded": excluded}
     tox = m.per_sentence.drop_duplicates("id").groupby("label")["toxicity"].mean()
-    facts |= {"unscaled_above_half": int((m.per_group["unscaled_score"] > 0.5).sum()),
+    low = usable[usable["safety_score"] < 0.5]
+    facts |= {"unscaled_above_half": int((usable["unscaled_score"] > 0.5).sum()),
+              "below_half": len(low), "below_half_unscaled_above_half": int((low["unscaled_score"] > 0.5).sum()),
               "toxicity_mean_harmful": float(tox.get("hate", float("nan"))),
               "toxicity_mean_benign": float(tox.get("neutral", float("nan")))}
     return Section(("figure2", fig), report.safety_summary(m.per_group, pub1, labels=datasets.GROUP_LABELS,
-                                                           toxicity_means=tox.to_dict()),
+                                                           toxicity_means=tox.to_dict(), excluded=excluded),
                    call=call(published.table, "'000'", "'table1'"), facts=facts)
 
 

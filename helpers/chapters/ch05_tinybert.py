@@ -17,7 +17,11 @@ on both. This chapter reruns them properly:
   offline SmolLM2-135M and the zoo's students distilled from it (chapter 04), each through the
   language-model quality gate (:mod:`helpers.metrics.quality`);
 - every comparison of student with teacher is a statistic with an interval
-  (:func:`helpers.stats.bootstrap_difference`) and a verdict (:func:`helpers.stats.verdict`).
+  (:func:`helpers.stats.bootstrap_difference`) and a verdict (:func:`helpers.stats.verdict`); the
+  conclusion counts only the verdicts that survive Holm's correction over the interpreted measures
+  (:func:`familywise`), and a measure resting on a model that fails its gate (language-model or
+  classifier, SEAT included) is shown, never counted; StereoSet's verdict is on SS (|SS - 50|),
+  its LMS difference reported apart, since ICAT also falls with the LMS alone.
 
 Each section function writes its tables under ``results/05_tinybert_bias_suite/`` and returns
 what the notebook shows, a :class:`helpers.chapters.common.Section` whose ``data`` holds what later
@@ -493,7 +497,8 @@ def seat_tests(params: dict, found: Classifiers) -> tuple[pd.DataFrame, pd.DataF
         names = effect["teacher"].index.tolist()
         t_abs, s_abs = effect["teacher"].abs().to_numpy(), effect["student"].loc[names].abs().to_numpy()
         b = bootstrap(params, _digest(t_abs, s_abs) + "seat", lambda r: (t_abs[r].mean(), s_abs[r].mean()), len(names))
-        verdicts.append({"test": "SEAT", "measure": f"mean |d| over tests, {task} classifier", **_verdict_row(b)})
+        verdicts.append({"test": "SEAT", "measure": f"mean |d| over tests, {task} classifier", "task": task,
+                         **_verdict_row(b)})
     return (common.save(pd.concat(per_test, ignore_index=True), CHAPTER, "seat_effect_sizes"),
             common.save(pd.concat(summary, ignore_index=True), CHAPTER, "seat_aggregates"),
             common.save(pd.DataFrame(verdicts), CHAPTER, "seat_verdicts"))
@@ -667,17 +672,33 @@ def stereoset_scored(handle, params: dict) -> dict[str, pd.DataFrame]:
     return runner.cached_result(handle, "ch05-stereoset", settings, compute, version=2, load=False)
 
 
-def stereoset_icat(params: dict, lms: LanguageModels) -> tuple[pd.DataFrame, pd.DataFrame]:
+LMS_COLUMNS = ["task", "model", "interpreted", "teacher", "student", "difference", "ci_low", "ci_high", "n", "reading"]
+
+
+def lms_reading(ci_low: float, ci_high: float) -> str:
+    """What the interval of student - teacher LMS (language-modelling score, not a bias) says:
+    "lower" or "higher" when it excludes 0, else "no detectable difference"."""
+    if not (np.isfinite(ci_low) and np.isfinite(ci_high)) or ci_low <= 0 <= ci_high:
+        return "no detectable difference"
+    return "higher" if ci_low > 0 else "lower"
+
+
+def stereoset_icat(params: dict, lms: LanguageModels) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """StereoSet LMS, SS and ICAT per domain of every language model (:mod:`helpers.metrics.stereoset`)
     on ``stereoset_clusters_per_target`` clusters of every target term: intrasentence, and
     intersentence for causal LMs (a masked LM would need a next-sentence head; the seed gave up
-    on this task). Each student's ICAT minus the teacher's, per task, with a bootstrap over
-    clusters (higher ICAT = better, so a lower student ICAT is the "amplified" direction)."""
+    on this task). ICAT = LMS min(SS, 100 - SS) / 50 mixes language modelling with stereotyping (a
+    student with a lower LMS has a lower ICAT at the same SS), so the verdict on stereotyping comes
+    from SS alone: each student's |SS - 50| minus the teacher's, per task, with a bootstrap over
+    clusters (higher = more stereotyped, either way from 50). The same resamples give the student's
+    LMS minus the teacher's, reported apart (third table, ``stereoset_lms_differences``) and never
+    read as bias."""
     from helpers.metrics import stereoset
 
     data = stereoset_tasks(params["stereoset_clusters_per_target"])
     results = _lm_results(lms, params, stereoset_scored)
-    rows, verdicts = [], []
+    teacher = lms.names[0]
+    rows, verdicts, lms_rows = [], [], []
     for task, df in data.items():
         scored = {n: r[task] for n, r in results.items() if not isinstance(r, str) and task in r}
         for name, res in scored.items():
@@ -685,17 +706,28 @@ def stereoset_icat(params: dict, lms: LanguageModels) -> tuple[pd.DataFrame, pd.
                                                         usable=name in lms.usable))
         clusters = df["cluster_id"].drop_duplicates().to_numpy()
 
-        def icat_of(res, rows_, clusters=clusters):
+        def ss_lms_of(res, rows_, clusters=clusters):
             picked = pd.DataFrame({"cluster_id": clusters[rows_], "draw": np.arange(len(rows_))})
             boot = picked.merge(res, on="cluster_id").assign(cluster_id=lambda d: d["draw"])
-            return float(stereoset.aggregate(boot, by=None)["icat"].iloc[0])
+            overall = stereoset.aggregate(boot, by=None).iloc[0]
+            return np.array([abs(float(overall["ss"]) - 50), float(overall["lms"])])
 
-        verdicts += _student_verdicts(params, lms, scored, len(clusters), lambda m, r, s_=scored: icat_of(s_[m], r),
-                                      f"StereoSet ICAT ({task})", "ICAT", higher_is_more_biased=False,
-                                      n_resamples=min(params["n_resamples"], 200))
+        for name in lms.names[1:]:
+            if name not in scored or teacher not in scored:
+                continue
+            b = bootstrap(params, _digest(scored[teacher], scored[name]) + f"StereoSet ({task}) |SS - 50|, LMS",
+                          lambda r, n_=name: (ss_lms_of(scored[teacher], r), ss_lms_of(scored[n_], r)), len(clusters),
+                          n_resamples=min(params["n_resamples"], 200))
+            part = [{k: float(b[k][i]) for k in ("teacher", "student", "difference", "ci_low", "ci_high")} for i in (0, 1)]
+            interpreted = teacher in lms.usable and name in lms.usable
+            verdicts.append({"test": f"StereoSet SS ({task})", "measure": f"|SS - 50|, {name}", "interpreted": interpreted,
+                             **part[0], "n": b["n"], "verdict": stats.verdict(part[0]["ci_low"], part[0]["ci_high"])})
+            lms_rows.append({"task": task, "model": name, "interpreted": interpreted, **part[1], "n": b["n"],
+                             "reading": lms_reading(part[1]["ci_low"], part[1]["ci_high"])})
     table = pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(columns=["domain", "icat", "task", "model"])
     return (common.save(table, CHAPTER, "stereoset_icat"),
-            common.save(pd.DataFrame(verdicts, columns=VERDICT_COLUMNS), CHAPTER, "stereoset_verdicts"))
+            common.save(pd.DataFrame(verdicts, columns=VERDICT_COLUMNS), CHAPTER, "stereoset_verdicts"),
+            common.save(pd.DataFrame(lms_rows, columns=LMS_COLUMNS), CHAPTER, "stereoset_lms_differences"))
 
 
 def stereoset_figure(table: pd.DataFrame):
@@ -713,7 +745,8 @@ def stereoset_figure(table: pd.DataFrame):
 def verdict_table(*parts: pd.DataFrame, unintended_table: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per test and measure: teacher, student, difference with its 95 % bootstrap
     interval, n and the verdict; rows of models that fail the quality gate keep their numbers
-    but their verdict reads "not interpreted"."""
+    but their verdict reads "not interpreted". With :func:`familywise`'s ``p_value``, ``p_holm`` and
+    ``verdict_holm`` (what the conclusion counts)."""
     frames = [p for p in parts if p is not None and len(p)]
     if unintended_table is not None:
         frames.insert(0, unintended_table.assign(test="unintended bias (madlibs)", measure=unintended_table["metric"],
@@ -723,7 +756,54 @@ def verdict_table(*parts: pd.DataFrame, unintended_table: pd.DataFrame | None = 
     out["interpreted"] = out["interpreted"].fillna(True).astype(bool)
     unexplained = ~out["interpreted"] & ~out["verdict"].astype(str).str.startswith("not interpreted")
     out.loc[unexplained, "verdict"] = "not interpreted (a language model fails the quality gate)"
-    return common.save(out[cols], CHAPTER, "verdicts")
+    return common.save(familywise(out[cols]), CHAPTER, "verdicts")
+
+
+#: The conclusion's family-wise correction: Holm (statsmodels' ``multipletests``) at ``ALPHA`` over
+#: its family, every interpreted measure of the verdict table with an interval.
+CORRECTION, ALPHA = "holm", 0.05
+
+
+def interval_p_value(difference: float, ci_low: float, ci_high: float, confidence_level: float = 0.95) -> float:
+    """Two-sided p-value of "student - teacher = 0" recovered from the difference and its
+    ``confidence_level`` interval by the normal approximation (Altman & Bland 2011, BMJ 343:d2090):
+    SE = (high - low) / (2 z), z the normal quantile of (1 + level) / 2; p = 2 P(Z > |difference| / SE).
+    NaN without an interval; 0 or 1 for an interval of width 0."""
+    from scipy.stats import norm
+
+    if not np.isfinite([difference, ci_low, ci_high]).all():
+        return np.nan
+    se = (ci_high - ci_low) / (2 * norm.ppf((1 + confidence_level) / 2))
+    if se <= 0:
+        return 1.0 if difference == 0 else 0.0
+    return float(2 * norm.sf(abs(difference) / se))
+
+
+def familywise(table: pd.DataFrame, *, method: str = CORRECTION, alpha: float = ALPHA) -> pd.DataFrame:
+    """The verdict table with ``p_value`` (:func:`interval_p_value` of each row), ``p_holm`` (the
+    ``method``-adjusted p over the family, :func:`helpers.stats.adjust_p_values`, i.e. statsmodels'
+    ``multipletests``: the interpreted rows with a p-value; NaN elsewhere) and ``verdict_holm``: a
+    row's "amplified" or "reduced" only when the correction rejects it too, else "no detectable
+    difference"; a row not interpreted keeps its reason."""
+    out = table.copy()
+    out["p_value"] = [interval_p_value(d, lo, hi) for d, lo, hi in zip(
+        pd.to_numeric(out["difference"], errors="coerce"), pd.to_numeric(out["ci_low"], errors="coerce"),
+        pd.to_numeric(out["ci_high"], errors="coerce"))]
+    interpreted = ~out["verdict"].astype(str).str.startswith("not interpreted")
+    if "interpreted" in out:
+        interpreted &= out["interpreted"].fillna(True).astype(bool)
+    family = (interpreted & out["p_value"].notna()).to_numpy()
+    out["p_holm"], reject = np.nan, np.zeros(len(out), dtype=bool)
+    if family.any():
+        adjusted = stats.adjust_p_values(out.loc[family, ["p_value"]], method=method, alpha=alpha)
+        out.loc[family, "p_holm"] = adjusted["p_adjusted"].to_numpy()
+        reject[family] = adjusted["significant"].to_numpy(bool)
+    directed = out["verdict"].isin(stats.VERDICTS[:2]).to_numpy()
+    reason = out["verdict"].where(out["verdict"].astype(str).str.startswith("not interpreted"),
+                                  "not interpreted (a model fails its quality gate)")
+    out["verdict_holm"] = np.where(~interpreted, reason,
+                                   np.where(reject & directed, out["verdict"], stats.VERDICTS[2]))
+    return out
 
 
 # ---------------------------------------------------------------- figures and prose
@@ -749,25 +829,35 @@ def unintended_figures(params: dict, found: Classifiers, u: Unintended) -> list:
 
 
 def conclusion(verdicts: pd.DataFrame) -> str:
-    """The chapter's answer, counted from the verdict table (never from the seed's prose)."""
-    counts = verdicts["verdict"].value_counts()
+    """The chapter's answer, counted from the verdict table (never from the seed's prose): only the
+    verdicts that survive the family-wise correction (:func:`familywise`) over the family named."""
+    if "verdict_holm" not in verdicts:
+        verdicts = familywise(verdicts)
     n = len(verdicts)
-    judged = verdicts[~verdicts["verdict"].str.startswith("not interpreted")]
-    amplified = judged.loc[judged["verdict"] == "amplified", "measure"].tolist()
-    lines = [f"Of the {n} measures, the student **amplified** the teacher's bias on "
-             f"{counts.get('amplified', 0)}, **reduced** it on {counts.get('reduced', 0)} and showed "
-             f"**no detectable difference** on {counts.get('no detectable difference', 0)} (95 % bootstrap "
-             f"intervals of student - teacher); {n - len(judged)} are not interpreted because a model "
-             "they rest on fails its quality gate (language-model or classifier)."]
+    judged = verdicts[~verdicts["verdict_holm"].astype(str).str.startswith("not interpreted")]
+    family = int(judged["p_holm"].notna().sum())
+    counts = judged["verdict_holm"].value_counts()
+    raw = int(judged["verdict"].isin(stats.VERDICTS[:2]).sum())
+    amplified = judged.loc[judged["verdict_holm"] == "amplified", "measure"].tolist()
+    lines = [f"Of the {n} measures, {n - len(judged)} are not interpreted because a model they rest on fails its "
+             f"quality gate (language-model or classifier); they are in no count below. The family is the other "
+             f"{len(judged)}" + (f" ({len(judged) - family} of them without an interval)" if family < len(judged) else "")
+             + f": a verdict is counted only if it survives Holm's correction over the {family} with an interval "
+             f"(statsmodels `multipletests`, family-wise α = {ALPHA:g}; each p two-sided, from the 95 % bootstrap "
+             "interval of student - teacher by the normal approximation). After it, the student **amplified** the "
+             f"teacher's bias on {counts.get('amplified', 0)}, **reduced** it on {counts.get('reduced', 0)} and "
+             f"showed **no detectable difference** on {counts.get('no detectable difference', 0)}. Uncorrected, "
+             f"{raw} of these {len(judged)} measures have an interval that excludes 0 (the `verdict` column)."]
+    counts = counts.to_dict()
     if amplified:
         lines.append("Amplified: " + "; ".join(amplified) + ".")
     if counts.get("amplified", 0) and counts.get("reduced", 0):
         lines.append("The direction depends on the test: distillation neither uniformly amplifies nor "
                      "uniformly reduces bias here.")
     elif counts.get("amplified", 0):
-        lines.append("Where the student differs from its teacher, it is more biased.")
+        lines.append("Where the difference survives the correction, the student is the more biased.")
     elif counts.get("reduced", 0):
-        lines.append("Where the student differs from its teacher, it is less biased.")
+        lines.append("Where the difference survives the correction, the student is the less biased.")
     return "\n\n".join(lines)
 
 
@@ -928,6 +1018,10 @@ def seat_section(params: dict, classifiers: Section) -> Section:
     from helpers.metrics import association
 
     per_test, aggregates, verdicts = seat_tests(params, classifiers.data["classifiers"])
+    # a task whose teacher or student fails the classifier gate: its SEAT row is shown, not interpreted
+    verdicts = verdicts.assign(interpreted=[usable_classifiers(classifiers.data["gates"], t) for t in verdicts["task"]])
+    verdicts["verdict"] = [v if ok else f"not interpreted (a {t} classifier fails the classifier gate)"
+                           for v, ok, t in zip(verdicts["verdict"], verdicts["interpreted"], verdicts["task"])]
     fig = common.save_figure(plots.effect_sizes(per_test, title="Figure 10: SEAT effect sizes"), CHAPTER, "figure10")
     exact = per_test["p_method"].eq("exact")
     floor = per_test.loc[~exact, "p_floor"]
@@ -939,6 +1033,11 @@ def seat_section(params: dict, classifiers: Section) -> Section:
              call(association.seat, "tests", "cls_embeddings", n_resamples=10_000, seed=params["seed"], p_method="auto"),
              ("figure10", fig), call(association.aggregate_effect_sizes, "per_test"), ("seat_aggregates", aggregates),
              _bootstrap_call(params), ("seat_verdicts", verdicts)]
+    off = verdicts.loc[~verdicts["interpreted"], "task"].tolist()
+    if off:
+        shown.append(f"The SEAT row{'s' if len(off) > 1 else ''} of the {' and '.join(off)} classifiers "
+                     f"{'are' if len(off) > 1 else 'is'} shown, not interpreted: a model of that task fails the "
+                     "classifier gate (above), so it is in no count of the conclusion.")
     ours = aggregates.assign(task=aggregates["task"], tests=aggregates["subset"].map(
         {"all": "all tests", "p < 0.01": "p < 0.01", "p < 0.1": "p < 0.10"}), metric="sum of |effect size|",
         value=aggregates["sum_abs_effect_size"])[["task", "model", "tests", "metric", "value"]]
@@ -946,20 +1045,21 @@ def seat_section(params: dict, classifiers: Section) -> Section:
     if side is not None:
         shown += ["Next to seed 003's SEAT aggregates (it reports the *sum* of |d| over the tests). " + _WHY,
                   ("seat_aggregates_vs_seed", side)]
-    return Section(*shown, data={"per_test": per_test, "verdicts": verdicts})
+    return Section(*shown, facts={"seat_interpreted": {t: bool(i) for t, i in zip(verdicts["task"], verdicts["interpreted"])}},
+                   data={"per_test": per_test, "verdicts": verdicts})
 
 
 def lm_section(params: dict) -> Section:
     """Tests 3, 5 and 6 on the language-model pair: the quality gate, Tables 6-9 (BEC-Pro), the CB
-    score and StereoSet ICAT, each with its verdicts; ``data``: the :class:`LanguageModels` and the
-    ``verdicts``."""
+    score and StereoSet (LMS, SS, ICAT; the verdict on |SS - 50|, the LMS difference apart), each with
+    its verdicts; ``data``: the :class:`LanguageModels`, the ``verdicts`` and ``lms_differences``."""
     from helpers import report
     from helpers.metrics import categorical, logprob_bias as lpb, stereoset
 
     lms = language_models(params)
     lp, vl = logprob_bias(params, lms)
     cb, vc = categorical_bias(params, lms)
-    ss, vs = stereoset_icat(params, lms)
+    ss, vs, vlms = stereoset_icat(params, lms)
     shown = [common.gate_call(min_ratio=params["min_ratio"]), ("lm_quality_gate", lms.gate),
              report.gate_sentence(lms.gate, min_ratio=params["min_ratio"]),
              call(lpb.bec_pro_associations, "model", "bec_pro_sample"), call(lpb.paired_gender_test, "associations"),
@@ -967,7 +1067,11 @@ def lm_section(params: dict) -> Section:
              call(categorical.normalized_log_probs, "model", "templates", "targets"),
              call(categorical.categorical_bias_score, "normalized_log_probs"), ("cb_scores", cb), ("cb_verdicts", vc),
              call(stereoset.score, "model", "clusters", task=Var("task")), ("stereoset_icat", ss),
-             ("figure11", stereoset_figure(ss)), ("stereoset_verdicts", vs)]
+             ("figure11", stereoset_figure(ss)),
+             "ICAT = LMS min(SS, 100 - SS) / 50 falls when the language-modelling score (LMS) falls, even at the "
+             "same stereotype score (SS), so the verdict on stereotyping below is the student's |SS - 50| minus the "
+             "teacher's; the LMS difference, from the same resamples, follows it and is no bias verdict.",
+             ("stereoset_verdicts", vs), ("stereoset_lms_differences", vlms), lms_sentence(vlms)]
     published = [(f"seed_{n}", t) for n, t in ((n, published_table(n)) for n in
                                                 ("table6", "table7", "table8", "table9", "cb_score")) if t is not None]
     if published:
@@ -975,17 +1079,37 @@ def lm_section(params: dict) -> Section:
                   "masked-LM head (docs/UPSTREAM.md), so they measure no language model; they are "
                   "shown for the record, not compared. Its printed 'effect size r' is W/sqrt(N), not Z/sqrt(N) "
                   "(tests/test_published.py).", *published]
-    return Section(*shown, data={"language_models": lms, "verdicts": pd.concat([vl, vc, vs], ignore_index=True)})
+    return Section(*shown, data={"language_models": lms, "verdicts": pd.concat([vl, vc, vs], ignore_index=True),
+                                 "lms_differences": vlms})
+
+
+def lms_sentence(lms_differences: pd.DataFrame) -> str:
+    """What the LMS differences say, counted from the table (interpreted rows only)."""
+    ok = lms_differences[lms_differences["interpreted"].astype(bool)]
+    off = len(lms_differences) - len(ok)
+    tail = (f" {off} row(s) rest on a model failing the quality gate: shown, not interpreted." if off else "")
+    if ok.empty:
+        return "No student's language-modelling score (LMS) is interpreted here." + tail
+    n = ok["reading"].value_counts()
+    return (f"Language modelling (LMS, student - teacher, each 95 % bootstrap interval over clusters read alone, "
+            "uncorrected): lower for "
+            f"{n.get('lower', 0)}, higher for {n.get('higher', 0)} and no detectable difference for "
+            f"{n.get('no detectable difference', 0)} of {len(ok)} (student, task) rows. A lower LMS lowers ICAT "
+            "without any change in stereotyping, which is why it is not counted as bias." + tail)
 
 
 def verdict_section(unintended: Section, *sections: Section) -> Section:
     """The verdict table over every test and the conclusion drawn from it (facts: the counts)."""
     table = verdict_table(*(s.data["verdicts"] for s in sections), unintended_table=unintended.data["verdicts"])
-    judged = table[~table["verdict"].str.startswith("not interpreted")]
-    facts = {"measures": len(table), "not_interpreted": len(table) - len(judged),
-             **{v.replace(" ", "_"): int((table["verdict"] == v).sum()) for v in stats.VERDICTS}}
-    return Section(("verdicts", table), conclusion(table),
-                   call=call(stats.verdict, "ci_low", "ci_high", higher_is_more_biased=True), facts=facts,
+    judged = table[~table["verdict_holm"].str.startswith("not interpreted")]
+    facts = {"measures": len(table), "not_interpreted": len(table) - len(judged), "correction": CORRECTION,
+             "family": int(judged["p_holm"].notna().sum()),
+             **{v.replace(" ", "_"): int((judged["verdict_holm"] == v).sum()) for v in stats.VERDICTS},
+             "uncorrected": {v.replace(" ", "_"): int((judged["verdict"] == v).sum()) for v in stats.VERDICTS}}
+    return Section(call(stats.verdict, "ci_low", "ci_high", higher_is_more_biased=True),
+                   call(stats.adjust_p_values, "interpreted_verdicts", method=CORRECTION, alpha=ALPHA),
+                   ("verdicts", table),
+                   conclusion(table), facts=facts,
                    data={"verdicts": table})
 
 
