@@ -151,7 +151,9 @@ def test_bold_scores_are_group_means_of_vader_labels_for_causal_models_only(chap
 def test_toxd_substitute_is_the_probes_fpr_per_madlibs_identity(chapter):
     params, _, measured, _, extrinsic = chapter
     train, test = ch.classifier_data(params)
-    assert len(train) == pytest.approx(params["classifier_train"], abs=2) and set(train["label"]) == {"toxic", "non-toxic"}
+    n_sets = len(ch.TOXD_SETS)                                      # classifier_train texts of each English set
+    assert len(train) == pytest.approx(n_sets * params["classifier_train"], abs=2 * n_sets)
+    assert set(train["label"]) == {"toxic", "non-toxic"}
     assert test.groupby("identity").size().eq(params["toxd_per_identity"]).all()
     toxd = measured.classifier[(measured.classifier.model == params["models"][0])
                                & (measured.classifier.metric == "ToxD")].set_index("group")

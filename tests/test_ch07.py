@@ -27,6 +27,8 @@ def test_one_model_list_serves_every_language(private_dirs):
     (dict(k=[0, 5]), "positive integers"), (dict(upstream_compat="yes"), "upstream_compat"), (dict(test_fraction=1.5), "test_fraction"),
     (dict(classifier_margin=0.5), "classifier_margin = 0.5: a number"),
     (dict(classifier_margin=None), "classifier_margin = None"),
+    (dict(english_data=["mlma", "olid"]), "english_data = \\['mlma', 'olid'\\]: a list of distinct"),
+    (dict(english_data=[]), "english_data"),
 ])
 def test_bad_parameters_are_one_line(private_dirs, override, message):
     with pytest.raises(InputError, match=message) as e:

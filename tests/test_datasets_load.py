@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from helpers import datasets
-from helpers.datasets import bias_sets, bold, cma, ethnic, madlibs, probing, reviews, stereoset, words
+from helpers.datasets import abusive, bias_sets, bold, cma, ethnic, madlibs, probing, reviews, stereoset, words
 from helpers.errors import DataNotFoundError, HarmsError, InputError
 
 COLUMNS = {  # the documented columns of each registered set (helpers/datasets/__init__.py)
@@ -26,6 +26,7 @@ COLUMNS = {  # the documented columns of each registered set (helpers/datasets/_
     "atomic-probing": probing.PATTERN_COLUMNS,
     "atomic-probing-groups": probing.GROUP_COLUMNS,
     "mlma": probing.MLMA_COLUMNS,
+    "insults": abusive.INSULTS_COLUMNS,
     "hatexplain": bias_sets.HATEXPLAIN_COLUMNS,
     "civil-comments": bias_sets.CIVIL_COMMENTS_COLUMNS,
     "kurita-lists": words.KURITA_COLUMNS,

@@ -24,7 +24,9 @@ language-model quality gate:
 - ToxD and HateX: the false-positive rate per group of a toxicity classifier built on each model
   (``classifier``: a probe on its frozen states, or the model fine-tuned as the paper does, with
   ``toxd_fine_tuning`` / ``hatex_fine_tuning``; B-Stereo's classifier with ``stereotype_fine_tuning``),
-  trained on MLMA (ToxD's substitute for Jigsaw) and tested on the madlibs, or trained and tested
+  trained on English abusive-language sets (ToxD's substitute for Jigsaw: ``classifier_train`` texts
+  of each of MLMA, the Kaggle insults and ImplicitHate, :mod:`helpers.datasets.abusive`) and tested
+  on the madlibs, or trained and tested
   on HateXplain (when its posts are in the data directory or can be downloaded);
 - the classifier gate (:mod:`helpers.metrics.classifier_quality`) of every classifier behind a
   score, on its held-out labelled texts: a ToxD or HateX score whose model's classifier fails, and
@@ -633,7 +635,7 @@ def gate_sentence(gates: pd.DataFrame) -> str:
         text += (" Failing, shown but left out of the correlations that rest on them: " + "; ".join(
             f"{m} of {', '.join(g['model'])}" for m, g in failed.groupby("extrinsic", sort=False)) + ".")
         if failed["extrinsic"].str.startswith("ToxD").any():
-            text += " " + report.MLMA_OFFLINE_BOUND
+            text += " " + TOXD_OFFLINE_NOTE
     return text
 
 
@@ -675,7 +677,7 @@ def ungated_sentence(ungated: dict) -> str:
 
 def _classifier_note(params: dict, measured: "Measured") -> str:
     """What ToxD's and HateX's classifiers were, in one paragraph."""
-    built = ("a logistic-regression probe on each model's frozen, mean-pooled last hidden states (fine-tuning every "
+    built = (f"a logistic-regression probe (C = {PROBE_C:g}) on each model's frozen, mean-pooled last hidden states (fine-tuning every "
              "model does not fit the default build; `classifier = 'fine-tune'` does it)" if params["classifier"] == "probe"
              else f"each model fine-tuned with a classification head (ToxD: {fine_tuning_text(params, 'toxd')}; "
                   f"HateX: {fine_tuning_text(params, 'hatex')}; batch size 16)")
@@ -685,8 +687,10 @@ def _classifier_note(params: dict, measured: "Measured") -> str:
              "the group." if "HateX" not in measured.not_measured
              else f"HateX is not measured: {measured.not_measured['HateX']}")
     why = measured.not_measured.get("ToxD (Jigsaw)")
-    toxd = (f"ToxD's substitute (the Jigsaw data: {why}): {built}, trained on {params['classifier_train']} MLMA "
-            f"English tweets, and its false-positive rate per identity on {params['toxd_per_identity']} madlibs "
+    toxd = (f"ToxD's substitute (the Jigsaw data: {why}): {built}, trained on {params['classifier_train']} texts of "
+            f"each of {', '.join(TOXD_SETS.values())} (a substitute for Jigsaw's comments; each text's first "
+            f"{SUBSTITUTE_WORDS} words; trained on MLMA alone, as before, every model's probe failed the gate), "
+            f"and its false-positive rate per identity on {params['toxd_per_identity']} madlibs "
             f"sentences each (Dixon et al.'s templated test set; no 'atheist' or 'Hindu' there)." if why else
             f"ToxD: {built}, trained on {params['classifier_train']} CivilComments (Jigsaw) train comments (toxic: "
             f"at least half the raters), and its false-positive rate per identity on up to "
@@ -753,15 +757,36 @@ def jigsaw_data(params: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
     return train[["text", "label"]].reset_index(drop=True), test[["text", "label", "identity"]].reset_index(drop=True)
 
 
+#: ToxD's offline training sets (issue 36; :mod:`helpers.datasets.abusive`), in prose.
+TOXD_SETS = {"mlma": "MLMA English", "insults": "the Kaggle insults", "implicit-hate": "ImplicitHate"}
+#: Words of each training text the offline substitute keeps (a few insults run to 2,000 words; the
+#: madlibs it is tested on have at most 6).
+SUBSTITUTE_WORDS = 64
+#: The probe's L2 strength (scikit-learn's C). 0.001: the best mean AUC of a 5-fold cross-validation
+#: over C = 1e-4 ... 1 on the training texts of the substitute (400 per set, SmolLM2-135M's vectors;
+#: benchmarks/RESULTS.md, issue 36), chosen without the test texts; C = 1 overfits 576-1,024-dim
+#: vectors of 1,200 texts (cross-validated AUC 0.68 against 0.80) and fails the gate on the madlibs.
+PROBE_C = 0.001
+#: Said where a ToxD classifier fails the gate.
+TOXD_OFFLINE_NOTE = ("ToxD's probe learns from a few hundred texts per training set a direction in the model's "
+                     "frozen states and is tested on templated sentences whose label is carried by one adjective; "
+                     "a model whose states do not separate those adjectives along it fails (benchmarks/RESULTS.md, "
+                     "issue 36: SmolLM2-135M's passes on the offline substitute and fails trained on MLMA alone).")
+
+
 def substitute_data(params: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
     """ToxD's offline substitute (issue: the seed's Jigsaw data are hub-only): ``classifier_train``
-    MLMA English tweets (seeded, stratified by label) to train on, and ``toxd_per_identity``
-    madlibs sentences per ToxD identity (seeded, both labels) to measure the FPR on."""
-    from helpers.datasets.probing import load_mlma
+    texts of each English set of :data:`TOXD_SETS` (seeded, stratified by label within the set;
+    each text's first :data:`SUBSTITUTE_WORDS` words; :func:`helpers.datasets.abusive.english_mix`,
+    a text in two sets kept once) to train on, and ``toxd_per_identity`` madlibs sentences per ToxD
+    identity (seeded, both labels) to measure the FPR on."""
+    from helpers.datasets import abusive
 
-    mlma = load_mlma(language="en")
-    share = _share(params["classifier_train"], len(mlma))
-    train = mlma.groupby("label", group_keys=False).sample(frac=share, random_state=params["seed"])
+    mix = abusive.english_mix(tuple(TOXD_SETS))
+    mix["text"] = [" ".join(t.split()[:SUBSTITUTE_WORDS]) for t in mix["text"]]
+    train = pd.concat([g.groupby("label", group_keys=False).sample(frac=_share(params["classifier_train"], len(g)),
+                                                                   random_state=params["seed"])
+                       for _, g in mix.groupby("source", sort=False)])
     lib = load_dataset("bias-madlibs")
     terms = {t for dom in TOXD_IDENTITIES.values() for t in dom.values()}
     lib = lib[lib["identity"].isin(terms)]
@@ -800,8 +825,8 @@ def hatex_data(params: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
 def _toxic_probabilities(loaded, train: pd.DataFrame, test: pd.DataFrame, how: str, seed: int,
                          fine_tuning: dict | None = None) -> np.ndarray:
     """P(toxic) of each test text from a classifier built on ``loaded``: ``probe``, a logistic
-    regression on its frozen, mean-pooled last hidden states (standardised, balanced classes);
-    ``fine-tune``, the model itself with a sequence-classification head fine-tuned on ``train``
+    regression on its frozen, mean-pooled last hidden states (standardised, balanced classes, L2
+    strength :data:`PROBE_C`); ``fine-tune``, the model itself with a sequence-classification head fine-tuned on ``train``
     (:class:`helpers.training.classifier.FineTuned` with ``fine_tuning``'s epochs and learning rate,
     batch size 16, 10 % of ``train`` held out to pick the epoch), as the paper fine-tunes each model."""
     from helpers.training.classifier import EmbeddingProbe
@@ -810,7 +835,7 @@ def _toxic_probabilities(loaded, train: pd.DataFrame, test: pd.DataFrame, how: s
         clf = _fine_tuned(loaded, train, seed, **fine_tuning)
     else:
         clf = EmbeddingProbe(lambda t: embeddings.sentence_embeddings(loaded, list(t), pooling="mean", cache=True),
-                             name=f"{loaded.name} probe", seed=seed)
+                             name=f"{loaded.name} probe", seed=seed, C=PROBE_C)
         clf.fit(train["text"], np.where(train["label"] == "toxic", "toxic", "non-toxic"))
     return clf.predict_proba(test["text"].tolist())[:, clf.classes_.index("toxic")]
 
@@ -879,7 +904,7 @@ def classifier_probabilities(handle, params: dict, train: pd.DataFrame, test: pd
                 "classifier": params["classifier"], "seed": params["seed"]}
     fine_tuning = params[f"{metric.lower()}_fine_tuning"]
     if params["classifier"] == "probe":
-        settings |= {"pooling": "mean", "probe": "standardised logistic regression, balanced"}
+        settings |= {"pooling": "mean", "probe": "standardised logistic regression, balanced", "C": PROBE_C}
     else:
         settings |= {"epochs": fine_tuning["epochs"], "lr": fine_tuning["lr"], "batch_size": 16, "max_length": 64,
                      "validation": 0.1}

@@ -36,6 +36,8 @@ atomic-probing             language, head_id, head, pattern_id, pattern (:mod:`~
 atomic-probing-groups      language, gender, group
 mlma                       tweet_id, language, text, sentiment, label (toxic/non-toxic), directness,
                            target, group
+insults                    text (unescaped), label (toxic = insult / non-toxic), split (Kaggle's
+                           train / test), source (:mod:`~helpers.datasets.abusive`)
 bold                       prompt_id, domain, group, entity, prompt, wikipedia (:mod:`~helpers.datasets.bold`)
 crows-pairs                pair_id, sent_more, sent_less, stereo_antistereo, bias_type
                            (:mod:`~helpers.datasets.bias_sets`, as the four below)

