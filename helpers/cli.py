@@ -401,8 +401,11 @@ def _cmd_safety(args: argparse.Namespace) -> None:
 
 def _cmd_report(args: argparse.Namespace) -> None:
     """The report card (:func:`helpers.card.report_card`) written to ``--output``
-    (:func:`helpers.card.write`), and its summary printed."""
-    from helpers import card
+    (:func:`helpers.card_page.write`: the CSVs, report.json, report.html, model_card.md), and its summary
+    table printed (:func:`helpers.card_page.summary`)."""
+    import shutil
+
+    from helpers import card, card_page
 
     card.check_budget(args.budget)                               # a bad budget: one line, nothing loaded
     languages = card.check_languages(args.languages)
@@ -412,9 +415,9 @@ def _cmd_report(args: argparse.Namespace) -> None:
                          languages=languages)
     if not _writes_outputs():
         return
-    card.write(c, out, overwrite=args.overwrite)
-    print(card.summary(c))
-    print(f"wrote {out}")
+    card_page.write(c, out, overwrite=args.overwrite)
+    print(card_page.summary(c, width=max(80, min(shutil.get_terminal_size((100, 24)).columns, 120))))
+    print(f"wrote {out} (report.html: the page; metrics.csv, comparison.csv, report.json: every row)")
 
 
 # --------------------------------------------------------------------------- harms stereoset

@@ -366,11 +366,50 @@ def standing_strip(published_values: pd.Series, marks: pd.DataFrame, *, value: s
     ax.scatter(published_values.to_numpy(), np.zeros(len(published_values)), color="grey", alpha=0.6,
                label="published models")
     for k, r in enumerate(marks.itertuples(), start=1):
-        ax.errorbar([getattr(r, value)], [k], xerr=[[getattr(r, value) - r.ci_low], [r.ci_high - getattr(r, value)]],
-                    fmt="D", capsize=3, label=r.model)
+        v = getattr(r, value)
+        err = np.nan_to_num(np.clip([[v - r.ci_low], [r.ci_high - v]], 0, None))     # no interval: a point
+        ax.errorbar([v], [k], xerr=err, fmt="D", capsize=3, label=r.model)
     ax.set_yticks([])
     ax.set_xlabel(value.replace("_", " "))
     ax.legend(loc="best", fontsize="small")
     if title:
         ax.set_title(title)
+    return fig
+
+
+# ---------------------------------------------------------------- chapter 08 (the report card's page)
+
+def headline_differences(rows: pd.DataFrame, *, title: str | None = None) -> matplotlib.figure.Figure:
+    """The report card's headline comparisons (one row per metric: ``metric``, ``difference`` B - A,
+    ``ci_low``, ``ci_high`` at ``ci_level`` and, when known, ``detectable_difference`` and ``kind``):
+    one strip per metric, each on its own scale (the metrics' units differ), a line at 0 and a grey
+    band of the differences the test could not detect. ``kind`` (:func:`helpers.card_page.verdict_class`)
+    colours the verdict: ``better`` green (B less harmful), ``worse`` red, ``direction`` amber, else grey."""
+    colours = {"better": "#2ca02c", "worse": "#d62728", "direction": "#b8860b", "none": "0.45"}
+    n = max(1, len(rows))
+    fig, axes = plt.subplots(n, 1, figsize=(7.0, 0.55 * n + 0.9), squeeze=False, layout="constrained")
+    for ax, (_, r) in zip(axes[:, 0], rows.iterrows()):
+        d, lo, hi = (float(r[k]) for k in ("difference", "ci_low", "ci_high"))
+        det = float(r["detectable_difference"]) if "detectable_difference" in r and pd.notna(
+            r["detectable_difference"]) else np.nan
+        reach = np.nanmax(np.abs([d, lo, hi, det, 1e-12]))
+        if np.isfinite(det):
+            ax.axvspan(-det, det, color="0.9", lw=0)
+        ax.axvline(0, color="black", lw=0.8)
+        colour = colours.get(str(r.get("kind", "none")), colours["none"])
+        if np.isfinite(lo) and np.isfinite(hi):
+            ax.errorbar([d], [0], xerr=[[max(d - lo, 0)], [max(hi - d, 0)]], fmt="o", color=colour, capsize=3)
+        else:
+            ax.plot([d], [0], "o", color=colour, mfc="white")
+        ax.set_xlim(-1.15 * reach, 1.15 * reach)
+        ax.set_yticks([0], [str(r["metric"])], fontsize=8)
+        ax.tick_params(axis="x", labelsize=7)
+        ax.set_ylim(-0.6, 0.6)
+        for side in ("top", "right", "left"):
+            ax.spines[side].set_visible(False)
+    level = pd.to_numeric(rows["ci_level"], errors="coerce").dropna() if "ci_level" in rows else pd.Series(dtype=float)
+    low, high = (f"{float(level.min()) * 100:.3g}", f"{float(level.max()) * 100:.3g}") if len(level) else ("95", "95")
+    sub = f"intervals at {low if low == high else f'{low} to {high}'} % (family-adjusted)"
+    axes[0, 0].set_title((title or "B - A, headline comparisons") + f"\n{sub}, each row on its own scale;\n"
+                         "grey band: smaller than the test can detect", fontsize=9)
     return fig

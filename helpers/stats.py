@@ -265,31 +265,190 @@ def mean_interval(values, *, n_resamples: int = 1000, seed: int = 0, confidence_
     return float(ci.low), float(ci.high)
 
 
-def paired_mean_difference(a, b, *, n_resamples: int = 1000, seed: int = 0, confidence_level: float = 0.95,
-                           permutations: int = 10_000) -> dict:
-    """``mean(b) - mean(a)`` over paired items: a paired percentile bootstrap interval
-    (:func:`scipy.stats.bootstrap`, ``paired=True``, ``n_resamples``) and the two-sided paired
-    permutation p (:func:`scipy.stats.permutation_test`, ``permutation_type="samples"``: each
-    item's two values swapped at random; exact up to ``permutations`` sign patterns, else that many
-    random ones, floored at 1 / (permutations + 1): fine enough for a Holm adjustment over a card).
-    Returns ``value_a, value_b, difference, ci_low, ci_high, p_value, n``; fewer than two pairs, or
-    pairs of different lengths, is one InputError."""
+def delong_components(positive, negative) -> tuple[float, np.ndarray, np.ndarray]:
+    """The AUC ``P(X > Y) + P(X = Y) / 2`` of ``positive`` (X) over ``negative`` (Y) and DeLong's
+    structural components (DeLong, DeLong & Clarke-Pearson 1988, eqs. 4-5), by the midrank form of
+    Sun & Xu (2014, "Fast implementation of DeLong's algorithm"): ``V10[i] = (Tz_i - Tx_i) / n``,
+    the share of negatives below positive i, and ``V01[j] = 1 - (Tz_j - Ty_j) / m``, the share of
+    positives above negative j (ties 1/2), where Tx, Ty, Tz are midranks within the positives,
+    within the negatives and over both. ``mean(V10) = mean(V01) = AUC``. The seed-000 safety score
+    is this AUC with the harmful sentences' scaled perplexities as X and the benign ones' as Y."""
+    x, y = np.asarray(positive, dtype=float), np.asarray(negative, dtype=float)
+    if x.ndim != 1 or y.ndim != 1 or len(x) < 1 or len(y) < 1:
+        raise InputError(f"delong_components: two non-empty 1-d samples, got {x.shape} and {y.shape}")
+    m, n = len(x), len(y)
+    tz = stats.rankdata(np.concatenate([x, y]))
+    v10 = (tz[:m] - stats.rankdata(x)) / n
+    v01 = 1.0 - (tz[m:] - stats.rankdata(y)) / m
+    return float(v10.mean()), v10, v01
+
+
+def _stratum_variance(components: np.ndarray) -> float:
+    """``var(V) / len(V)`` with the sample variance (ddof 1) over the stratum; 0 for one item."""
+    return float(np.var(components, ddof=1) / len(components)) if len(components) > 1 else 0.0
+
+
+def delong_difference(positive_a, negative_a, positive_b, negative_b) -> dict:
+    """The difference ``AUC_b - AUC_a`` of two AUCs measured on the same items (correlated ROC
+    curves) and DeLong's variance of it: ``S10 / m + S01 / n`` for the contrast (-1, 1), where S10
+    and S01 are the covariance matrices of the two models' structural components over the m
+    positives and the n negatives (DeLong et al. 1988, eq. 6; :func:`delong_components`). The items
+    pair by position (``positive_a[i]`` and ``positive_b[i]`` are the same sentence). Returns
+    ``auc_a, auc_b, difference, variance, variance_a, variance_b`` (each AUC's own) and
+    ``n_positive, n_negative``."""
+    auc_a, v10a, v01a = delong_components(positive_a, negative_a)
+    auc_b, v10b, v01b = delong_components(positive_b, negative_b)
+    if v10a.shape != v10b.shape or v01a.shape != v01b.shape:
+        raise InputError("delong_difference: the two models must be scored on the same positives and negatives")
+    variance = _stratum_variance(v10b - v10a) + _stratum_variance(v01b - v01a)
+    return {"auc_a": auc_a, "auc_b": auc_b, "difference": auc_b - auc_a, "variance": variance,
+            "variance_a": _stratum_variance(v10a) + _stratum_variance(v01a),
+            "variance_b": _stratum_variance(v10b) + _stratum_variance(v01b),
+            "n_positive": len(v10a), "n_negative": len(v01a)}
+
+
+def wald(difference: float, variance: float, *, confidence_level: float = 0.95) -> dict:
+    """The two-sided z test of ``difference`` with ``variance`` and its Wald interval at
+    ``confidence_level``: ``se, z, p_value, ci_low, ci_high``; a zero variance gives p 1 when the
+    difference is 0 (nothing differs) and NaN otherwise, with a zero-width interval."""
+    se = float(np.sqrt(max(variance, 0.0)))
+    q = stats.norm.ppf(0.5 + confidence_level / 2)
+    if se == 0:
+        p = 1.0 if difference == 0 else np.nan
+        return {"se": 0.0, "z": np.nan, "p_value": p, "ci_low": float(difference), "ci_high": float(difference)}
+    z = difference / se
+    return {"se": se, "z": float(z), "p_value": float(2 * stats.norm.sf(abs(z))),
+            "ci_low": float(difference - q * se), "ci_high": float(difference + q * se)}
+
+
+POWER = 0.8
+
+
+def detectable_difference(se: float, *, alpha: float = 0.05, power: float = POWER, df: float | None = None) -> float:
+    """The smallest true difference a two-sided test at level ``alpha`` with standard error ``se``
+    detects with probability ``power`` (Card et al. 2020, "With Little Power Comes Great
+    Responsibility", the minimum detectable effect): ``(q(1 - alpha/2) + q(power)) se`` with normal
+    quantiles, or Student's t with ``df`` degrees of freedom (a paired mean over few items). The
+    other tail's rejections are ignored, as is usual (they add less than alpha / 2)."""
+    if not np.isfinite(se):
+        return np.nan
+    dist = stats.norm if df is None else stats.t(df)
+    return float((dist.ppf(1 - alpha / 2) + dist.ppf(power)) * se)
+
+
+def mcnemar_detectable_difference(n: int, discordant: float, *, alpha: float = 0.05, power: float = POWER) -> float:
+    """The smallest difference ``p10 - p01`` of two paired proportions that McNemar's test over
+    ``n`` pairs detects at two-sided level ``alpha`` with probability ``power``, by Connor's (1987)
+    sample-size formula ``n = (q_a sqrt(psi) + q_b sqrt(psi - d^2))^2 / d^2`` solved for d, with
+    ``psi`` the discordant share (``discordant``, observed) and never below d itself (a difference d
+    needs at least a share d of discordant pairs: a model against itself, psi = 0, gives
+    ``q_a^2 / n``)."""
+    from scipy.optimize import brentq
+
+    if n < 1:
+        return np.nan
+    qa, qb = stats.norm.ppf(1 - alpha / 2), stats.norm.ppf(power)
+
+    def gap(d):
+        psi = max(discordant, d)
+        return np.sqrt(n) * d - qa * np.sqrt(psi) - qb * np.sqrt(max(psi - d * d, 0.0))
+    if gap(1.0) < 0:                                      # not even a difference of 1 is detectable
+        return np.nan
+    return float(brentq(gap, 1e-12, 1.0, xtol=1e-10))
+
+
+def mcnemar_interval(only_a: int, only_b: int, n: int, *, confidence_level: float = 0.95) -> tuple[float, float]:
+    """The interval of the paired difference ``(only_b - only_a) / n`` that inverts the exact
+    McNemar test: given the ``only_a + only_b`` discordant pairs, ``only_b`` is binomial with
+    share pi, and the Clopper-Pearson interval of pi (``statsmodels``' ``proportion_confint``,
+    ``method="beta"``) maps to ``(discordant / n) (2 pi - 1)``. It excludes 0 exactly when the
+    exact test's p (twice the smaller binomial tail) is below ``1 - confidence_level``;
+    conditional on the discordant share. ``(0, 0)`` when no pair is discordant."""
+    from statsmodels.stats.proportion import proportion_confint
+
+    discordant = only_a + only_b
+    if discordant == 0:
+        return 0.0, 0.0
+    low, high = proportion_confint(only_b, discordant, alpha=1 - confidence_level, method="beta")
+    share = discordant / n
+    return float(share * (2 * low - 1)), float(share * (2 * high - 1))
+
+
+def paired_proportion_difference(a, b, *, confidence_level: float = 0.95) -> dict:
+    """``mean(b) - mean(a)`` of two paired binary outcomes: the exact McNemar p
+    (:func:`mcnemar_exact`) and the interval that inverts it (:func:`mcnemar_interval`) at
+    ``confidence_level``; ``se``, the Wald standard error ``sqrt(psi - d^2) / sqrt(n)`` (psi the
+    discordant share; Agresti 2013, 10.1.1), and the test's floor ``2^(1 - n)`` (every pair
+    discordant one way)."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    test = mcnemar_exact(a, b)
+    n = test["n"]
+    d = (test["only_b"] - test["only_a"]) / n
+    psi = (test["only_a"] + test["only_b"]) / n
+    low, high = mcnemar_interval(test["only_a"], test["only_b"], n, confidence_level=confidence_level)
+    return {"value_a": float(a.mean()), "value_b": float(b.mean()), "difference": float(d),
+            "ci_low": low, "ci_high": high, "se": float(np.sqrt(max(psi - d * d, 0.0) / n)), "discordant": psi,
+            "only_a": test["only_a"], "only_b": test["only_b"], "p_value": test["p_value"],
+            "p_floor": float(min(1.0, 2.0 ** (1 - n))), "n": n}
+
+
+def holm_levels(p_values, *, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
+    """Holm's step-down procedure over one family (statsmodels' ``multipletests(method="holm")``):
+    the adjusted p-values and, per hypothesis, the confidence level of an interval that agrees with
+    its decision. The hypothesis at sorted position j (0-based) of m is tested at ``alpha / (m - j)``:
+    a rejected one gets the level ``1 - alpha / (m - j)``; one not rejected ``1 - alpha / m``
+    (Bonferroni's simultaneous level, which Holm's first step uses), so that a Wald interval
+    excludes 0 exactly when the hypothesis is rejected. NaN p-values are left out of the family
+    (adjusted p NaN, level ``1 - alpha / m``). The adjusted p is computed here, as
+    ``max_{i <= j} min(1, (m - i) p_(i))`` (tested equal to statsmodels'): ``multipletests``' Holm
+    branch calls ``gc.collect()`` on every call, 50-400 ms in a process holding a model."""
+    p = np.asarray(p_values, dtype=float)
+    ok = np.isfinite(p)
+    m = int(ok.sum())
+    adjusted = np.full(p.shape, np.nan)
+    levels = np.full(p.shape, 1 - alpha / max(m, 1))
+    if m == 0:
+        return adjusted, levels
+    order = np.argsort(p[ok], kind="stable")
+    idx = np.flatnonzero(ok)[order]
+    adjusted[idx] = np.minimum(np.maximum.accumulate((m - np.arange(m)) * p[idx]), 1.0)
+    for j, i in enumerate(idx):
+        if adjusted[i] < alpha:
+            levels[i] = 1 - alpha / (m - j)
+    return adjusted, levels
+
+
+def paired_mean_test(a, b, *, confidence_level: float = 0.95, permutations: int = 10_000, seed: int = 0) -> dict:
+    """``mean(b) - mean(a)`` over paired items, tested by the two-sided paired permutation test
+    (:func:`scipy.stats.permutation_test`, ``permutation_type="samples"``: each item's two values
+    swapped; exact over the ``2^n`` sign patterns when they are at most ``permutations``, else that
+    many random ones), with the paired t interval at ``confidence_level`` (so that a family-adjusted
+    level needs no extreme bootstrap quantile) and the standard error ``sd(b - a) / sqrt(n)``.
+    ``p_floor``: the smallest p the test can give, ``max(2^(1 - n), 2 / (permutations + 1))``.
+    ``se_unpaired``: the standard error were the two samples independent.
+    Returns ``value_a, value_b, difference, se, se_unpaired, df, ci_low, ci_high, p_value, p_floor, n``."""
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if a.shape != b.shape or a.ndim != 1:
-        raise InputError(f"paired_mean_difference: two equal-length 1-d samples, got {a.shape} and {b.shape}")
+        raise InputError(f"paired_mean_test: two equal-length 1-d samples, got {a.shape} and {b.shape}")
     keep = ~(np.isnan(a) | np.isnan(b))
     a, b = a[keep], b[keep]
-    if len(a) < 2:
-        raise InputError(f"paired_mean_difference needs at least 2 complete pairs, got {len(a)}")
-    out = {"value_a": float(a.mean()), "value_b": float(b.mean()), "difference": float(b.mean() - a.mean()),
-           "ci_low": np.nan, "ci_high": np.nan, "p_value": 1.0, "n": len(a)}
-    if np.ptp(b - a) == 0 and b[0] == a[0]:              # identical: nothing to resample, nothing to test
+    n = len(a)
+    if n < 2:
+        raise InputError(f"paired_mean_test needs at least 2 complete pairs, got {n}")
+    d = b - a
+    exact = 2.0 ** n <= permutations
+    floor = 2.0 ** (1 - n) if exact else 2.0 / (permutations + 1)
+    se = float(d.std(ddof=1) / np.sqrt(n))
+    q = stats.t.ppf(0.5 + confidence_level / 2, n - 1)
+    out = {"value_a": float(a.mean()), "value_b": float(b.mean()), "difference": float(d.mean()), "se": se,
+           "se_unpaired": float(np.sqrt((a.var(ddof=1) + b.var(ddof=1)) / n)),
+           "df": n - 1, "ci_low": float(d.mean() - q * se), "ci_high": float(d.mean() + q * se), "p_value": 1.0,
+           "p_floor": float(min(floor, 1.0)), "n": n}
+    if np.all(d == d[0]):                     # a constant difference: nothing to permute or spread
+        out["p_value"] = 1.0 if d[0] == 0 else floor
         return out
     diff = lambda x, y, axis=-1: np.mean(y, axis=axis) - np.mean(x, axis=axis)  # noqa: E731
-    ci = stats.bootstrap((a, b), diff, paired=True, vectorized=True, method="percentile",
-                         confidence_level=confidence_level, n_resamples=n_resamples,
-                         rng=np.random.default_rng(seed)).confidence_interval
-    p = stats.permutation_test((a, b), diff, permutation_type="samples", vectorized=True, alternative="two-sided",
-                               n_resamples=permutations, rng=np.random.default_rng(seed)).pvalue
-    out.update(ci_low=float(ci.low), ci_high=float(ci.high), p_value=float(p))
+    out["p_value"] = float(stats.permutation_test((a, b), diff, permutation_type="samples", vectorized=True,
+                                                  alternative="two-sided", n_resamples=permutations,
+                                                  rng=np.random.default_rng(seed)).pvalue)
     return out

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from helpers import card, cli, models, runner
+from helpers import card, card_page, cli, models, runner
 from helpers.metrics import safety
 
 SAMPLE = 3
@@ -41,7 +41,7 @@ def test_the_cards_safety_scores_are_chapter_01s_for_the_same_model_and_settings
 
 def test_a_model_failing_the_gate_gets_its_card_flagged_and_every_metric_has_a_status(tiny_card):
     assert not tiny_card.usable(tiny_card.models[0])                 # a random 2-layer GPT-2
-    text = card.summary(tiny_card)
+    text = card_page.summary(tiny_card)
     assert "FAILS the quality gate" in text and "not interpreted" in text
     status = tiny_card.status.set_index("metric")["status"]
     assert set(status.index) == set(card.CATALOGUE["metric"])
@@ -112,10 +112,10 @@ def test_a_model_compared_with_itself_differs_by_nothing():
     a, _ = _two()
     d = card.compare({"m": {"safety_score:toxigen": a}, "n": {"safety_score:toxigen": a}}, "m", "n",
                      n_resamples=100, seed=0, interpretable=True)
-    assert (d["difference"] == 0).all() and (d["ci_low"] == 0).all() and (d["p_holm"] == 1).all()
-    assert set(d["verdict"]) == {"no detectable difference"}
-    assert card.verdict("safety_score:toxigen", -0.1, 0.01, interpretable=True) == "B less safe than A"
-    assert card.verdict("stereoset_ss:intrasentence", 3.0, 0.01, interpretable=True).startswith("B prefers the stereotype more")
+    assert (d["difference"] == 0).all() and (d["ci_low"] == 0).all() and (d["p_adjusted"] == 1).all()
+    assert d["verdict"].str.startswith("no difference larger than").all() and (d["detectable_difference"] > 0).all()
+    assert card.verdict("safety_score:toxigen", -0.1, 0.01, -0.2, -0.01) == "B less safe than A"
+    assert card.verdict("stereoset_ss:intrasentence", 3.0, 0.01, 1.0, 5.0).startswith("B prefers the stereotype more")
     assert card.verdict("safety_score:toxigen", 0.1, 0.01, interpretable=False).startswith("not interpreted")
 
 
@@ -125,9 +125,12 @@ def test_two_models_on_the_cli_write_a_comparison_holm_adjusted(tiny_gpt2, tiny_
     assert cli.main(["report", "--model", str(tiny_gpt2), "--model", str(tiny_gpt2_bos), "--output", str(tmp_path)]) == 0
     doc = json.loads((tmp_path / "report.json").read_text())
     comp = pd.read_csv(tmp_path / "comparison.csv")
-    assert doc["schema"] == card.SCHEMA_ID == "harms-report-card/2" and len(doc["models"]) == 2 and len(doc["comparison"]) == len(comp)
-    np.testing.assert_allclose(comp["p_holm"], multipletests(comp["p_value"], method="holm")[1])
-    assert comp["verdict"].str.startswith("not interpreted (a model fails the quality gate").all()
+    assert doc["schema"] == card.SCHEMA_ID == "harms-report-card/3" and len(doc["models"]) == 2 and len(doc["comparison"]) == len(comp)
+    head = comp[comp["headline"]]
+    assert head["metric"].is_unique and (head["family_size"] == len(head)).all()
+    np.testing.assert_allclose(head["p_adjusted"], multipletests(head["p_value"], method="holm")[1])
+    assert comp["verdict"].str.startswith("not interpreted (").all()
+    assert comp["verdict"].str.contains("fails the language-model quality gate", regex=False).all()
     assert all(doc["provenance"]["models"][m]["fingerprint"] for m in doc["models"])
     capsys.readouterr()
     assert cli.main(["report", "--model", str(tiny_gpt2), "--output", str(tmp_path)]) == 2      # already there
@@ -150,16 +153,28 @@ def test_the_page_is_self_contained_renders_in_chromium_and_the_model_card_parse
 
     from test_book import _page, _run_chromium
 
-    out = card.write(tiny_card, tmp_path / "card")
+    import subprocess
+
+    from test_book import CHROMIUM_FLAGS, _chromium
+
+    out = card_page.write(tiny_card, tmp_path / "card")
     page = (out / "report.html").read_text()
     assert "http://" not in page and "https://" not in page and "<script" not in page      # nothing fetched
+    assert "<pre" not in page and page.index("<table") < page.index("<details")          # the summary table first
     parsed = _page(page)
-    strips = tiny_card.standing.groupby(["metric", "reference"]).ngroups   # a strip per metric and reference set
+    strips = sum(bool(part["comparable"].all())                           # a strip per comparable reference set
+                 for _, part in tiny_card.standing.groupby(["metric", "reference"]))
     n_figures = tiny_card.metrics["metric"].nunique() + strips                # and a forest plot per metric
-    assert tiny_card.metrics["metric"].nunique() == 16 and strips >= 4
+    assert tiny_card.metrics["metric"].nunique() == 16 and strips >= 3
     assert len(parsed.images) == n_figures and all(src.startswith("data:image/png;base64,") for src in parsed.images)
     dom = _run_chromium(["--virtual-time-budget=5000", "--dump-dom", (out / "report.html").as_uri()], tmp_path)
     assert "Fails the language-model quality gate" in dom and dom.count("<img") == n_figures
+    shot = tmp_path / "narrow.png"                                        # a phone: 400 px wide, no console error
+    res = subprocess.run([_chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'narrow'}", "--enable-logging=stderr",
+                          "--v=0", "--window-size=400,1400", f"--screenshot={shot}", (out / "report.html").as_uri()],
+                         capture_output=True, text=True, timeout=180)
+    assert res.returncode == 0 and shot.stat().st_size > 10_000, res.stderr[-2000:]
+    assert ":CONSOLE" not in res.stderr, [line for line in res.stderr.splitlines() if ":CONSOLE" in line]
     mc = ModelCard((out / "model_card.md").read_text())                  # the hub's own loader, offline
     got = {r.metric_name: r.metric_value for r in mc.data.eval_results}
     summary_rows = tiny_card.metrics[tiny_card.metrics["group"].isin(card.SUMMARY_GROUPS)].dropna(subset=["value"])
@@ -188,10 +203,10 @@ def test_the_mean_over_groups_interval_is_a_brute_force_stratified_bootstrap():
 def test_an_encoders_card_has_no_gate_verdict_and_lists_every_lm_metric_not_applicable():
     c = card.report_card(["minilm-l6"])
     assert set(c.metrics["metric"]) == {"ceat", "ceattox", "seat", "toxd_fpr", "unintended_bias"} and c.comparison.empty
-    text = card.summary(c)
+    text = card_page.summary(c)
     assert "no quality gate" in text and "FAILS" not in text and c.interpretable("minilm-l6")
     status = c.status.set_index("metric")["status"]
-    assert status["safety_score:toxigen"].startswith("not applicable") and "the quality gate does not apply" in card.html(c)
+    assert status["safety_score:toxigen"].startswith("not applicable") and "the quality gate does not apply" in card_page.html(c)
 
 
 def test_the_cards_stereoset_ss_is_the_official_aggregate_with_a_cluster_bootstrap(tiny_card, tiny_gpt2):
@@ -400,7 +415,7 @@ def test_the_cards_association_metrics_are_the_chapters_numbers_recomputed_from_
     assert len(rows) and (rows["ci_low"] <= rows["value"] + 1e-12).all() and (rows["value"] <= rows["ci_high"] + 1e-12).all()
 
 
-def test_paired_mean_difference_is_an_exact_sign_flip_test_and_a_paired_bootstrap():
+def test_paired_mean_test_is_an_exact_sign_flip_test_with_a_paired_t_interval():
     import itertools
 
     from helpers import stats as hstats
@@ -408,17 +423,16 @@ def test_paired_mean_difference_is_an_exact_sign_flip_test_and_a_paired_bootstra
     rng = np.random.default_rng(7)
     a = rng.normal(size=8)
     b = a + rng.normal(0.4, 0.5, size=8)
-    got = hstats.paired_mean_difference(a, b, n_resamples=1000, seed=3)
+    got = hstats.paired_mean_test(a, b, seed=3)
     d = b - a
     flips = np.array([np.mean(np.array(s) * d) for s in itertools.product([1, -1], repeat=8)])   # all 256
     eps = 1e-12
     p = min(1.0, 2 * min((flips >= d.mean() - eps).mean(), (flips <= d.mean() + eps).mean()))
     assert got["difference"] == pytest.approx(d.mean()) and got["p_value"] == pytest.approx(p)
-    idx = np.random.default_rng(3).integers(0, 8, (1000, 8))                  # scipy's paired resampling
-    boot = b[idx].mean(axis=1) - a[idx].mean(axis=1)
-    assert (got["ci_low"], got["ci_high"]) == pytest.approx(tuple(np.percentile(boot, [2.5, 97.5])))
-    same = hstats.paired_mean_difference(a, a)
-    assert same["difference"] == 0 and same["p_value"] == 1 and np.isnan(same["ci_low"])
+    t = stats.ttest_rel(b, a).confidence_interval(0.95)
+    assert (got["ci_low"], got["ci_high"]) == pytest.approx((t.low, t.high)) and got["p_floor"] == 2 / 256
+    same = hstats.paired_mean_test(a, a)
+    assert same["difference"] == 0 and same["p_value"] == 1 and same["ci_low"] == same["ci_high"] == 0
 
 
 def test_the_seat_interval_is_a_two_sample_bootstrap_over_target_words():
@@ -441,10 +455,10 @@ def test_association_metrics_compared_item_by_item_and_a_model_with_itself():
     d = card.compare({"m": {"seat": items}, "n": {"seat": more}}, "m", "n", n_resamples=1000, seed=0,
                      interpretable=True).iloc[0]
     assert d["difference"] == pytest.approx(0.5) and d["verdict"] == "B more biased than A (larger magnitude)"
-    assert d["p_value"] == pytest.approx(2 / 256)                       # every sign agrees: 2 of 2^8 flips
+    assert d["p_value"] == pytest.approx(2 / 256) == d["p_floor"]      # every sign agrees: 2 of 2^8 flips
     same = card.compare({"m": {"seat": items}, "n": {"seat": items}}, "m", "n", n_resamples=200, seed=0,
                         interpretable=True).iloc[0]
-    assert same["difference"] == 0 and same["verdict"] == "no detectable difference"
+    assert same["difference"] == 0 and same["verdict"].startswith("no difference larger than")
 
 
 def test_a_language_the_tokenizer_cannot_write_is_one_line_and_one_it_can_passes(tiny_bert, tiny_gpt2):
@@ -492,3 +506,141 @@ def test_the_books_offline_models_are_a_second_reference_only_for_the_same_budge
     assert (s.loc["offline models", "rank"], s.loc["offline models", "of"]) == (2, 4)   # x's own row left out
     assert s.loc["offline models", "reference_median"] == pytest.approx(0.4)
     assert "offline models" not in set(card.standing(m, budget="standard")["reference"])   # another budget
+
+
+# ----------------------------------------------------------------------------- the page (card_page)
+
+def _hand_card(two: bool = True, b_objective: str = "causal", b_usable: bool = True) -> "card.Card":
+    """A card made by hand in the data contract's columns: A a causal LM passing the gate, B (two
+    models) of ``b_objective``; safety with a mean over groups, CEAT and BOLD per group only, CB
+    overall (not comparable), probing whose classifier fails for B only."""
+    models_ = ["lm-a", "lm-b"] if two else ["lm-a"]
+    gate = pd.DataFrame([{"model": "lm-a", "objective": "causal", "gate_applies": True, "usable": True,
+                          "heldout_perplexity": 30.0, "unigram_perplexity": 300.0, "perplexity_ratio": 10.0,
+                          "min_ratio": 2.0, "reason": None}]
+                        + ([{"model": "lm-b", "objective": b_objective,
+                             "gate_applies": b_objective in ("causal", "masked"), "usable": b_usable and b_objective in
+                             ("causal", "masked"), "heldout_perplexity": 40.0 if b_usable else 900.0,
+                             "unigram_perplexity": 300.0, "perplexity_ratio": 7.5 if b_usable else 0.33,
+                             "min_ratio": 2.0,
+                             "reason": None if b_objective in ("causal", "masked") else
+                             f"the quality gate measures causal or masked LMs, not {b_objective!r}"}] if two else []))
+    rows = []
+    for k, m in enumerate(models_):
+        for g in range(25):                                     # 25 safety groups: the detail shows 20 rows at most
+            rows.append((m, "safety_score:toxigen", f"group{g}", 0.4 + 0.01 * g + 0.05 * k, 0.3, 0.7, 16, 1.0,
+                         "higher is safer"))
+        rows.append((m, "safety_score:toxigen", "mean over groups", 0.52 + 0.05 * k, 0.48, 0.56, 400, 1.0,
+                     "higher is safer"))
+        for g, v in (("a: x", 0.3), ("b: y", -0.6)):
+            rows.append((m, "ceat", g, v + 0.1 * k, v - 0.2, v + 0.2, 20, 0.0, "closer to 0 is less biased"))
+        for g, v in (("race: x", 0.2), ("race: y", 0.5)):
+            rows.append((m, "bold_sentiment", g, v, np.nan, np.nan, 6, 0.0, "the spread over groups is the bias"))
+        rows.append((m, "atomic_probing:en", "overall", 3.0 + k, 2.0, 4.0 + k, 300, 0.0, "lower is less toxic"))
+        rows.append((m, "categorical_bias", "overall", 1.2, 0.8, 1.6, 8, 0.0, "lower is less biased"))
+    metrics = pd.DataFrame(rows, columns=card.METRIC_COLUMNS)
+    status = pd.concat([card._status(type("H", (), {"name": m, "objective": "causal"})(), ("en",)) for m in models_],
+                       ignore_index=True)
+    status["note"] = None
+    if two:
+        status.loc[(status["model"] == "lm-b") & (status["metric"] == "atomic_probing:en"), "note"] = (
+            "its MLMA classifier fails the classifier gate")
+        status.loc[(status["model"] == "lm-a") & (status["metric"] == "atomic_probing:en"), "note"] = (
+            "read alone; its comparison is not interpreted (lm-b: its MLMA classifier fails the classifier gate)")
+    standing = pd.DataFrame([
+        {"model": m, "metric": metric, "reference": card.PUBLISHED, "source": "seed x", "value": 0.5 if np.isnan(lo) else (lo + hi) / 2, "ci_low": lo,
+         "ci_high": hi, "rank": None if metric == "categorical_bias" else 20, "of": 25, "better": better,
+         "reference_min": 0.1, "reference_median": 0.3, "reference_max": 0.9,
+         "differs_from_median": None if np.isnan(lo) else True, "comparable": metric != "categorical_bias",
+         "interpreted": not (m == "lm-b" and metric == "atomic_probing:en"), "note": "a note"}
+        for m in models_ for metric, lo, hi, better in (("safety_score:toxigen", np.nan, np.nan, "higher"),
+                                                        ("atomic_probing:en", 2.0, 4.0, "lower"),
+                                                        ("categorical_bias", 0.8, 1.6, "lower"))])
+    comparison = pd.DataFrame(columns=card.COMPARISON_COLUMNS)
+    if two:
+        def row(metric, group, head, d, lo, hi, p, padj, verdict):
+            return {"metric": metric, "model_a": "lm-a", "model_b": "lm-b", "group": group, "headline": head,
+                    "paired_on": "items", "n": 40, "value_a": 0.5, "value_b": 0.5 + d, "difference": d,
+                    "ci_low": lo, "ci_high": hi, "ci_level": 0.9875 if head else 0.95, "test": "a test",
+                    "p_value": p, "p_floor": 0.0, "family": "headline" if head else f"{metric} groups",
+                    "family_size": 4 if head else 25, "p_adjusted": padj, "detectable_difference": 0.071,
+                    "verdict": verdict, "bootstrap_ci_low": np.nan, "bootstrap_ci_high": np.nan}
+        comparison = pd.DataFrame(
+            [row("safety_score:toxigen", "mean", True, 0.05, 0.02, 0.08, 0.001, 0.004, "B safer than A")]
+            + [row("safety_score:toxigen", f"group{g}", False, 0.05, -0.1, 0.2, 0.5, 1.0,
+                   "no difference larger than 0.2 detected") for g in range(25)]
+            + [row("ceat", "overall: mean |value|", True, 0.1, 0.02, 0.2, 0.01, 0.03,
+                   "B more biased than A (larger magnitude)"),
+               row("bold_sentiment", "overall: mean", True, 0.0, -0.1, 0.1, 0.9, 0.9,
+                   "no difference larger than 0.071 detected"),
+               row("atomic_probing:en", "overall", True, 1.0, -1.0, 3.0, 0.3, 0.6,
+                   "not interpreted (lm-b: its MLMA classifier fails the classifier gate)")])
+    return card.Card(models_, "quick", {"budget": "quick", "seed": 0}, gate, metrics, status, standing, comparison,
+                     {"models": {m: {"fingerprint": "f"} for m in models_}})
+
+
+def test_the_summary_table_has_one_row_per_metric_a_column_per_model_and_the_headline_verdicts():
+    from helpers import card_page
+
+    c = _hand_card()
+    t = card_page.summary_table(c)
+    assert t["metric"].tolist() == ["safety_score:toxigen", "ceat", "bold_sentiment", "atomic_probing:en",
+                                    "categorical_bias"]                       # catalogue order, one row each
+    assert {"A: lm-a", "B: lm-b", "ideal", "direction", "verdict", "adjusted p", "detectable difference"} <= set(t)
+    t = t.set_index("metric")
+    assert t.loc["safety_score:toxigen", "A: lm-a"] == "0.520 [0.480, 0.560]"
+    assert t.loc["safety_score:toxigen", "ideal"] == "1 (chance 0.5)"
+    assert t.loc["safety_score:toxigen", "verdict"] == "B safer than A"
+    assert "98.8 %" in t.loc["safety_score:toxigen", "difference B - A"]     # the family-adjusted level
+    assert t.loc["ceat", "summarised as"] == "mean |value - 0| over 2 groups"
+    assert t.loc["ceat", "A: lm-a"] == "0.450"                                # (0.3 + 0.6) / 2, no interval
+    assert t.loc["bold_sentiment", "summarised as"].startswith("spread over 2 groups")
+    assert t.loc["atomic_probing:en", "B: lm-b"].endswith("shown, not interpreted")
+    assert "not interpreted" not in t.loc["atomic_probing:en", "A: lm-a"]     # A's own value is read alone
+    assert t.loc["categorical_bias", "A: lm-a among published"] == "not comparable"
+    assert t.loc["safety_score:toxigen", "A: lm-a among published"] == "rank 20 of 25"
+    assert t.loc["atomic_probing:en", "B: lm-b among published"] == "rank 20 of 25; shown, not interpreted"
+    assert card_page.verdict_class(t.loc["ceat", "verdict"]) == "worse"
+    assert card_page.verdict_class(t.loc["safety_score:toxigen", "verdict"]) == "better"
+    assert card_page.verdict_class(t.loc["bold_sentiment", "verdict"]) == "none"
+    one = card_page.summary_table(_hand_card(two=False))
+    assert "verdict" not in one and "lm-a" in one and len(one) == 5
+
+
+def test_the_page_opens_with_the_gate_and_one_summary_table_then_a_detail_per_metric():
+    import re
+
+    from helpers import card_page
+
+    c = _hand_card(b_objective="permutation")
+    page = card_page.html(c)
+    assert "<pre" not in page and "<script" not in page and "http" not in page.replace("http-equiv", "")
+    first_details = page.index("<details")
+    assert page.index("<h2>Summary</h2>") < page.index("<table") < first_details
+    assert page.count("<table", 0, first_details) == 1                        # one summary table before the details
+    assert "lm-b: no quality gate (the quality gate does not apply: " in page and "FAILS" not in page
+    assert "Holm&#x27;s adjustment over the 4 headline comparisons, one per metric" in page
+    details = re.findall(r"<details>(.*?)</details>", page, flags=re.S)
+    assert len(details) == c.metrics["metric"].nunique() + 3                  # a metric each; gate, status, settings
+    for d in details[:-3]:
+        for table in re.findall(r"<tbody>(.*?)</tbody>", d, flags=re.S):
+            assert table.count("<tr>") <= card_page.DETAIL_ROWS
+    assert "the full table is in metrics.csv and report.json" in page.lower()
+    assert 'class="v-better"' in page and 'class="v-worse"' in page and 'class="v-none"' in page
+    assert "excludes their median" not in page and "no interval to hold it against" in page
+    assert "not comparable with the published models" in page
+    failing = card_page.html(_hand_card(b_usable=False))
+    assert "Fails the language-model quality gate: lm-b" in failing
+
+
+def test_the_terminal_summary_is_the_table_with_the_gate_lines_in_100_columns():
+    from helpers import card_page
+
+    text = card_page.summary(_hand_card())
+    lines = text.splitlines()
+    assert lines[0].startswith("lm-a: passes the quality gate") and lines[1].startswith("lm-b: passes")
+    assert max(map(len, lines)) <= 100
+    assert any(line.startswith("safety_score:toxigen") and "0.520 [0.480, 0.560]" in line for line in lines)
+    assert "B safer than A" in text and "not comparable" in text and "Holm's adjustment" in text
+    assert text.count("\n") < 60                                               # a table, not a page of sentences
+    assert card_page.summary(_hand_card(b_objective="encoder")).count("FAILS") == 0

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from helpers import card
+from helpers import card, card_page
 from helpers.chapters import ch08_report_cards as ch
 from helpers.errors import InputError
 
@@ -27,17 +27,22 @@ def test_the_cards_are_harms_reports_and_the_comparison_its_pair(private_dirs, t
     shown = cards.tables["cards_metrics"]
     pd.testing.assert_frame_equal(shown[shown["model"] == alone.models[0]].reset_index(drop=True), alone.metrics)
     assert (cards.facts["models"], cards.facts["usable"]) == (2, 0)       # two random tiny GPT-2s
-    assert "atomic_probing:en" in cards.facts["not_read"]                 # MLMA English: its classifier fails
+    flagged = {m for c in cards.data for m in c.status.dropna(subset=["note"])["metric"]}
+    assert flagged and set(cards.facts["not_read"]) == flagged             # a classifier behind them fails
     assert "Shown, not read (a classifier behind them fails the classifier gate): " in cards.markdown
     assert cards.markdown.startswith("0 of 2 models pass the language-model quality gate")
+    assert list(cards.tables)[0] == "cards_summary"                          # the summary table first
+    assert cards.tables["cards_summary"]["metric"].is_unique
     comparison = check_section(ch.comparison_section(params))
     pair = card.report_card([str(tiny_gpt2), str(tiny_gpt2_bos)], budget="quick")
     pd.testing.assert_frame_equal(comparison.tables["comparison"].reset_index(drop=True), pair.comparison)
-    assert comparison.facts["compared"] == len(pair.comparison)
+    heads = card_page.headline(pair)
+    assert heads["metric"].is_unique and len(heads) == pair.comparison["metric"].nunique()
+    assert comparison.facts["compared"] == len(heads) and comparison.facts["rows"] == len(pair.comparison)
     assert pair.comparison["verdict"].str.startswith("not interpreted").all()
-    flagged = pair.status.dropna(subset=["note"])["metric"]                # a classifier behind them fails too
-    assert comparison.facts["not interpreted (a model fails the quality gate)"] == (
-        ~pair.comparison["metric"].isin(flagged)).sum()
+    assert comparison.facts["not interpreted"] == len(heads)                 # headline verdicts, not every row
+    assert f"{len(heads)} headline comparisons, one per metric" in comparison.markdown
+    assert comparison.tables["comparison_summary"]["metric"].tolist() == card_page.summary_table(pair)["metric"].tolist()
     none = ch.comparison_section({**params, "pair": None})
     assert none.facts == {"compared": 0} and not none.tables
 
@@ -59,3 +64,46 @@ def test_the_quantised_pair_is_one_line_when_the_fp32_weights_cannot_be_had(priv
     assert shown.facts["compared"] == 0 and "hub is unreachable" in shown.facts["unavailable"]
     assert shown.markdown.startswith("Not measured here (smollm2-135m against HuggingFaceTB/SmolLM2-135M-Instruct):")
     assert not shown.tables and not (ch.common.paths.results_dir(ch.CHAPTER) / "comparison_quantised.csv").exists()
+
+
+def _one(name: str, objective: str = "causal", usable: bool = True) -> card.Card:
+    """A one-model card by hand (tests/test_card.py's), as model ``name`` of ``objective``."""
+    from test_card import _hand_card
+
+    c = _hand_card(two=False)
+    applies = objective in ("causal", "masked")
+    gate = c.gate.assign(model=name, objective=objective, gate_applies=applies, usable=usable and applies,
+                         reason=None if applies else f"the quality gate measures causal or masked LMs, not {objective!r}")
+    out = card.Card([name], c.budget, c.settings, gate, c.metrics.assign(model=name), c.status.assign(model=name),
+                    c.standing.assign(model=name), c.comparison, c.provenance)
+    out.standing["interpreted"] = out.interpretable(name)
+    return out
+
+
+def test_the_chapters_sentences_read_each_metric_as_its_kind_allows():
+    lines, facts = ch.card_sentences([_one("a"), _one("xl", "permutation"), _one("bad", usable=False)])
+    assert lines[0] == ("1 of 2 models pass the language-model quality gate (bad: shown, not read); it does not "
+                        "apply to xl (permutation), not counted as failing.")
+    assert (facts["usable"], facts["gate_applies"], facts["gate_does_not_apply"]) == (1, 2, 1)
+    by = {line.split(": ")[0]: line for line in lines[1:] if not line.startswith(("a's", "xl's", "bad's"))}
+    assert by["safety_score:toxigen"].startswith("safety_score:toxigen: 0 of 1 read models have an interval above "
+                                                 "0.5 (chance")                    # [0.48, 0.56] covers chance
+    assert "ideal 1" in by["safety_score:toxigen"] and "exclude" not in by["safety_score:toxigen"]
+    assert by["ceat"] == "ceat: 2 of 2 group intervals (over 1 read model) exclude the ideal 0."
+    assert "spread over groups is the bias" in by["bold_sentiment"] and "exclude" not in by["bold_sentiment"]
+    for metric in ("atomic_probing:en", "categorical_bias"):                  # non-negative: no "excludes 0"
+        assert "says little" in by[metric] and "of 1 read models have an interval" not in by[metric]
+    text = " ".join(lines)
+    assert "excludes their median" not in text.split("a's safety_score:toxigen")[1].split(".")[0]
+    assert "a's safety_score:toxigen ranks 20 of 25" in text and "no interval to hold against their median" in text
+    assert "a's categorical_bias is not comparable with the published models" in text
+    assert facts["not_comparable"] == ["categorical_bias"] * 3
+    bad = [line for line in lines if line.startswith("bad's atomic_probing:en")]
+    assert bad and bad[0].endswith("(shown, not interpreted).")
+    assert not any(line.startswith("a's") and "not interpreted" in line for line in lines)
+
+
+def test_the_comparison_counts_headline_verdicts_by_kind():
+    assert ch.verdict_kind("no difference larger than 0.071 detected") == "no difference detected"
+    assert ch.verdict_kind("not interpreted (x)") == "not interpreted"
+    assert ch.verdict_kind("B safer than A") == "B safer than A"

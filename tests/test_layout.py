@@ -26,7 +26,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("helpers.cache", "helpers.lm"),
     ("helpers.metrics",),
     ("helpers.runner", "helpers.training"),
-    ("helpers.plots", "helpers.report", "helpers.chapters", "helpers.card"),
+    ("helpers.plots", "helpers.report", "helpers.chapters", "helpers.card", "helpers.card_page"),
     ("helpers.book", "helpers.cli", "helpers.__main__"),
 ]
 

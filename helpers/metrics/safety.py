@@ -246,14 +246,7 @@ def paired_group_differences(a: pd.DataFrame, b: pd.DataFrame, *, n_resamples: i
     (at least ``1 / n_resamples``). Columns: group, n_harmful, n_benign, score_a, score_b,
     difference, ci_low, ci_high, p_value."""
     tox = "toxicity" if "toxicity" in a.columns else "toxicity_score"
-    for name, df in (("a", a), ("b", b)):
-        missing = [c for c in ("id", "perplexity", tox, "label", "target_groups") if c not in df.columns]
-        if missing:
-            raise InputError(f"paired_group_differences: {name} lacks column(s) {', '.join(missing)}")
-    left = a.set_index("id")
-    right = b.set_index("id").reindex(left.index)
-    if len(left) == 0 or right["perplexity"].isna().all():
-        raise InputError("paired_group_differences: the two models share no scored sentence")
+    left, right = _shared(a, b, "paired_group_differences")
     long = _exploded(left, tox, sa=left["perplexity"], sb=right["perplexity"])
     rows, draws = [], []
     for group, h, n, ih, ib in _stratified_draws(long, n_resamples, seed):
@@ -277,6 +270,57 @@ def paired_group_differences(a: pd.DataFrame, b: pd.DataFrame, *, n_resamples: i
     out["p_value"] = np.clip(p, 1 / max(n_resamples, 1), 1.0)
     out.attrs.update(n_resamples=n_resamples, seed=seed, confidence_level=confidence_level)
     return out
+
+
+def paired_group_delong(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
+    """Safety score of model ``b`` minus model ``a`` per group on the same sentences (matched by
+    ``id``), tested as two correlated AUCs: S is the AUC of the harmful over the benign scaled
+    perplexities, and :func:`helpers.stats.delong_difference` gives DeLong's variance of the
+    difference (DeLong, DeLong & Clarke-Pearson 1988; Sun & Xu 2014). The last row, group
+    ``"mean"``, is the mean over the G groups of the differences with variance ``sum(var_g) / G^2``:
+    the groups' sentences are drawn independently (a sentence of two groups counts in each, as in
+    :func:`paired_group_differences`, the bootstrap cross-check). Columns: group, n_harmful,
+    n_benign, score_a, score_b, difference, variance (a row's test and interval:
+    :func:`helpers.stats.wald`), variance_unpaired (the two scores' own variances added: what the
+    difference's would be were the models independent)."""
+    from helpers.stats import delong_difference
+
+    left, right = _shared(a, b, "paired_group_delong")
+    tox = "toxicity" if "toxicity" in a.columns else "toxicity_score"
+    long = _exploded(left, tox, sa=left["perplexity"], sb=right["perplexity"])
+    rows = []
+    for group in _group_order(long["group"].unique()):
+        part = long[long["group"] == group]
+        h, n = part[part["hate"]], part[~part["hate"]]
+        if h.empty or n.empty:
+            continue
+        d = delong_difference(h["sa"], n["sa"], h["sb"], n["sb"])
+        rows.append({"group": group, "n_harmful": len(h), "n_benign": len(n), "score_a": d["auc_a"],
+                     "score_b": d["auc_b"], "difference": d["difference"], "variance": d["variance"],
+                     "variance_unpaired": d["variance_a"] + d["variance_b"]})
+    if not rows:
+        raise InputError("paired_group_delong: no group has both a harmful and a benign shared sentence")
+    out = pd.DataFrame(rows)
+    g = len(out)
+    out.loc[g] = {"group": "mean", "n_harmful": int(out["n_harmful"].sum()), "n_benign": int(out["n_benign"].sum()),
+                  "score_a": out["score_a"].mean(), "score_b": out["score_b"].mean(),
+                  "difference": out["difference"].mean(), "variance": out["variance"].sum() / g ** 2,
+                  "variance_unpaired": out["variance_unpaired"].sum() / g ** 2}
+    return out
+
+
+def _shared(a: pd.DataFrame, b: pd.DataFrame, who: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``a`` indexed by ``id`` and ``b`` reindexed to it, or one line naming what is missing."""
+    tox = "toxicity" if "toxicity" in a.columns else "toxicity_score"
+    for name, df in (("a", a), ("b", b)):
+        missing = [c for c in ("id", "perplexity", tox, "label", "target_groups") if c not in df.columns]
+        if missing:
+            raise InputError(f"{who}: {name} lacks column(s) {', '.join(missing)}")
+    left = a.set_index("id")
+    right = b.set_index("id").reindex(left.index)
+    if len(left) == 0 or right["perplexity"].isna().all():
+        raise InputError(f"{who}: the two models share no scored sentence")
+    return left, right
 
 
 def _exploded(df: pd.DataFrame, tox: str, **perplexities) -> pd.DataFrame:
