@@ -254,8 +254,7 @@ def _col(r, name, default=np.nan):
 
 
 def _p_adjusted(r):
-    v = _col(r, "p_adjusted")
-    return _col(r, "p_holm") if isinstance(v, float) and np.isnan(v) else v
+    return _col(r, "p_adjusted")
 
 
 def _difference_cell(r) -> str:

@@ -224,7 +224,6 @@ def comparison_section(params: dict, which: str = "pair") -> Section:
             f"{len(heads)} headline comparisons, one per metric. {card_page.family_sentence(c)} Headline verdicts: "
             + "; ".join(f"{v}: {n} ({', '.join(heads.loc[kinds == v, 'metric'])})" for v, n in counts.items()) + ".")
     return Section(text, (f"{table_name}_summary", summary), (table_name, table),
-                   call=call(safety.paired_group_differences, "per_sentence_a", "per_sentence_b",
-                             n_resamples=card.BUDGETS[params["budget"]]["n_resamples"], seed=params["seed"]),
+                   call=call(safety.paired_group_delong, "per_sentence_a", "per_sentence_b"),
                    facts={"compared": len(heads), "rows": len(table), **{str(k): int(n) for k, n in counts.items()}},
                    data=c)
