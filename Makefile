@@ -52,7 +52,7 @@ lab: venv
 	$(PY) -m helpers.book lab
 
 test: venv peers chromium
-	$(PY) -m pytest -m "not slow"
+	$(PY) -m pytest -m "not slow" --durations=20
 
 test-all: venv peers chromium
 	$(PY) -m pytest
