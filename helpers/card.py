@@ -30,10 +30,12 @@ value and its direction:
   **categorical bias** score (:func:`~helpers.chapters.ch05_tinybert.cb_log_probs`);
 - **where it stands** among the papers' published models (:data:`REFERENCES`) and, after a book
   build with the same budget, the book's offline models;
-- with two models, **item by item**: safety differences per group (stratified paired bootstrap),
-  StereoSet and CrowS-Pairs preferences (exact McNemar), and the association metrics' mean
-  magnitude over shared items (paired bootstrap, paired permutation p), Holm-adjusted over the
-  card, with a verdict written from the adjusted p.
+- with two models, **item by item** (:func:`compare`): safety differences per group and their mean
+  (DeLong's test for correlated AUCs, the stratified paired bootstrap as a cross-check), StereoSet
+  and CrowS-Pairs preferences (exact McNemar), the other metrics' mean (magnitude) over shared items
+  (paired permutation p, paired t interval); Holm over the headline family (one comparison per
+  metric), each interval at its Holm level, each comparison's test floor and detectable difference,
+  a verdict only where the adjusted p and the interval agree.
 
 Every other metric of the book is listed with its status, never dropped silently: "not
 applicable" with the reason (an encoder has no log-probabilities), "not asked for" (a language
