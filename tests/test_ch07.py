@@ -138,6 +138,7 @@ def test_each_languages_classifier_is_gated_on_its_held_out_split(private_dirs, 
     pd.testing.assert_frame_equal(got[want.columns], want, check_dtype=False)
     assert (got["language"] == "fr").all() and got["usable"].eq(want.attrs["usable"]).all()
     assert section.facts["classifier_usable"] == {"fr": want.attrs["usable"]}
+    pd.testing.assert_frame_equal(ch.classifier_section(params).tables["classifier_gate"], got)   # from the cache
 
     class Majority(TfidfLogistic):                  # "toxic" for every tweet: MLMA's majority class
         def predict_proba(self, texts):

@@ -182,25 +182,44 @@ def fit_classifier(params: dict, train: pd.DataFrame) -> TfidfLogistic:
     """:class:`TfidfLogistic` (classes balanced: MLMA is 73-88 % toxic and the unweighted probe
     flags every pattern) fitted on ``train``, cached on disk by what it depends on (the training
     texts and labels, the seed, the classifier's class and scikit-learn's version): trained once."""
-    import sklearn
-
     def fit() -> TfidfLogistic:
         return TfidfLogistic(seed=params["seed"], class_weight="balanced").fit(train["text"], train["label"])
-    key = {"kind": "ch07-classifier", "version": 1, "train": hashing.sha256_frame(train[["text", "label"]]),
-           "seed": params["seed"], "class_weight": "balanced", "sklearn": sklearn.__version__,
-           "class": f"{TfidfLogistic.__module__}.{TfidfLogistic.__qualname__}"}
     # a class defined inside a function (a test's stand-in) cannot be pickled: not cached
-    return cache.memoize(key, fit, enabled="<locals>" not in TfidfLogistic.__qualname__)
+    return cache.memoize(_classifier_key(params, train), fit, enabled=_cacheable())
 
 
-def score_classifier(params: dict, clf: TfidfLogistic, test: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+def _classifier_key(params: dict, train: pd.DataFrame) -> dict:
+    """What a fitted classifier depends on: the training texts and labels, the seed, the class
+    weighting, the classifier's class and scikit-learn's version."""
+    import sklearn
+
+    return {"kind": "ch07-classifier", "version": 1, "train": hashing.sha256_frame(train[["text", "label"]]),
+            "seed": params["seed"], "class_weight": "balanced", "sklearn": sklearn.__version__,
+            "class": f"{TfidfLogistic.__module__}.{TfidfLogistic.__qualname__}"}
+
+
+def _cacheable() -> bool:
+    return "<locals>" not in TfidfLogistic.__qualname__
+
+
+def score_classifier(params: dict, clf: TfidfLogistic, test: pd.DataFrame, *,
+                     train: pd.DataFrame | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``clf`` on held-out ``test``: :func:`classification_metrics` (binary F1 of ``toxic``, macro
-    and weighted F1, ...) and the classifier gate of P(toxic) at 0.5 (``usable`` added)."""
-    m = classification_metrics(test["label"], clf.predict(test["text"]), labels=["non-toxic", "toxic"])
-    p = clf.predict_proba(test["text"])[:, list(clf.classes_).index("toxic")]
-    g = classifier_quality.classifier_gate((test["label"] == "toxic").astype(int).to_numpy(), p, threshold=0.5,
-                                           margin=params["classifier_margin"], seed=params["seed"])
-    return m, g.assign(usable=g.attrs["usable"])
+    and weighted F1, ...) and the classifier gate of P(toxic) at 0.5 (``usable`` added). With
+    ``clf``'s ``train`` texts, cached by the classifier's key, the held-out texts and the gate's
+    settings (a warm card or chapter scores nothing again)."""
+    def score() -> tuple[pd.DataFrame, pd.DataFrame]:
+        m = classification_metrics(test["label"], clf.predict(test["text"]), labels=["non-toxic", "toxic"])
+        p = clf.predict_proba(test["text"])[:, list(clf.classes_).index("toxic")]
+        g = classifier_quality.classifier_gate((test["label"] == "toxic").astype(int).to_numpy(), p, threshold=0.5,
+                                               margin=params["classifier_margin"], seed=params["seed"])
+        return m, g.assign(usable=g.attrs["usable"])
+    if train is None:
+        return score()
+    key = {"kind": "ch07-classifier-score", "version": 1, "classifier": _classifier_key(params, train),
+           "test": hashing.sha256_frame(test[["text", "label"]]), "threshold": 0.5,
+           "margin": params["classifier_margin"]}
+    return cache.memoize(key, score, enabled=_cacheable())
 
 
 def train_classifiers(params: dict) -> tuple[dict[str, TfidfLogistic], pd.DataFrame, pd.DataFrame]:
@@ -215,7 +234,7 @@ def train_classifiers(params: dict) -> tuple[dict[str, TfidfLogistic], pd.DataFr
         train, test = df[df["split"] == "train"], df[df["split"] == "test"]
         clf = fit_classifier(params, train)
         name = classifier_name(lang, df.attrs["sources"])
-        m, g = score_classifier(params, clf, test)
+        m, g = score_classifier(params, clf, test, train=train)
         rows += [{"language": lang, "classifier": name, "n_train": len(train), "n_test": len(test),
                   "toxic_share": float((df["label"] == "toxic").mean()), "metric": r.metric, "value": r.value}
                  for r in m.itertuples()]
