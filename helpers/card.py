@@ -813,21 +813,15 @@ def _safety_tests(ia: pd.DataFrame, ib: pd.DataFrame, n_resamples: int, seed: in
                          "bootstrap_ci_high": d["bootstrap_ci_high"]})
 
 
-def _preference_tests(m: pd.DataFrame, by: str, scale: float) -> pd.DataFrame:
-    """Per ``by`` value and overall (the headline): the paired preferences ``pro_a``, ``pro_b``
-    (one statistic for the test and the difference: the share of items where a model prefers the
-    stereotype, times ``scale``)."""
-    from helpers import stats
-
-    rows = []
-    for k, part in [*m.groupby(by, sort=True), ("overall", m)]:
-        r = stats.paired_proportion_difference(part["pro_a"], part["pro_b"])
-        rows.append({"group": str(k), "headline": k == "overall", "n": r["n"], "value_a": scale * r["value_a"],
-                     "value_b": scale * r["value_b"], "difference": scale * r["difference"], "se": scale * r["se"],
-                     "se_unpaired": np.nan, "df": np.nan, "discordant": r["discordant"], "only_a": r["only_a"],
-                     "only_b": r["only_b"], "kind": "mcnemar",
-                     "scale": scale, "test": MCNEMAR_TEST, "p_value": r["p_value"], "p_floor": r["p_floor"]})
-    return pd.DataFrame(rows)
+def _preference_tests(d: pd.DataFrame, scale: float) -> pd.DataFrame:
+    """The card's rows of a paired-preference table (CrowS-Pairs' or StereoSet's
+    ``paired_preferences``, in units of ``scale``: 1 for shares, 100 for points), the overall row
+    the headline."""
+    return pd.DataFrame({"group": d["group"], "headline": d["group"] == "overall", "n": d["n"], "value_a": d["value_a"],
+                         "value_b": d["value_b"], "difference": d["difference"], "se": d["se"], "se_unpaired": np.nan,
+                         "df": np.nan, "discordant": d["discordant"], "only_a": d["only_a_pro"],
+                         "only_b": d["only_b_pro"], "kind": "mcnemar", "scale": scale, "test": MCNEMAR_TEST,
+                         "p_value": d["p_value"], "p_floor": d["p_floor"]})
 
 
 def _paired_mean_rows(metric: str, ia: pd.DataFrame, ib: pd.DataFrame, seed: int) -> pd.DataFrame:
@@ -894,7 +888,7 @@ def compare(items: dict, a: str, b: str, *, n_resamples: int, seed: int, interpr
       bootstrap's 95 % interval beside it as the cross-check (``bootstrap_ci_*``);
     - StereoSet's and CrowS-Pairs' preferences on the same clusters and pairs: the share of items
       preferring the stereotype (one statistic for the difference and the test), exact McNemar p
-      and the interval that inverts it (:func:`helpers.stats.paired_proportion_difference`);
+      and the interval that inverts it (the metrics' ``paired_preferences``);
     - the other metrics: the mean (for :data:`MAGNITUDES` the mean magnitude) over shared items,
       paired permutation p (exact over few items) and paired t interval
       (:func:`helpers.stats.paired_mean_test`).
@@ -908,6 +902,7 @@ def compare(items: dict, a: str, b: str, *, n_resamples: int, seed: int, interpr
     its gate): that metric gets no verdict, whichever model it is; ``why_not``: why the models
     are not interpretable when ``interpretable`` is False (:meth:`Card.why_not_interpreted`)."""
     from helpers import stats
+    from helpers.metrics import crows_pairs, stereoset
 
     frames = []
     for metric in CATALOGUE["metric"]:
@@ -919,13 +914,11 @@ def compare(items: dict, a: str, b: str, *, n_resamples: int, seed: int, interpr
         if metric.startswith("safety_score"):
             d = _safety_tests(ia, ib, n_resamples, seed)
         elif metric == "crows_pairs":
-            m = ia[["pair_id", "bias_type", "pro"]].merge(ib[["pair_id", "pro"]], on="pair_id", suffixes=("_a", "_b"),
-                                                        validate="one_to_one")
-            d = _preference_tests(m, "bias_type", 1.0) if len(m) else pd.DataFrame()
+            d = _preference_tests(crows_pairs.paired_preferences(ia, ib).rename(
+                columns={"score_a": "value_a", "score_b": "value_b"}), 1.0)
         elif metric.startswith("stereoset_ss"):
-            keys = ["cluster_id", "target", "bias_type"]
-            m = ia[keys + ["pro"]].merge(ib[keys + ["pro"]], on=keys, suffixes=("_a", "_b"), validate="one_to_one")
-            d = _preference_tests(m, "bias_type", 100.0) if len(m) else pd.DataFrame()
+            d = _preference_tests(stereoset.paired_preferences(ia, ib).rename(
+                columns={"domain": "group", "n_clusters": "n", "share_a": "value_a", "share_b": "value_b"}), 100.0)
         else:
             d = _paired_mean_rows(metric, ia, ib, seed)
         if len(d):

@@ -51,13 +51,18 @@ READ_ALONE = "read alone"
 
 # --------------------------------------------------------------------------- formatting
 
-def _fmt(v, signed: bool = False) -> str:
-    """A number in 3 to 4 significant places, ``—`` when missing."""
+def _finite(v) -> float | None:
+    """``v`` as a finite float, or None (missing, NaN, not a number)."""
     try:
         v = float(v)
     except (TypeError, ValueError):
-        return "—"
-    if not np.isfinite(v):
+        return None
+    return v if np.isfinite(v) else None
+
+
+def _fmt(v, signed: bool = False) -> str:
+    """A number in 3 to 4 significant places, ``—`` when missing."""
+    if (v := _finite(v)) is None:
         return "—"
     sign = "+" if signed else ""
     a = abs(v)
@@ -70,13 +75,6 @@ def _fmt(v, signed: bool = False) -> str:
     return f"{v:{sign}.2g}"
 
 
-def _interval(low: float, high: float) -> str:
-    """``[low, high]``, or why there is none (a constant sample or too few items leave nothing to resample)."""
-    if np.isfinite(low) and np.isfinite(high):
-        return f"[{low:.3f}, {high:.3f}]"
-    return "(no interval: a constant sample or too few items)"
-
-
 def _short_interval(low, high, signed: bool = False) -> str:
     low, high = float(low) if low is not None else np.nan, float(high) if high is not None else np.nan
     if np.isfinite(low) and np.isfinite(high):
@@ -85,11 +83,7 @@ def _short_interval(low, high, signed: bool = False) -> str:
 
 
 def _p(p) -> str:
-    try:
-        p = float(p)
-    except (TypeError, ValueError):
-        return "—"
-    if not np.isfinite(p):
+    if (p := _finite(p)) is None:
         return "—"
     return "< 0.001" if p < 0.001 else f"{p:.2g}" if p < 0.1 else f"{p:.2f}"
 

@@ -392,6 +392,14 @@ def paired_proportion_difference(a, b, *, confidence_level: float = 0.95) -> dic
             "p_floor": float(min(1.0, 2.0 ** (1 - n))), "n": n}
 
 
+def paired_proportions_by(paired: pd.DataFrame, by: str) -> pd.DataFrame:
+    """:func:`paired_proportion_difference` of the paired binary columns ``pro_a`` and ``pro_b`` per
+    ``by`` value (sorted) and ``"overall"``: ``group, n, value_a, value_b, difference, ci_low,
+    ci_high, se, discordant, only_a, only_b, p_value, p_floor`` (the 95 % interval)."""
+    parts = [*paired.groupby(by, sort=True), ("overall", paired)]
+    return pd.DataFrame([{"group": str(k), **paired_proportion_difference(p["pro_a"], p["pro_b"])} for k, p in parts])
+
+
 def holm_levels(p_values, *, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
     """Holm's step-down procedure over one family (statsmodels' ``multipletests(method="holm")``):
     the adjusted p-values and, per hypothesis, the confidence level of an interval that agrees with

@@ -57,18 +57,15 @@ def scores(prefs: pd.DataFrame, *, by: str = "bias_type", confidence_level: floa
 
 def paired_preferences(a: pd.DataFrame, b: pd.DataFrame, *, by: str = "bias_type") -> pd.DataFrame:
     """Model ``b`` against ``a`` on the same pairs (:func:`preferences` of each, matched by
-    ``pair_id``): per ``by`` value and overall, the two scores, their difference and the exact
-    McNemar test (:func:`helpers.stats.mcnemar_exact`). Columns: group, n, score_a, score_b,
-    difference, only_a_pro, only_b_pro, p_value."""
-    from helpers.stats import mcnemar_exact
+    ``pair_id``): per ``by`` value and overall, the two shares preferring the stereotypical
+    sentence, their difference (one statistic for the difference and the test), the exact McNemar
+    test and the interval that inverts it (:func:`helpers.stats.paired_proportions_by`). Columns:
+    group, n, score_a, score_b, difference, ci_low, ci_high, se, discordant, only_a_pro,
+    only_b_pro, p_value, p_floor."""
+    from helpers.stats import paired_proportions_by
 
     m = a[["pair_id", by, "pro"]].merge(b[["pair_id", "pro"]], on="pair_id", suffixes=("_a", "_b"), validate="one_to_one")
     if m.empty:
         raise InputError("CrowS-Pairs: the two models share no pair")
-    rows = []
-    for k, p in [*m.groupby(by, sort=True), ("overall", m)]:
-        test = mcnemar_exact(p["pro_a"], p["pro_b"])
-        rows.append({"group": k, "n": len(p), "score_a": p["pro_a"].mean(), "score_b": p["pro_b"].mean(),
-                     "difference": p["pro_b"].mean() - p["pro_a"].mean(), "only_a_pro": test["only_a"],
-                     "only_b_pro": test["only_b"], "p_value": test["p_value"]})
-    return pd.DataFrame(rows)
+    return paired_proportions_by(m, by).rename(columns={"value_a": "score_a", "value_b": "score_b",
+                                                        "only_a": "only_a_pro", "only_b": "only_b_pro"})

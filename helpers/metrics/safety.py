@@ -245,8 +245,7 @@ def paired_group_differences(a: pd.DataFrame, b: pd.DataFrame, *, n_resamples: i
     :func:`paired_difference`). ``p_value``: two-sided bootstrap p, ``2 min(P(d* <= 0), P(d* >= 0))``
     (at least ``1 / n_resamples``). Columns: group, n_harmful, n_benign, score_a, score_b,
     difference, ci_low, ci_high, p_value."""
-    tox = "toxicity" if "toxicity" in a.columns else "toxicity_score"
-    left, right = _shared(a, b, "paired_group_differences")
+    left, right, tox = _shared(a, b, "paired_group_differences")
     long = _exploded(left, tox, sa=left["perplexity"], sb=right["perplexity"])
     rows, draws = [], []
     for group, h, n, ih, ib in _stratified_draws(long, n_resamples, seed):
@@ -285,15 +284,10 @@ def paired_group_delong(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
     difference's would be were the models independent)."""
     from helpers.stats import delong_difference
 
-    left, right = _shared(a, b, "paired_group_delong")
-    tox = "toxicity" if "toxicity" in a.columns else "toxicity_score"
+    left, right, tox = _shared(a, b, "paired_group_delong")
     long = _exploded(left, tox, sa=left["perplexity"], sb=right["perplexity"])
     rows = []
-    for group in _group_order(long["group"].unique()):
-        part = long[long["group"] == group]
-        h, n = part[part["hate"]], part[~part["hate"]]
-        if h.empty or n.empty:
-            continue
+    for group, h, n in _groups(long):
         d = delong_difference(h["sa"], n["sa"], h["sb"], n["sb"])
         rows.append({"group": group, "n_harmful": len(h), "n_benign": len(n), "score_a": d["auc_a"],
                      "score_b": d["auc_b"], "difference": d["difference"], "variance": d["variance"],
@@ -309,8 +303,9 @@ def paired_group_delong(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def _shared(a: pd.DataFrame, b: pd.DataFrame, who: str) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """``a`` indexed by ``id`` and ``b`` reindexed to it, or one line naming what is missing."""
+def _shared(a: pd.DataFrame, b: pd.DataFrame, who: str) -> tuple[pd.DataFrame, pd.DataFrame, str]:
+    """``a`` indexed by ``id``, ``b`` reindexed to it and the name of their toxicity column, or one
+    line naming what is missing."""
     tox = "toxicity" if "toxicity" in a.columns else "toxicity_score"
     for name, df in (("a", a), ("b", b)):
         missing = [c for c in ("id", "perplexity", tox, "label", "target_groups") if c not in df.columns]
@@ -320,7 +315,7 @@ def _shared(a: pd.DataFrame, b: pd.DataFrame, who: str) -> tuple[pd.DataFrame, p
     right = b.set_index("id").reindex(left.index)
     if len(left) == 0 or right["perplexity"].isna().all():
         raise InputError(f"{who}: the two models share no scored sentence")
-    return left, right
+    return left, right, tox
 
 
 def _exploded(df: pd.DataFrame, tox: str, **perplexities) -> pd.DataFrame:
@@ -337,12 +332,18 @@ def _stratified_draws(long: pd.DataFrame, n_resamples: int, seed: int):
     benign rows, harmful draws, benign draws)``, the draws ``[n_resamples, n]`` indices with
     replacement within each label, from one generator seeded ``seed``."""
     rng = np.random.default_rng(seed)
+    for group, h, n in _groups(long):
+        yield group, h, n, rng.integers(0, len(h), (n_resamples, len(h))), rng.integers(0, len(n), (n_resamples, len(n)))
+
+
+def _groups(long: pd.DataFrame):
+    """Per group of :func:`_exploded` rows (in the book's order) with harmful and benign rows:
+    ``(group, harmful rows, benign rows)``."""
     for group in _group_order(long["group"].unique()):
         part = long[long["group"] == group]
         h, n = part[part["hate"]], part[~part["hate"]]
-        if h.empty or n.empty:
-            continue
-        yield group, h, n, rng.integers(0, len(h), (n_resamples, len(h))), rng.integers(0, len(n), (n_resamples, len(n)))
+        if not (h.empty or n.empty):
+            yield group, h, n
 
 
 def mean_score_interval(per_sentence: pd.DataFrame, *, n_resamples: int = 1000, seed: int = 0,

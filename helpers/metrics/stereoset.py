@@ -314,20 +314,21 @@ def ss_intervals(wide: pd.DataFrame, *, by: str = "bias_type", n_resamples: int 
 
 def paired_preferences(a: pd.DataFrame, b: pd.DataFrame, *, by: str = "bias_type") -> pd.DataFrame:
     """Model ``b`` against ``a`` on the same StereoSet clusters (:func:`clusters` of each): per
-    ``by`` value and overall, the clusters where only one of them prefers the stereotype and the
-    exact McNemar test on them (``statsmodels``' ``mcnemar(exact=True)``: a binomial test of the
-    discordant pairs). ``difference``: b's SS minus a's, in points (upstream's term-mean SS)."""
-    from helpers.stats import mcnemar_exact
+    ``by`` value and overall, the share of clusters where each prefers the stereotype (in points,
+    pooled over clusters: one statistic for the difference and the test, where the term-mean SS
+    of :func:`aggregate` can differ from it in sign), their difference, the exact McNemar test of
+    the clusters where only one of them prefers it and the interval that inverts it
+    (:func:`helpers.stats.paired_proportions_by`, scaled to points). Columns: domain, n_clusters,
+    share_a, share_b, difference, ci_low, ci_high, se, discordant, only_a_pro, only_b_pro,
+    p_value, p_floor."""
+    from helpers.stats import paired_proportions_by
 
     keys = ["cluster_id", "target", by]
     m = a[keys + ["pro"]].merge(b[keys + ["pro"]], on=keys, suffixes=("_a", "_b"), validate="one_to_one")
     if m.empty:
         raise InputError("paired_preferences: the two models share no StereoSet cluster")
-    rows = []
-    for k, p in [*m.groupby(by, sort=True), ("overall", m)]:
-        test = mcnemar_exact(p["pro_a"], p["pro_b"])
-        ss_a = _term_scores(p.rename(columns={"pro_a": "pro"}).assign(related=0.0))["ss"]
-        ss_b = _term_scores(p.rename(columns={"pro_b": "pro"}).assign(related=0.0))["ss"]
-        rows.append({"domain": k, "n_clusters": len(p), "only_a_pro": test["only_a"], "only_b_pro": test["only_b"],
-                     "ss_a": ss_a, "ss_b": ss_b, "difference": ss_b - ss_a, "p_value": test["p_value"]})
-    return pd.DataFrame(rows)
+    out = paired_proportions_by(m, by)
+    points = ["value_a", "value_b", "difference", "ci_low", "ci_high", "se"]
+    out[points] = 100 * out[points]
+    return out.rename(columns={"group": "domain", "n": "n_clusters", "value_a": "share_a", "value_b": "share_b",
+                               "only_a": "only_a_pro", "only_b": "only_b_pro"})
