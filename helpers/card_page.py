@@ -98,13 +98,9 @@ _seed = card._seed
 # --------------------------------------------------------------------------- reading the card
 
 def _gate_applies(g) -> bool:
-    """Whether the language-model quality gate applies to the model of gate row ``g`` (the card's
-    ``gate_applies``; a card without that column: causal and masked LMs)."""
-    value = g.get("gate_applies") if isinstance(g, dict) else getattr(g, "gate_applies", None)
-    if value is not None and not (isinstance(value, float) and np.isnan(value)):
-        return bool(value)
-    objective = g.get("objective") if isinstance(g, dict) else getattr(g, "objective", None)
-    return objective in ("causal", "masked")
+    """Whether the language-model quality gate applies to the model of gate row ``g`` (a row tuple
+    or Series of ``Card.gate``)."""
+    return bool(g.gate_applies)
 
 
 def _does_not_apply_reason(g) -> str:
@@ -151,7 +147,7 @@ def _why_not_interpreted(c: Card, model: str, metric: str, notes: dict | None = 
         return notes[(model, metric)]
     if not c.interpretable(model):
         row = c.gate[c.gate["model"] == model]
-        applies = bool(len(row)) and _gate_applies(row.iloc[0].to_dict())
+        applies = bool(len(row)) and _gate_applies(row.iloc[0])
         return "the model fails the language-model quality gate" if applies else "the quality gate does not apply"
     return None
 
@@ -197,7 +193,7 @@ def _direction(metric: str) -> str:
     return str(cat.loc[metric, "direction"]) if metric in cat.index else ""
 
 
-def _standing_cell(c: Card, model: str, metric: str, notes: dict) -> str:
+def _standing_cell(c: Card, model: str, metric: str) -> str:
     if not len(c.standing):
         return ""
     s = c.standing[(c.standing["model"] == model) & (c.standing["metric"] == metric)
@@ -208,52 +204,29 @@ def _standing_cell(c: Card, model: str, metric: str, notes: dict) -> str:
     if not _comparable(r):
         return "not comparable"
     text = f"rank {int(r['rank'])} of {int(r['of'])}"
-    if not _standing_interpreted(c, r, notes):
+    if not r["interpreted"]:
         text += f"; {SHOWN}"
     return text
 
 
 def _comparable(r) -> bool:
-    value = r.get("comparable") if hasattr(r, "get") else getattr(r, "comparable", None)
-    if value is not None and not (isinstance(value, float) and np.isnan(value)):
-        return bool(value)
-    return r["metric"] != "categorical_bias" if hasattr(r, "__getitem__") else r.metric != "categorical_bias"
-
-
-def _standing_interpreted(c: Card, r, notes: dict) -> bool:
-    value = r.get("interpreted") if hasattr(r, "get") else getattr(r, "interpreted", None)
-    if value is not None and not (isinstance(value, float) and np.isnan(value)):
-        return bool(value)
-    return _why_not_interpreted(c, r["model"], r["metric"], notes) is None
+    """Whether a standing row may be ranked (:data:`helpers.card.NOT_COMPARABLE`)."""
+    return bool(r["comparable"])
 
 
 def headline(c: Card) -> pd.DataFrame:
-    """The comparison's headline rows: one per compared metric (its overall or mean row), in
-    catalogue order (the card's ``headline`` column; an older card: the first mean/overall row)."""
+    """The comparison's headline rows: one per compared metric (its overall or mean row, the
+    card's ``headline`` column), in catalogue order."""
     comp = c.comparison
     if not len(comp):
         return comp
-    if "headline" in comp:
-        rows = comp[comp["headline"].fillna(False).astype(bool)]
-    else:
-        rows = comp[comp["group"].astype(str).str.startswith(("mean", "overall"))]
-        rows = rows[~rows["group"].astype(str).str.contains(r"\(k = ")].drop_duplicates("metric")
+    rows = comp[comp["headline"].astype(bool)]
     order = {m: i for i, m in enumerate(CATALOGUE["metric"])}
     return rows.iloc[np.argsort([order.get(m, len(order)) for m in rows["metric"]], kind="stable")]
 
 
-def _col(r, name, default=np.nan):
-    v = r.get(name, default) if hasattr(r, "get") else getattr(r, name, default)
-    return default if v is None else v
-
-
-def _p_adjusted(r):
-    return _col(r, "p_adjusted")
-
-
 def _difference_cell(r) -> str:
-    level = _col(r, "ci_level", 0.95)
-    level = 0.95 if not np.isfinite(float(level)) else float(level)
+    level = float(r["ci_level"])
     diff = _fmt(r["difference"], signed=True)
     if np.isfinite(float(r["ci_low"])) and np.isfinite(float(r["ci_high"])):
         return f"{diff} {_short_interval(r['ci_low'], r['ci_high'], signed=True)} at {level * 100:.3g} %"
@@ -307,19 +280,17 @@ def summary_table(c: Card) -> pd.DataFrame:
             row[label[m]] = cell
         row["summarised as"] = what or ""
         for m in c.models:
-            row[f"{label[m]} among published"] = _standing_cell(c, m, metric, notes)
+            row[f"{label[m]} among published"] = _standing_cell(c, m, metric)
         row["ideal"] = _ideal(metric)
         row["direction"] = _direction(metric)
         if two:
             if metric in heads.index:
                 h = heads.loc[metric]
                 h = h.iloc[0] if isinstance(h, pd.DataFrame) else h
-                det = _col(h, "detectable_difference")
-                n = _col(h, "n")
+                det = h["detectable_difference"]
                 row.update({"difference B - A": _difference_cell(h),
-                            "compared on": f"{h['group']}" + (f" over {int(n)} {h['paired_on']}"
-                                                                if pd.notna(n) and "paired_on" in h else ""),
-                            "adjusted p": _p(_p_adjusted(h)),
+                            "compared on": f"{h['group']} over {int(h['n'])} {h['paired_on']}",
+                            "adjusted p": _p(h["p_adjusted"]),
                             "detectable difference": f"±{_fmt(det)}" if np.isfinite(float(det)) else "—",
                             "verdict": str(h["verdict"])})
             else:
@@ -357,14 +328,13 @@ def family_sentence(c: Card) -> str:
     heads = headline(c)
     if not len(heads):
         return ""
-    levels = pd.to_numeric(heads["ci_level"], errors="coerce").dropna() if "ci_level" in heads else pd.Series([])
+    levels = pd.to_numeric(heads["ci_level"], errors="coerce").dropna()
     low, high = (float(levels.min()) * 100, float(levels.max()) * 100) if len(levels) else (95.0, 95.0)
     interval = ("" if high <= 95.0 + 1e-9 else
                 f"; each interval is at the level of its Holm step ({low:.3g} %)" if f"{low:.3g}" == f"{high:.3g}" else
                 f"; each interval is at the level of its Holm step ({low:.3g} % to {high:.3g} %), so it agrees with "
                 "its verdict")
-    size = _col(heads.iloc[0], "family_size", len(heads))
-    size = len(heads) if not np.isfinite(float(size)) or int(size) == 0 else int(size)
+    size = int(heads["family_size"].iloc[0]) or len(heads)
     tested = "" if size == len(heads) else f" (of {len(heads)}; the others have no p-value)"
     return (f"The headline family: Holm's adjustment over the {size} headline comparisons, one per metric{tested}"
             f"{interval}. The per-group rows (in each metric's detail) are exploratory, adjusted within their metric.")
@@ -499,20 +469,16 @@ def _detail_rows(c: Card, rows: pd.DataFrame) -> tuple[pd.DataFrame, int]:
 def _comparison_rows(comp: pd.DataFrame) -> pd.DataFrame:
     """A metric's comparison rows for its detail: the headline row first, then the smallest
     adjusted p, at most :data:`DETAIL_ROWS`."""
-    comp = comp.copy()
-    comp["_h"] = comp["headline"].fillna(False).astype(bool) if "headline" in comp else (
-        comp["group"].astype(str).str.startswith(("mean", "overall")))
-    comp["_p"] = [_p_adjusted(r) for _, r in comp.iterrows()]
-    comp = comp.sort_values(["_h", "_p"], ascending=[False, True], kind="stable").head(DETAIL_ROWS)
+    comp = comp.sort_values(["headline", "p_adjusted"], ascending=[False, True], kind="stable").head(DETAIL_ROWS)
     return pd.DataFrame({"group": comp["group"], "n": comp["n"], "A": comp["value_a"].map(_fmt),
                          "B": comp["value_b"].map(_fmt),
                          "B - A": [_difference_cell(r) for _, r in comp.iterrows()], "test": comp["test"],
-                         "p": comp["p_value"].map(_p), "adjusted p": comp["_p"].map(_p),
-                         "family": comp["family"] if "family" in comp else "",
+                         "p": comp["p_value"].map(_p), "adjusted p": comp["p_adjusted"].map(_p),
+                         "family": comp["family"],
                          "verdict": comp["verdict"]})
 
 
-def _standing_sentences(c: Card, rows: pd.DataFrame, notes: dict) -> list[str]:
+def _standing_sentences(rows: pd.DataFrame) -> list[str]:
     out = []
     for _, r in rows.iterrows():
         if not _comparable(r):
@@ -526,7 +492,7 @@ def _standing_sentences(c: Card, rows: pd.DataFrame, notes: dict) -> list[str]:
             text += " (the model's value has no interval to hold it against)"
         else:
             text += " lies " + ("outside" if bool(differs) else "inside") + " its interval"
-        if not _standing_interpreted(c, r, notes):
+        if not r["interpreted"]:
             text += f"; {SHOWN}"
         out.append(text + ".")
     return out
@@ -622,7 +588,7 @@ def html(c: Card) -> str:
                     body.append(_png(plots.standing_strip(ref, part, title=f"{metric} ({group}) beside the {reference}: "
                                                                             f"{part['better'].iloc[0]} is better")))
                 body.append("<ul>" + "".join(f"<li>{esc.escape(s)}</li>"
-                                             for s in _standing_sentences(c, part, notes)) + "</ul>")
+                                             for s in _standing_sentences(part)) + "</ul>")
                 body.append(f"<p>{esc.escape(str(part['note'].iloc[0]))}.</p>")
         parts.append(f"<details><summary>{esc.escape(label)}</summary>{''.join(body)}</details>")
     if len(c.standing):

@@ -155,8 +155,7 @@ def card_sentences(cards) -> tuple[list[str], dict]:
             text += f"it has no interval to hold against their median {r['reference_median']:.3f}"
         else:
             text += f"its interval {'excludes' if bool(differs) else 'includes'} their median {r['reference_median']:.3f}"
-        c = next(c for c in cards if r["model"] in c.models)
-        if not card_page._standing_interpreted(c, r, card_page._notes(c)):
+        if not r["interpreted"]:
             text += " (shown, not interpreted)"
         lines.append(text + ".")
     return lines, facts
