@@ -677,10 +677,9 @@ LMS_COLUMNS = ["task", "model", "interpreted", "teacher", "student", "difference
 
 def lms_reading(ci_low: float, ci_high: float) -> str:
     """What the interval of student - teacher LMS (language-modelling score, not a bias) says:
-    "lower" or "higher" when it excludes 0, else "no detectable difference"."""
-    if not (np.isfinite(ci_low) and np.isfinite(ci_high)) or ci_low <= 0 <= ci_high:
-        return "no detectable difference"
-    return "higher" if ci_low > 0 else "lower"
+    "lower" or "higher" when it excludes 0, else "no detectable difference" (:func:`helpers.stats.verdict`'s
+    reading of the interval, in words that claim no bias)."""
+    return {"amplified": "higher", "reduced": "lower"}.get(stats.verdict(ci_low, ci_high), stats.VERDICTS[2])
 
 
 def stereoset_icat(params: dict, lms: LanguageModels) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
