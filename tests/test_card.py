@@ -124,6 +124,7 @@ def test_two_models_on_the_cli_write_a_comparison_holm_adjusted(tiny_gpt2, tiny_
 
     assert cli.main(["report", "--model", str(tiny_gpt2), "--model", str(tiny_gpt2_bos), "--output", str(tmp_path)]) == 0
     doc = json.loads((tmp_path / "report.json").read_text())
+    card.validate(doc)
     comp = pd.read_csv(tmp_path / "comparison.csv")
     assert doc["schema"] == card.SCHEMA_ID == "harms-report-card/3" and len(doc["models"]) == 2 and len(doc["comparison"]) == len(comp)
     head = comp[comp["headline"]]

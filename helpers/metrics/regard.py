@@ -108,10 +108,18 @@ def _binary(p) -> np.ndarray:
 
 def _hub_pipeline(model_id: str, tokenizer_id: str | None = None):
     """A text-classification pipeline: the local HF cache first, the hub only if it answers
-    (helpers.hub's quick probe); otherwise one ModelUnavailableError line."""
-    from transformers import AutoModelForSequenceClassification, AutoTokenizer, pipeline
+    (helpers.hub's quick probe); otherwise one ModelUnavailableError line, decided before
+    transformers' pipeline machinery is imported (3 s of a warm report card)."""
+    from huggingface_hub import try_to_load_from_cache
 
     from helpers.hub import hub_offline_reason
+
+    def unavailable(reason):
+        return ModelUnavailableError(f"classifier {model_id} cannot be loaded: {reason} and it is not in "
+                                     "the local Hugging Face cache")
+    if not isinstance(try_to_load_from_cache(model_id, "config.json"), str) and (reason := hub_offline_reason()):
+        raise unavailable(reason)
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer, pipeline
 
     def make(**kw):
         model = AutoModelForSequenceClassification.from_pretrained(model_id, **kw)
@@ -120,10 +128,8 @@ def _hub_pipeline(model_id: str, tokenizer_id: str | None = None):
     try:
         return make(local_files_only=True)
     except (OSError, ValueError):
-        reason = hub_offline_reason()
-        if reason:
-            raise ModelUnavailableError(f"classifier {model_id} cannot be loaded: {reason} and it is not in "
-                                        "the local Hugging Face cache") from None
+        if reason := hub_offline_reason():
+            raise unavailable(reason) from None
     try:
         return make()
     except (OSError, ValueError) as e:
