@@ -1,5 +1,5 @@
 """How evenly a job split across processes is shared (issue 27): equal counts of texts (the split
-before 0597224) vs equal characters (``distributed.share_bounds``), on the two real jobs the
+before 0597224) vs equal characters (``distributed.split.share_bounds``), on the two real jobs the
 score cache computes longest first (``cached_rows(longest_first=True)``): SEAT's sentences (the
 report card's and chapter 05's sentence vectors) and StereoSet's intrasentence rows.
 
@@ -19,7 +19,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_scoring import parser, publish  # noqa: E402
 
-from helpers import distributed  # noqa: E402
+from helpers.distributed import split  # noqa: E402
 
 
 def equal_counts(n: int, parts: int) -> list[tuple[int, int]]:
@@ -55,14 +55,14 @@ def main() -> None:
         costs = {"characters": [len(t) for t in texts], "tokens": tokens, "tokens²": [n * n for n in tokens]}
         for parts in (2, 4, 8):
             old = equal_counts(len(texts), parts)
-            new = distributed.share_bounds([n + distributed.PER_TEXT_CHARACTERS for n in costs["characters"]], parts)
+            new = split.share_bounds([n + split.PER_TEXT_CHARACTERS for n in costs["characters"]], parts)
             for what, cost in costs.items():
                 lines.append(f"| {name} | {len(texts):,} | {parts} | {what} | {imbalance(old, cost):.2f} | "
                              f"{imbalance(new, cost):.2f} |")
     publish("How evenly a longest-first job is shared between processes", [
         "", "The largest share over the mean share (1.00 = even: the run waits for the largest share) of a job "
         "sorted longest first, split into equal counts of texts (the split before) or equal characters, "
-        "counting 10 more per text for its special tokens (`distributed.share_bounds`, now). No model runs; tokens are SmolLM2-135M's. "
+        "counting 10 more per text for its special tokens (`distributed.split.share_bounds`, now). No model runs; tokens are SmolLM2-135M's. "
         "Tokens are the work of these jobs (sentence vectors, StereoSet's scores: one pass per text, where the "
         "feed-forward layers outweigh attention at these lengths); squared tokens, a pseudo-log-likelihood's "
         "work, stay uneven for SEAT, whose few 126-token texts outweigh thousands of one-word ones, but no "

@@ -425,12 +425,12 @@ def prefill(cfg: dict, notebooks_dir: Path = NOTEBOOKS_DIR) -> dict[str, list[st
     them, and chapter 06's classifiers and generations are dealt by model. The rest (chapter 05's
     training, chapter 02's generations and CMA, the statistics) stays with the notebooks
     (docs/SCALING.md, Limits). Returns the models measured per chapter."""
-    from helpers import distributed
+    from helpers.distributed import worker
 
     done = {}
     for module in PREFILLED:
         params = chapter_parameters(cfg, module, notebooks_dir)
-        params["device"] = distributed.worker_device(params["device"])     # cuda: this process's own GPU
+        params["device"] = worker.worker_device(params["device"])     # cuda: this process's own GPU
         chapter = _chapter_module(module)
         done[chapter.CHAPTER] = chapter.prefill(params)
     return done
@@ -454,11 +454,11 @@ def build(profile: str = "default", execute_only: bool = False, *, prefill_only:
     alone executes the notebooks and builds the book (the others return None), reading the
     scores from the cache. ``prefill_only`` stops after the prefill (None).
     """
-    from helpers import distributed
+    from helpers.distributed import worker
 
     cfg = load_profile(profile, Path(book_dir) / "profiles.yml")
     started = dt.datetime.now().isoformat(timespec="seconds")
-    writer = distributed.is_main()
+    writer = worker.is_main()
 
     def timed(step: str, fn):
         t0 = time.perf_counter()
@@ -483,8 +483,8 @@ def build(profile: str = "default", execute_only: bool = False, *, prefill_only:
         from helpers.training import zoo
 
         timed("zoo", lambda: zoo.ensure_default_zoo(profile))
-    if prefill_only or distributed.world() is not None:
-        distributed.barrier("zoo")                   # the others load zoo models only once process 0 made them
+    if prefill_only or worker.world() is not None:
+        worker.barrier("zoo")                   # the others load zoo models only once process 0 made them
         timed("prefill", lambda: prefill(cfg, notebooks_dir))
     if prefill_only or not writer:
         return None

@@ -42,7 +42,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from helpers import distributed, paths
+from helpers import paths
+from helpers.distributed import split, worker
 from helpers.errors import HarmsError, InputError, Interrupted
 from helpers.hashing import canonical_json, sha256_bytes, sha256_json, sha256_text
 from helpers.progress import plural, progress as progress_bar
@@ -242,7 +243,7 @@ def cached_rows(key: dict, texts: Sequence[str], compute: Callable[[list[str]], 
             """Rows of ``items`` computed chunk by chunk, each chunk stored as soon as it is done."""
             done: dict[str, list] = {}
             with progress_bar(total=len(items), unit="sentence", desc=desc,
-                              enabled=progress and bool(items) and distributed.is_main()) as bar:
+                              enabled=progress and bool(items) and worker.is_main()) as bar:
                 start, size = 0, largest
                 while start < len(items):
                     chunk = items[start:start + size]
@@ -263,7 +264,7 @@ def cached_rows(key: dict, texts: Sequence[str], compute: Callable[[list[str]], 
                     size = next_chunk_size(clock() - began, len(chunk), largest=largest, budget=budget)
             return done
 
-        known.update(distributed.shard(key, hashes, list(todo.items()), compute_share))
+        known.update(split.shard(key, hashes, list(todo.items()), compute_share))
     except KeyboardInterrupt:
         raise _interrupted(directory, set(hashes), stored) from None
     return [known[h] for h in hashes]
@@ -329,7 +330,7 @@ def cached_steps(key: dict, steps: int, step: Callable[[int], list], *, save_sta
             restore_state(state)
     try:
         with progress_bar(total=steps - len(results), desc=desc, unit=unit,
-                          enabled=progress and len(results) < steps and distributed.is_main()) as bar:
+                          enabled=progress and len(results) < steps and worker.is_main()) as bar:
             for i in range(len(results), steps):
                 result = list(step(i))
                 if directory is not None:

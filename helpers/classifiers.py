@@ -2,7 +2,7 @@
 
 Every classifier the book trains or uses follows it, whatever it is underneath:
 
-- pretrained classifiers of generated text (:mod:`helpers.metrics.regard`: the hub's regard and
+- pretrained classifiers of generated text (:mod:`helpers.models.text_classifiers`: the hub's regard and
   toxicity classifiers and their offline stand-ins VADER, HateSonar, alt-profanity-check), which
   refuse ``fit``;
 - :class:`helpers.training.classifier.TfidfLogistic` (TF-IDF + logistic regression, seed 002's

@@ -27,20 +27,20 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import os
 import re
 import signal
 import sys
 import threading
 from pathlib import Path
 
-import pandas as pd
-
 from helpers import __version__, runs, tables
 from helpers.errors import HarmsError, InputError, Interrupted
 from helpers.lm.engines import ENGINES
 
 SCORE_COLUMNS = ["n_tokens", "log_likelihood", "perplexity"]
+#: The columns of the per-group table that ``harms safety`` prints.
+SAFETY_SUMMARY_COLUMNS = ["group", "n_harmful", "n_benign", "n_dropped_nan", "safety_score", "p_value", "ci_low",
+                          "ci_high"]
 _DEVICE = re.compile(r"^(cpu|mps|auto|cuda(:\d+)?)$")
 
 
@@ -115,10 +115,10 @@ def _add_distributed_options(p: argparse.ArgumentParser) -> None:
 
 
 def _cluster(args: argparse.Namespace):
-    from helpers import distributed
+    from helpers.distributed.worker import Cluster
 
-    return distributed.Cluster(machines=args.machines, machine_rank=args.machine_rank, main_ip=args.main_ip,
-                               main_port=args.main_port, processes=args.processes).check()
+    return Cluster(machines=args.machines, machine_rank=args.machine_rank, main_ip=args.main_ip,
+                   main_port=args.main_port, processes=args.processes).check()
 
 
 def _add_scoring_options(p: argparse.ArgumentParser) -> None:
@@ -252,9 +252,9 @@ def build_parser() -> argparse.ArgumentParser:
 def _writes_outputs() -> bool:
     """Whether this process writes the command's outputs: not so in processes 1.. of a run split
     across processes or machines (helpers.distributed), which only compute their shares."""
-    from helpers import distributed
+    from helpers.distributed import worker
 
-    return distributed.is_main()
+    return worker.is_main()
 
 
 def _engine(args: argparse.Namespace):
@@ -311,11 +311,7 @@ def _cmd_fill(args: argparse.Namespace) -> None:
             raise
         column, df = "text", tables.read_table(args.input, text_column="text")
     templates = df[column].tolist()
-    for i, t in enumerate(templates):
-        try:
-            cloze.split_template(t)
-        except InputError as exc:
-            raise InputError(f"{args.input}, row {i}: {exc}") from None
+    cloze.check_template_rows(templates, args.input)
     candidates = tables.read_lines(args.candidates, "candidates") if args.candidates else None
     skip = (args.skip if args.skip in fill.STOP_WORD_LANGUAGES else tables.read_lines(args.skip, "skip")) if args.skip \
         else None
@@ -346,13 +342,6 @@ def _safety_outputs(out: Path, overwrite: bool) -> tuple[Path, Path]:
     for f in files:
         tables.check_writable(f, overwrite=overwrite)
     return files
-
-
-def _write_csv(df: pd.DataFrame, path: Path) -> None:
-    out = df.copy()
-    if "target_groups" in out.columns:
-        out["target_groups"] = out["target_groups"].map(";".join)
-    tables.write_table(out, path)
 
 
 def _cmd_safety(args: argparse.Namespace) -> None:
@@ -387,13 +376,11 @@ def _cmd_safety(args: argparse.Namespace) -> None:
             handle.release()
     if not _writes_outputs():
         return
-    _write_csv(per_sentence, sentence_csv)
-    _write_csv(per_group, group_csv)
+    tables.write_table(tables.join_list_columns(per_sentence), sentence_csv)
+    tables.write_table(tables.join_list_columns(per_group), group_csv)
     if args.upstream_compat:
         print("upstream-compat: U / (n m) with rows of NaN perplexity counted; groups with p > 0.05 dropped")
-    cols = ["group", "n_harmful", "n_benign", "n_dropped_nan", "safety_score", "p_value", "ci_low", "ci_high"]
-    print(per_group[cols].to_string(index=False, float_format=lambda v: f"{v:.4f}",
-                                    formatters={"safety_score": lambda v: f"{v:.9f}"}))
+    print(tables.text_table(per_group, SAFETY_SUMMARY_COLUMNS, digits=4, digits_of={"safety_score": 9}))
     print(f"wrote {sentence_csv} and {group_csv}")
 
 
@@ -401,11 +388,12 @@ def _cmd_safety(args: argparse.Namespace) -> None:
 
 def _cmd_report(args: argparse.Namespace) -> None:
     """The report card (:func:`helpers.card.report_card`) written to ``--output``
-    (:func:`helpers.card_page.write`: the CSVs, report.json, report.html, model_card.md), and its summary
-    table printed (:func:`helpers.card_page.summary`)."""
+    (:func:`helpers.card.page.write`: the CSVs, report.json, report.html, model_card.md), and its summary
+    table printed (:func:`helpers.card.page.summary`)."""
     import shutil
 
-    from helpers import card, card_page
+    from helpers import card
+    from helpers.card import page as card_page
 
     card.check_budget(args.budget)                               # a bad budget: one line, nothing loaded
     languages = card.check_languages(args.languages)
@@ -443,11 +431,7 @@ def _cmd_stereoset(args: argparse.Namespace) -> None:
         tables.write_table(out, args.output)
         print(f"harms: {len(out)} StereoSet scores of {out['model'].iloc[0]} -> {args.output}", file=sys.stderr)
     else:
-        try:
-            out.to_csv(sys.stdout, index=False)
-            sys.stdout.flush()
-        except BrokenPipeError:      # e.g. piped into head: the reader has what it wanted
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        tables.print_csv(out)
 
 
 # --------------------------------------------------------------------------- other subcommands
@@ -513,24 +497,16 @@ def main(argv: list[str] | None = None) -> int:
     received: list[int] = []
     try:
         if hasattr(args, "machines"):
-            from helpers import distributed
+            from helpers.distributed import launch
 
             cluster = _cluster(args)
             if getattr(args, "engine", None) == "vllm" and args.processes > 1:
                 raise InputError("--engine vllm runs one process per machine (vLLM drives its GPU itself): use "
                                  "--processes 1, and --machines for several nodes")
-            if distributed.is_worker():        # one process of a run started by distributed.launch
-                return distributed.run_worker(lambda: _run(args, received, device=distributed.worker_device),
-                                              device=_device_of(args))
-            if cluster.distributed:
-                with _sigterm_interrupts(received):
-                    spent = distributed.launch(sys.argv[1:] if argv is None else list(argv), cluster,
-                                               _device_of(args))
-                print(f"harms: {spent}", file=sys.stderr)
-                if cluster.machine_rank:
-                    print(f"harms: machine rank {cluster.machine_rank} computed its share; machine rank 0 "
-                          "writes the outputs", file=sys.stderr)
-                return 0
+            return launch.run_command(sys.argv[1:] if argv is None else list(argv), cluster,
+                                      lambda device: _run(args, received, device=device),
+                                      device=lambda: _device_of(args),
+                                      interrupts=lambda: _sigterm_interrupts(received))
         _run(args, received)
     except Interrupted as exc:
         print(f"harms: {exc}", file=sys.stderr)

@@ -3,7 +3,7 @@
 Every location can be overridden by an environment variable, so CI, the book
 and a user's own runs share one convention:
 
-- ``HARMS_DATA_DIR``: evaluation data (one folder per data set, as in ../shared/data);
+- ``HARMS_DATA_DIR``: evaluation data (one folder per data set, named as in ``data/README.md``);
   falls back to ``data/raw/`` of the repository (where ``harms fetch-data`` downloads).
 - ``HARMS_CACHE_DIR``: per-sentence score cache and trained model zoo
   (default ``~/.cache/harms``).

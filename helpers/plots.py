@@ -383,7 +383,7 @@ def headline_differences(rows: pd.DataFrame, *, title: str | None = None) -> mat
     """The report card's headline comparisons (one row per metric: ``metric``, ``difference`` B - A,
     ``ci_low``, ``ci_high`` at ``ci_level`` and, when known, ``detectable_difference`` and ``kind``):
     one strip per metric, each on its own scale (the metrics' units differ), a line at 0 and a grey
-    band of the differences the test could not detect. ``kind`` (:func:`helpers.card_page.verdict_class`)
+    band of the differences the test could not detect. ``kind`` (:func:`helpers.card.page.verdict_class`)
     colours the verdict: ``better`` green (B less harmful), ``worse`` red, ``direction`` amber, else grey."""
     colours = {"better": "#2ca02c", "worse": "#d62728", "direction": "#b8860b", "none": "0.45"}
     n = max(1, len(rows))

@@ -31,7 +31,7 @@ from helpers.errors import InputError, ModelUnavailableError
 T = TypeVar("T")
 
 __all__ = ["resolve_models", "for_each_model", "cached_result", "unavailable_table", "score_frame",
-           "safety_results", "safety_from_scores", "safety_per_group", "SAFETY_SETTINGS", "with_group_labels", "SCORE_COLUMNS"]
+           "safety_results", "safety_from_scores", "safety_per_group", "SAFETY_SETTINGS", "SCORE_COLUMNS"]
 
 SCORE_COLUMNS = ["n_tokens", "log_likelihood", "perplexity"]
 
@@ -207,9 +207,9 @@ def safety_results(handle, *, dataset: str = "toxigen", sample_per_group=None, s
     per_sentence = score_frame(handle, data, pll=pll, upstream_mask_id=upstream_mask_id,
                                batch_tokens=batch_tokens, cache=cache, progress=progress)
     per_sentence["dataset"] = data.attrs.get("dataset", str(dataset))
-    per_group = with_group_labels(safety.safety_scores(per_sentence, ci=ci, n_resamples=n_resamples, seed=seed,
-                                                          upstream_compat=upstream_compat, p_method=p_method,
-                                                          use_continuity=use_continuity))
+    per_group = datasets.with_group_labels(safety.safety_scores(
+        per_sentence, ci=ci, n_resamples=n_resamples, seed=seed, upstream_compat=upstream_compat, p_method=p_method,
+        use_continuity=use_continuity))
     per_group.insert(0, "model", handle.name)
     per_group["dataset"] = per_sentence["dataset"].iloc[0]
     per_group["pll"] = pll if handle.objective == "masked" else None
@@ -228,27 +228,13 @@ def safety_from_scores(per_sentence: pd.DataFrame, *, sample_per_group=None, see
     from helpers.metrics import safety
 
     per_sentence = datasets.sample_per_group(per_sentence, sample_per_group, seed=seed)
-    per_group = with_group_labels(safety.safety_scores(per_sentence, n_resamples=n_resamples, seed=seed,
-                                                          upstream_compat=upstream_compat, p_method=p_method,
-                                                          use_continuity=use_continuity))
+    per_group = datasets.with_group_labels(safety.safety_scores(per_sentence, n_resamples=n_resamples, seed=seed,
+                                                                upstream_compat=upstream_compat, p_method=p_method,
+                                                                use_continuity=use_continuity))
     names = per_sentence["model"].unique()
     per_group.insert(0, "model", names[0] if len(names) == 1 else "mixed")
     per_group["dataset"], per_group["source"] = per_sentence["dataset"].iloc[0], "measured"
     return per_sentence, per_group
-
-
-def with_group_labels(per_group: pd.DataFrame) -> pd.DataFrame:
-    """``per_group`` with a display column ``group_label`` right after ``group`` (e.g.
-    ``middle-eastern`` → "Middle Eastern"; unknown keys keep their key). Tables that are
-    written or shown get it; metrics return identifiers only."""
-    from helpers import datasets
-
-    if "group_label" in per_group.columns:
-        return per_group
-    out = per_group.copy()
-    labels = out["group"].map(datasets.GROUP_LABELS).fillna(out["group"])
-    out.insert(out.columns.get_loc("group") + 1, "group_label", labels)
-    return out
 
 
 # --------------------------------------------------------------------------- language-model quality gate

@@ -9,11 +9,14 @@ sees it: 1-based data row, or the line of a JSONL file) and the problem.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
 import os
 import re
+import shutil
+import sys
 import time
 import uuid
 from pathlib import Path
@@ -26,7 +29,8 @@ READ_FORMATS = {".csv": "csv", ".json": "json", ".jsonl": "jsonl", ".ndjson": "j
                 ".parquet": "parquet", ".pq": "parquet"}
 WRITE_FORMATS = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
 
-__all__ = ["read_table", "read_records", "write_table", "check_writable", "atomic_write", "temporary_path",
+__all__ = ["read_table", "read_records", "write_table", "check_writable", "join_list_columns", "text_table",
+           "print_csv", "atomic_write", "atomic_path", "temporary_path",
            "remove_stale_temporaries", "pid_alive", "host_id"]
 
 
@@ -111,25 +115,31 @@ def remove_stale_temporaries(directory: str | Path, *, older_than: float = 0.0,
     return removed
 
 
-def atomic_write(path: str | Path, data: str | bytes, *, durable: bool = True) -> Path:
-    """Write ``data`` to ``path`` all at once or not at all: a temporary file in the same
-    directory (:func:`temporary_path`), flushed and (``durable``) fsync-ed, then
-    ``os.replace``-d over ``path``. A reader never sees a half-written file, and a killed
-    writer leaves only a temporary that the next run removes. The one atomic write of the
-    package; ``OSError`` (full disk, read-only directory) propagates after the temporary is
-    removed."""
+@contextlib.contextmanager
+def atomic_path(path: str | Path, *, replace_directory: bool = False, durable: bool = False):
+    """The one atomic write of the package: yields a temporary path beside ``path``
+    (:func:`temporary_path`) for the caller to fill (a file, or a directory of files); on a
+    clean exit it is ``os.replace``-d over ``path`` in one rename, so a reader sees the old
+    ``path`` or the new one, never half of one; on an exception, and after a kill, only the
+    temporary is left (removed here, or by the next run's :func:`remove_stale_temporaries`).
+    ``replace_directory``: an existing directory at ``path`` is removed just before the rename
+    (a directory cannot be renamed over a non-empty one; without it that rename fails with
+    ``OSError``). ``durable``: the file and the rename are fsync-ed."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = temporary_path(path)
     try:
-        with open(tmp, "wb") as fh:
-            fh.write(data.encode("utf-8") if isinstance(data, str) else data)
-            fh.flush()
-            if durable:
+        yield tmp
+        if durable and tmp.is_file():
+            with open(tmp, "rb") as fh:
                 os.fsync(fh.fileno())
+        if replace_directory and path.is_dir():
+            shutil.rmtree(path)
         os.replace(tmp, path)
     finally:
-        if tmp.exists():
+        if tmp.is_dir():
+            shutil.rmtree(tmp, ignore_errors=True)
+        elif tmp.exists():
             tmp.unlink()
     if durable:
         try:  # make the rename itself durable
@@ -140,6 +150,16 @@ def atomic_write(path: str | Path, data: str | bytes, *, durable: bool = True) -
                 os.close(fd)
         except OSError:
             pass
+
+
+def atomic_write(path: str | Path, data: str | bytes, *, durable: bool = True) -> Path:
+    """Write ``data`` (text as UTF-8) to ``path`` all at once or not at all
+    (:func:`atomic_path`, fsync-ed unless ``durable`` is off). ``OSError`` (full disk,
+    read-only directory) propagates after the temporary is removed."""
+    path = Path(path)
+    with atomic_path(path, durable=durable) as tmp:
+        with open(tmp, "wb") as fh:
+            fh.write(data.encode("utf-8") if isinstance(data, str) else data)
     return path
 
 
@@ -301,20 +321,15 @@ def write_table(df: pd.DataFrame, path) -> Path:
     """Write ``df`` (without its index) as CSV or Parquet, by extension, atomically."""
     path = Path(path)
     fmt = _format(path, WRITE_FORMATS, "output")
-    tmp = temporary_path(path)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if fmt == "csv":
-            df.to_csv(tmp, index=False)
-        else:
-            df.to_parquet(tmp, index=False)
-        os.replace(tmp, path)
+        with atomic_path(path) as tmp:
+            if fmt == "csv":
+                df.to_csv(tmp, index=False)
+            else:
+                df.to_parquet(tmp, index=False)
     except (OSError, ValueError, TypeError, ImportError) as exc:
         msg = " ".join(str(exc).split())
         raise InputError(f"{path}: cannot write {fmt.upper()}: {msg}") from None
-    finally:
-        if tmp.exists():
-            tmp.unlink()
     return path
 
 
@@ -341,3 +356,33 @@ def check_writable(path, *, overwrite: bool = False, formats: dict[str, str] | N
     except OSError as exc:
         raise InputError(f"{path}: cannot create or write its directory ({exc.strerror or exc})") from None
     return path
+
+
+# --------------------------------------------------------------------------- tables as text
+
+def join_list_columns(df: pd.DataFrame, columns=("target_groups",), sep: str = ";") -> pd.DataFrame:
+    """A copy of ``df`` whose list-valued ``columns`` (those it has) hold one string each, the
+    items joined by ``sep`` (``["black", "women"]`` -> ``"black;women"``), as a CSV file holds them."""
+    out = df.copy()
+    for column in columns:
+        if column in out.columns:
+            out[column] = out[column].map(sep.join)
+    return out
+
+
+def text_table(df: pd.DataFrame, columns=None, *, digits: int = 4, digits_of: dict[str, int] | None = None) -> str:
+    """``df`` (only ``columns``, in that order, when given) as an aligned plain-text table without
+    the index, for a terminal: numbers with ``digits`` decimals, or ``digits_of[column]``."""
+    view = df if columns is None else df[list(columns)]
+    return view.to_string(index=False, float_format=lambda v: f"{v:.{digits}f}",
+                          formatters={c: (lambda v, d=d: f"{v:.{d}f}") for c, d in (digits_of or {}).items()})
+
+
+def print_csv(df: pd.DataFrame) -> None:
+    """``df`` as CSV (without its index) on standard output. A reader that closes the pipe early
+    (``| head``) has what it wanted: the rest goes to the null device, without an error."""
+    try:
+        df.to_csv(sys.stdout, index=False)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -14,7 +14,7 @@ from helpers.chapters.common import Call, Section
 
 #: Where a section's key call may live: the layers that compute or hold data, never a chapter's
 #: own helper, the runner or the display modules.
-CALL_PACKAGES = ("metrics", "lm", "stats", "training", "datasets", "published")
+CALL_PACKAGES = ("metrics", "lm", "stats", "training", "datasets", "published", "models", "measures")
 #: A cell tagged so may write to standard error (documented in docs/NEW_CHAPTER.md).
 STDERR_TAG = "stderr-expected"
 CODE_BLOCK = re.compile(r"```python\n(.*?)\n```", re.S)

@@ -187,20 +187,20 @@ def test_the_english_substitute_passes_the_gate_on_held_out_texts_and_mlma_alone
 def test_toxds_offline_training_texts_are_drawn_from_each_english_set():
     """Chapter 06's ToxD substitute (issue 36): ``classifier_train`` texts of each set of TOXD_SETS,
     each set's toxic share kept, every text the first SUBSTITUTE_WORDS words of a text of that set."""
-    from helpers.chapters import ch06_intrinsic_extrinsic as ch06
+    from helpers.measures import classifier_bias
 
-    params = {**ch06.DEFAULTS, "seed": 0, "classifier_train": 120, "toxd_per_identity": 4}
-    train, test = ch06.substitute_data(params)
-    mix = abusive.english_mix(tuple(ch06.TOXD_SETS))
-    cut = {" ".join(t.split()[:ch06.SUBSTITUTE_WORDS]): (s, y) for t, s, y in zip(mix["text"], mix["source"],
+    params = {**classifier_bias.DEFAULTS, "seed": 0, "classifier_train": 120, "toxd_per_identity": 4}
+    train, test = classifier_bias.substitute_data(params)
+    mix = abusive.english_mix(tuple(classifier_bias.TOXD_SETS))
+    cut = {" ".join(t.split()[:classifier_bias.SUBSTITUTE_WORDS]): (s, y) for t, s, y in zip(mix["text"], mix["source"],
                                                                                  mix["label"])}
     assert train["text"].isin(list(cut)).all() and train["text"].is_unique
     assert all(cut[t][1] == y for t, y in zip(train["text"], train["label"]))
     drawn = pd.Series([cut[t][0] for t in train["text"]]).value_counts()
-    assert set(drawn.index) == set(ch06.TOXD_SETS) and drawn.between(118, 122).all()
+    assert set(drawn.index) == set(classifier_bias.TOXD_SETS) and drawn.between(118, 122).all()
     for source, g in mix.groupby("source"):
         share = (g["label"] == "toxic").mean()
         mine = np.mean([y == "toxic" for t, y in zip(train["text"], train["label"]) if cut[t][0] == source])
         assert mine == pytest.approx(share, abs=0.02)
     assert not set(test["text"]) & set(train["text"]) and test["identity"].value_counts().eq(4).all()
-    assert max(len(t.split()) for t in train["text"]) <= ch06.SUBSTITUTE_WORDS
+    assert max(len(t.split()) for t in train["text"]) <= classifier_bias.SUBSTITUTE_WORDS

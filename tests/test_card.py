@@ -1,4 +1,4 @@
-"""The harm report card (helpers/card.py, `harms report`): the card's numbers are the chapters'
+"""The harm report card (helpers/card/, `harms report`): the card's numbers are the chapters'
 numbers, the paired comparison against a brute-force bootstrap, bad input one line each."""
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from helpers import card, card_page, cli, models, runner
+from helpers import card, cli, models, runner
+from helpers.card import page as card_page
 from helpers.metrics import safety
 
 SAMPLE = 3
@@ -55,7 +56,7 @@ def test_a_model_failing_the_gate_gets_its_card_flagged_and_every_metric_has_a_s
 def test_an_encoder_is_listed_not_applicable_with_the_reason():
     class Encoder:
         name, objective = "enc", "encoder"
-    status = card._status(Encoder()).set_index("metric")["status"]
+    status = card.status_table(Encoder()).set_index("metric")["status"]
     assert status["safety_score:toxigen"].startswith("not applicable: a model of objective 'encoder' has no log-prob")
     assert status["seat"] == status["ceat"] == "computed"                 # embeddings need no LM head
     assert status["kurita_bec_pro"].startswith("not applicable")
@@ -126,7 +127,7 @@ def test_two_models_on_the_cli_write_a_comparison_holm_adjusted(tiny_gpt2, tiny_
     doc = json.loads((tmp_path / "report.json").read_text())
     card.validate(doc)
     comp = pd.read_csv(tmp_path / "comparison.csv")
-    assert doc["schema"] == card.SCHEMA_ID == "harms-report-card/3" and len(doc["models"]) == 2 and len(doc["comparison"]) == len(comp)
+    assert doc["schema"] == card.SCHEMA_ID == "harms-report-card/4" and len(doc["models"]) == 2 and len(doc["comparison"]) == len(comp)
     head = comp[comp["headline"]]
     assert head["metric"].is_unique and (head["family_size"] == len(head)).all()
     np.testing.assert_allclose(head["p_adjusted"], multipletests(head["p_value"], method="holm")[1])
@@ -179,7 +180,7 @@ def test_the_page_is_self_contained_renders_in_chromium_and_the_model_card_parse
     mc = ModelCard((out / "model_card.md").read_text())                  # the hub's own loader, offline
     got = {r.metric_name: r.metric_value for r in mc.data.eval_results}
     summary_rows = tiny_card.metrics[tiny_card.metrics["group"].isin(card.SUMMARY_GROUPS)].dropna(subset=["value"])
-    assert got == {f"{r.metric} ({r.group}; seed {card._seed(r.metric)})": round(float(r.value), 4)
+    assert got == {f"{r.metric} ({r.group}; seed {card.paper(r.metric)})": round(float(r.value), 4)
                    for r in summary_rows.itertuples()}
     assert {r.dataset_type for r in mc.data.eval_results} >= {"toxigen", "implicit-hate", "stereoset", "bec-pro"}
     assert "## Bias, Risks, and Limitations" in mc.text
@@ -344,7 +345,7 @@ def test_a_card_interrupted_mid_way_resumes_to_the_identical_card_without_rescor
 def test_a_metric_for_other_objectives_says_which_it_measures():
     class Permutation:
         name, objective = "xlnet", "permutation"
-    status = card._status(Permutation()).set_index("metric")["status"]
+    status = card.status_table(Permutation()).set_index("metric")["status"]
     assert status["stereoset_ss:intrasentence"] == ("not applicable: a model of objective 'permutation' is not one it "
                                                     "measures (it measures causal, masked models)")
     assert status["safety_score:toxigen"] == "computed"                   # scored by permutation LM scores
@@ -353,9 +354,10 @@ def test_a_metric_for_other_objectives_says_which_it_measures():
 
 def test_the_cards_association_metrics_are_the_chapters_numbers_recomputed_from_scratch(tiny_card, tiny_gpt2,
                                                                                          tmp_path, monkeypatch):
-    """CEAT, CEATtox, ILPS (chapter 06), BEC-Pro and CB (chapter 05), SEAT and StereoSet
-    intersentence, each recomputed in an empty cache by the chapter's own function: exactly the card's."""
-    from helpers.chapters import ch05_tinybert as ch05, ch06_intrinsic_extrinsic as ch06, common
+    """CEAT, CEATtox, ILPS, BEC-Pro and CB (the functions chapters 05 and 06 show), SEAT and StereoSet
+    intersentence, each recomputed in an empty cache by the measure's own function: exactly the card's."""
+    from helpers.chapters import common
+    from helpers.measures import associations, bold, classifier_bias, embedding_tests, probing as probing_measure
     from helpers.datasets import stereoset as stereoset_data
     from helpers.lm.embeddings import sentence_embeddings
     from helpers.metrics import association, categorical, logprob_bias, stereoset
@@ -370,47 +372,47 @@ def test_the_cards_association_metrics_are_the_chapters_numbers_recomputed_from_
     def same(metric, groups, values):                                     # exact, NaN where both are NaN
         pd.testing.assert_series_equal(got(metric), pd.Series(np.asarray(values, float), index=list(groups)),
                                        check_names=False, check_index_type=False, rtol=0, atol=0)
-    ceat = ch06.ceat_scores(h, params, ch06.contexts(params))
+    ceat = embedding_tests.ceat_scores(h, params, embedding_tests.contexts(params))
     for variant in ("CEAT", "CEATtox"):
         want = ceat[ceat["metric"] == variant]
         same(variant.lower(), want["domain"] + ": " + want["group"], want["score"])
-    ilps = ch06.ilps_group_scores(ch06.ilps_words(h), 0)
+    ilps = embedding_tests.ilps_group_scores(embedding_tests.ilps_words(h), 0)
     same("ilps", ilps["domain"] + ": " + ilps["group"], ilps["score"])
-    bec = logprob_bias.paired_gender_test(ch05.bec_pro_associations(h, params)).set_index("group")["mean_difference"]
+    bec = logprob_bias.paired_gender_test(associations.bec_pro_associations(h, params)).set_index("group")["mean_difference"]
     assert got("kurita_bec_pro").to_dict() == pytest.approx(bec.to_dict(), rel=1e-12)
-    cb = categorical.categorical_bias_score(ch05.cb_log_probs(h, params)).set_index("template_id")["cb"]
+    cb = categorical.categorical_bias_score(associations.cb_log_probs(h, params)).set_index("template_id")["cb"]
     assert got("categorical_bias")["overall"] == pytest.approx(cb["all"], rel=1e-12)
-    seat = association.seat(card.seat_tests("weat"), lambda t: sentence_embeddings(lm, t, pooling="mean", cache=True),
+    seat = association.seat(embedding_tests.seat_tests("weat"), lambda t: sentence_embeddings(lm, t, pooling="mean", cache=True),
                             n_resamples=10_000, seed=0, p_method="auto")
     same("seat", seat["test"], seat["effect_size"])
     inter = stereoset.select_clusters(stereoset_data.load_intersentence(), 1)
     official = stereoset.aggregate(common.stereoset_scored(h, inter, "intersentence"))
     same("stereoset_ss:intersentence", official["domain"], official["ss"])
-    p6 = {**ch06.DEFAULTS, "classifier": "probe", "seed": 0, "classifier_train": params["classifier_train"],
+    p6 = {**classifier_bias.DEFAULTS, **bold.DEFAULTS, "classifier": "probe", "seed": 0, "classifier_train": params["classifier_train"],
           "toxd_per_identity": params["toxd_per_identity"]}
-    train, test = ch06.classifier_data(p6)
-    fpr, _ = ch06.classifier_results(h, p6, train, test)
+    train, test = classifier_bias.classifier_data(p6)
+    fpr, _ = classifier_bias.classifier_results(h, p6, train, test)
     same("toxd_fpr", fpr["domain"] + ": " + fpr["group"], fpr["score"])
     from helpers.metrics import unintended
     member = pd.DataFrame({t: (test["identity"] == t).to_numpy() for t in sorted(test["identity"].unique())})
     ed = unintended.equality_differences(unintended.identity_metrics(
-        (test["label"] == "toxic").to_numpy(), ch06.classifier_probabilities(h, p6, train, test), member))
+        (test["label"] == "toxic").to_numpy(), classifier_bias.classifier_probabilities(h, p6, train, test), member))
     same("unintended_bias", ed["metric"], ed["value"])
-    from helpers.chapters import ch07_probing as ch07
     from helpers.metrics import probing
     p7 = {**card.PROBING, "seed": 0, "n_heads": params["n_heads"], "per_group": params["per_group"]}
-    clf = ch07.train_classifiers({**p7, "languages": ["en"]})[0]["en"]
-    scored = ch07.probe_model(h, p7, "en", ch07.sample(p7, ch07.build(p7, "en", clf)), clf)
+    clf = probing_measure.train_classifiers({**p7, "languages": ["en"]})[0]["en"]
+    sentences = probing_measure.sample(p7, probing_measure.build(p7, "en", clf))
+    scored = probing_measure.probe_model(h, p7, "en", sentences, clf)
     at10 = probing.percent_at_k(scored, [10], by=["group"])
     assert got("atomic_probing:en")["overall"] == pytest.approx(probing.percent_at_k(scored, [10])["percent"].item(),
                                                                 rel=1e-12)
     same("atomic_probing:en", ["overall (k = 1)", "overall (k = 5)", "overall", *at10["group"]],
          [*probing.percent_at_k(scored, [1, 5, 10])["percent"], *at10["percent"]])
-    from helpers.metrics import regard
+    from helpers.models import text_classifiers
     p6b = {**p6, "prompts_per_group": params["prompts_per_group"]}
-    gens = ch06.generations(h, p6b, ch06.bold_prompts(p6b))
-    vader = regard.vader_sentiment(0.5)(gens, text_column="continuation")["sentiment_label"]
-    b = ch06.bold_scores(gens.assign(sentiment=vader.map(ch06.SENTIMENT_VALUE)), seed=0)
+    gens = bold.generations(h, p6b, bold.bold_prompts(p6b))
+    vader = text_classifiers.vader_sentiment(0.5)(gens, text_column="continuation")["sentiment_label"]
+    b = bold.bold_scores(gens.assign(sentiment=vader.map(bold.SENTIMENT_VALUE)), seed=0)
     same("bold_sentiment", b["domain"] + ": " + b["group"], b["score"])     # no empty continuation here
     rows = m[m["ci_low"].notna() & m["metric"].isin(["seat", "ilps", "kurita_bec_pro", "categorical_bias"])]
     assert len(rows) and (rows["ci_low"] <= rows["value"] + 1e-12).all() and (rows["value"] <= rows["ci_high"] + 1e-12).all()
@@ -464,11 +466,12 @@ def test_association_metrics_compared_item_by_item_and_a_model_with_itself():
 
 def test_a_language_the_tokenizer_cannot_write_is_one_line_and_one_it_can_passes(tiny_bert, tiny_gpt2):
     from helpers.errors import InputError
+    from helpers.measures import probing as probing_measure
 
-    card.check_language(models.lazy(str(tiny_gpt2)), "ar")               # byte-level BPE writes any script
-    card.check_language(models.lazy(str(tiny_gpt2)), "fr")
+    probing_measure.check_language(models.lazy(str(tiny_gpt2)), "ar")               # byte-level BPE writes any script
+    probing_measure.check_language(models.lazy(str(tiny_gpt2)), "fr")
     with pytest.raises(InputError, match=r"tokenizer cannot write 'ar' \(50 of 50 cloze patterns"):
-        card.check_language(models.lazy(str(tiny_bert)), "ar")           # no Arabic letter in its vocabulary
+        probing_measure.check_language(models.lazy(str(tiny_bert)), "ar")           # no Arabic letter in its vocabulary
     for bad in ("de", "", "en,xx"):
         with pytest.raises(InputError, match="--languages"):
             card.check_languages(bad)
@@ -540,7 +543,7 @@ def _hand_card(two: bool = True, b_objective: str = "causal", b_usable: bool = T
         rows.append((m, "atomic_probing:en", "overall", 3.0 + k, 2.0, 4.0 + k, 300, 0.0, "lower is less toxic"))
         rows.append((m, "categorical_bias", "overall", 1.2, 0.8, 1.6, 8, 0.0, "lower is less biased"))
     metrics = pd.DataFrame(rows, columns=card.METRIC_COLUMNS)
-    status = pd.concat([card._status(type("H", (), {"name": m, "objective": "causal"})(), ("en",)) for m in models_],
+    status = pd.concat([card.status_table(type("H", (), {"name": m, "objective": "causal"})(), ("en",)) for m in models_],
                        ignore_index=True)
     status["note"] = None
     if two:
@@ -581,7 +584,6 @@ def _hand_card(two: bool = True, b_objective: str = "causal", b_usable: bool = T
 
 
 def test_the_summary_table_has_one_row_per_metric_a_column_per_model_and_the_headline_verdicts():
-    from helpers import card_page
 
     c = _hand_card()
     t = card_page.summary_table(c)
@@ -611,7 +613,6 @@ def test_the_summary_table_has_one_row_per_metric_a_column_per_model_and_the_hea
 def test_the_page_opens_with_the_gate_and_one_summary_table_then_a_detail_per_metric():
     import re
 
-    from helpers import card_page
 
     c = _hand_card(b_objective="permutation")
     page = card_page.html(c)
@@ -635,7 +636,6 @@ def test_the_page_opens_with_the_gate_and_one_summary_table_then_a_detail_per_me
 
 
 def test_the_terminal_summary_is_the_table_with_the_gate_lines_in_100_columns():
-    from helpers import card_page
 
     text = card_page.summary(_hand_card())
     lines = text.splitlines()

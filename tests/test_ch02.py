@@ -11,7 +11,8 @@ from helpers.chapters import ch02_correlations as ch, ch03_architecture as ch03,
 from helpers.errors import InputError
 from helpers.lm import scoring
 from helpers.datasets import stereoset as stereoset_data
-from helpers.metrics import regard, stereoset
+from helpers.metrics import stereoset
+from helpers.models import text_classifiers
 from chapter_contract import check_section
 from conftest import SENTENCES
 
@@ -36,8 +37,8 @@ def tiny_data(monkeypatch, tmp_path):
 
 
 def _fixed(name, kind, label):
-    return regard.Classifier(name, kind, [label], lambda t: np.ones((len(t), 1)),
-                             scores=lambda t: pd.DataFrame({"label": [label] * len(t), "score": [0.25] * len(t)}))
+    return text_classifiers.Classifier(name, kind, [label], lambda t: np.ones((len(t), 1)),
+                                       scores=lambda t: pd.DataFrame({"label": [label] * len(t), "score": [0.25] * len(t)}))
 
 
 FOUND = ch.Classifiers({"regard": _fixed("R", "regard", "negative"), "hatebert": _fixed("H", "toxicity", "benign")},

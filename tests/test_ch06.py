@@ -12,8 +12,10 @@ from scipy import stats
 from helpers import models
 from helpers.chapters import ch06_intrinsic_extrinsic as ch
 from helpers.chapters.common import Section
+from helpers.measures import classifier_bias, embedding_tests
 from helpers.errors import InputError
-from helpers.metrics import logprob_bias, regard
+from helpers.metrics import logprob_bias
+from helpers.models import text_classifiers
 
 from chapter_contract import check_section
 
@@ -117,7 +119,7 @@ def test_every_model_gets_every_intrinsic_metric_for_the_papers_groups(chapter):
     assert set(measured.classifier.loc[measured.classifier.model == encoder, "metric"]) == {"ToxD", "HateX"}
     assert ch.correlated_models(gate.data) == params["models"]
     ilps = got[(got.metric == "ILPS") & (got.model == params["models"][0])]
-    assert ilps.groupby("domain").size().to_dict() == {d: len(p) for d, p in ch.ILPS_PHRASES.items()}
+    assert ilps.groupby("domain").size().to_dict() == {d: len(p) for d, p in embedding_tests.ILPS_PHRASES.items()}
     ss = got[(got.metric == "StereoSet") & (got.model == params["models"][0])]
     assert ss.groupby("domain").size().to_dict() == {"gender": 10, "race": 36, "religion": 3}     # Table 4's targets
     assert ss["score"].isin([0.0, 100.0]).all()                                                   # one cluster each
@@ -127,8 +129,8 @@ def test_ilps_rows_equal_a_direct_call(chapter, loaded_factory):
     params, *_ = chapter
     got = chapter[2].intrinsic
     lm = loaded_factory(params["models"][0], "causal")
-    unpleasant = ch._ceat_attributes()["CEAT"][1]
-    direct = logprob_bias.ilps_groups(logprob_bias.ilps(lm, ch.ILPS_PHRASES["race"], unpleasant, cache=False,
+    unpleasant = embedding_tests.ceat_attributes()["CEAT"][1]
+    direct = logprob_bias.ilps_groups(logprob_bias.ilps(lm, embedding_tests.ILPS_PHRASES["race"], unpleasant, cache=False,
                                                          progress=False), {"u": unpleasant})
     ours = got[(got.metric == "ILPS") & (got.domain == "race") & (got.model == params["models"][0])]
     np.testing.assert_allclose(ours.set_index("group").loc[direct["group"], "score"], direct["ilps"], atol=1e-6)
@@ -140,7 +142,7 @@ def test_bold_scores_are_group_means_of_vader_labels_for_causal_models_only(chap
     assert set(scores["model"]) == set(params["models"])                        # tiny_roberta by Gibbs sampling
     assert set(gens.loc[gens.model == params["models"][3], "sampler"]) == {"gibbs"}
     assert gens.groupby(["model", "group"]).size().eq(params["prompts_per_group"]).all()
-    vader = regard.vader_sentiment(0.5).label_scores(gens["continuation"].tolist())["label"]
+    vader = text_classifiers.vader_sentiment(0.5).label_scores(gens["continuation"].tolist())["label"]
     value = vader.map({"positive": 1.0, "neutral": 0.0, "negative": -1.0})
     empty = gens["continuation"].str.strip() == ""
     want = value[~empty].groupby([gens["model"][~empty], gens["group"][~empty]]).mean()
@@ -150,14 +152,14 @@ def test_bold_scores_are_group_means_of_vader_labels_for_causal_models_only(chap
 
 def test_toxd_substitute_is_the_probes_fpr_per_madlibs_identity(chapter):
     params, _, measured, _, extrinsic = chapter
-    train, test = ch.classifier_data(params)
+    train, test = classifier_bias.classifier_data(params)
     n_sets = len(ch.TOXD_SETS)                                      # classifier_train texts of each English set
     assert len(train) == pytest.approx(n_sets * params["classifier_train"], abs=2 * n_sets)
     assert set(train["label"]) == {"toxic", "non-toxic"}
     assert test.groupby("identity").size().eq(params["toxd_per_identity"]).all()
     toxd = measured.classifier[(measured.classifier.model == params["models"][0])
                                & (measured.classifier.metric == "ToxD")].set_index("group")
-    want_groups = {g for dom in ch.TOXD_IDENTITIES.values() for g in dom}
+    want_groups = {g for dom in classifier_bias.TOXD_IDENTITIES.values() for g in dom}
     assert set(toxd.index) == want_groups and toxd["score"].between(0, 1).all()
     assert "HF_HUB_OFFLINE" in test.attrs["substitute_because"]
     negatives = test[test.label == "non-toxic"].groupby("identity").size()
@@ -311,20 +313,20 @@ def test_every_classifier_is_gated_on_its_own_held_out_predictions(chapter, load
     per = gates.drop_duplicates(["extrinsic", "model"])
     for metric in ("ToxD", "HateX"):
         assert sorted(per.loc[per.extrinsic == metric, "model"]) == sorted(params["models"])
-    assert per.loc[per.extrinsic.isin(["B-Stereo", "B-Tox"]), "model"].tolist() == [ch.EVERY_MODEL] * 2
+    assert per.loc[per.extrinsic.isin(["B-Stereo", "B-Tox"]), "model"].tolist() == [classifier_bias.EVERY_MODEL] * 2
     model = params["models"][0]
     lm = loaded_factory(model, "causal")
-    train, test = ch.classifier_data(params)
-    toxd = ch._toxic_probabilities(lm, train, test, "probe", params["seed"])
+    train, test = classifier_bias.classifier_data(params)
+    toxd = classifier_bias._toxic_probabilities(lm, train, test, "probe", params["seed"])
     _same_gate(params, gates[(gates.extrinsic == "ToxD") & (gates.model == model)], test["label"] == "toxic", toxd)
     hx_train, hx_test = ch.hatex_data(params)
-    p = ch._toxic_probabilities(lm, hx_train, hx_test, "probe", params["seed"])
+    p = classifier_bias._toxic_probabilities(lm, hx_train, hx_test, "probe", params["seed"])
     _same_gate(params, gates[(gates.extrinsic == "HateX") & (gates.model == model)], hx_test["label"] == "toxic", p)
     clf, _ = ch.stereotype_classifier(params)
     _, valid = ch.stereotype_data(params)
     p = clf.predict_proba(valid["text"].tolist())[:, clf.classes_.index("stereotype")]
     _same_gate(params, gates[gates.extrinsic == "B-Stereo"], valid["label"] == "stereotype", p)
-    tox = regard.classifier("roberta-toxigen", verbose=False)
+    tox = text_classifiers.classifier("roberta-toxigen", verbose=False)
     p = tox.predict_proba(test["text"].tolist())[:, tox.classes_.index("toxic")]
     _same_gate(params, gates[gates.extrinsic == "B-Tox"], test["label"] == "toxic", p)
 
@@ -343,7 +345,7 @@ def test_every_classifier_is_gated_on_its_own_held_out_predictions(chapter, load
     assert "Not gated: B-Sent (VADER" in extrinsic.markdown           # no labelled sentiment data here
     usable = per.set_index(["extrinsic", "model"])["usable"]
     for r in extrinsic.data[0].drop_duplicates(["metric", "model"]).itertuples():
-        key = (r.metric, r.model if r.metric in ("ToxD", "HateX") else ch.EVERY_MODEL)
+        key = (r.metric, r.model if r.metric in ("ToxD", "HateX") else classifier_bias.EVERY_MODEL)
         assert (r.classifier_usable == usable[key]) if key in usable.index else pd.isna(r.classifier_usable)
 
 
@@ -352,12 +354,12 @@ def test_a_majority_class_classifier_is_flagged_and_left_out_of_the_correlations
     gate; its ToxD variance becomes NaN with the reason, the correlation runs over the other models
     (as scipy computes it on their variances), and a classifier that separates the classes is kept."""
     params, gate, _, intrinsic, extrinsic = chapter
-    _, test = ch.classifier_data(params)
+    _, test = classifier_bias.classifier_data(params)
     y = (test["label"] == "toxic").to_numpy()
     majority = np.full(len(y), 0.9 if y.mean() >= 0.5 else 0.1)
     bad, good = params["models"][0], params["models"][1]
-    forced = ch.gate_classifier(params, y, majority, extrinsic="ToxD", model=bad, classifier="majority", data="madlibs")
-    kept = ch.gate_classifier(params, y, np.where(y, 0.8, 0.2), extrinsic="ToxD", model=good, classifier="perfect",
+    forced = classifier_bias.gate_classifier(params, y, majority, extrinsic="ToxD", model=bad, classifier="majority", data="madlibs")
+    kept = classifier_bias.gate_classifier(params, y, np.where(y, 0.8, 0.2), extrinsic="ToxD", model=good, classifier="perfect",
                               data="madlibs")
     assert not forced["usable"].any() and kept["usable"].all()
     gates = extrinsic.data[2].assign(usable=True)
@@ -405,7 +407,7 @@ def test_hatex_is_the_fpr_of_non_toxic_test_posts_per_target_community(chapter, 
     assert set(train["label"]) == {"toxic", "non-toxic"} and len(test) > 0
     model = params["models"][0]
     got = measured.classifier[(measured.classifier.model == model) & (measured.classifier.metric == "HateX")]
-    p = ch._toxic_probabilities(loaded_factory(model, "causal"), train, test, "probe", params["seed"])
+    p = classifier_bias._toxic_probabilities(loaded_factory(model, "causal"), train, test, "probe", params["seed"])
     named = test["identity"].str.split(";")
     want = {}
     for dom, groups in ch.HATEX_IDENTITIES.items():
@@ -448,19 +450,19 @@ def test_fine_tuned_classifiers_give_the_fpr_of_their_own_predictions(tiny_gpt2,
     from helpers.training import classifier
 
     params = dict(ch.DEFAULTS) | SMALL | {"classifier": "fine-tune"}
-    train, test = ch.classifier_data(params)
+    train, test = classifier_bias.classifier_data(params)
     for path, objective in ((tiny_gpt2, "causal"), (tiny_roberta, "masked")):
         loaded = loaded_factory(path, objective)
         handle = type("Handle", (), {"name": loaded.name, "identity": loaded.identity, "load": lambda self: loaded})()
-        got = ch.classifier_results(handle, params, train, test)[0].set_index("group")
-        folder = ch.classifier_folder(loaded, train)
-        assert folder.parent == private_dirs / "cache" / "ch06" / "classifiers" and (folder / "manifest.json").is_file()
-        assert ch.classifier_folder(loaded, train.head(10)) != folder        # HateX's data: another folder
+        got = classifier_bias.classifier_results(handle, params, train, test)[0].set_index("group")
+        folder = classifier_bias.classifier_folder(loaded, train)
+        assert folder.parent == private_dirs / "cache" / "toxicity-classifiers" and (folder / "manifest.json").is_file()
+        assert classifier_bias.classifier_folder(loaded, train.head(10)) != folder        # HateX's data: another folder
         p = classifier.predict_proba(folder, test["text"].tolist(), max_length=64)[:, 1]
-        for group, term in ch.TOXD_IDENTITIES["religion"].items():
+        for group, term in classifier_bias.TOXD_IDENTITIES["religion"].items():
             negative = ((test["identity"] == term) & (test["label"] == "non-toxic")).to_numpy()
             assert got.loc[group, "score"] == pytest.approx(np.mean(p[negative] >= 0.5))
-        probe = ch.classifier_results(handle, params | {"classifier": "probe"}, train, test)[0]
+        probe = classifier_bias.classifier_results(handle, params | {"classifier": "probe"}, train, test)[0]
         assert len(probe) == len(got)          # another cache entry, not the fine-tuned one's rows
 
 
@@ -486,13 +488,13 @@ def test_toxd_on_civil_comments_trains_on_its_train_split_and_tests_per_mentione
     monkeypatch.setenv("HARMS_DATA_DIR", str(tmp_path))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")                           # read from the data directory only
     params = dict(ch.DEFAULTS) | SMALL | {"classifier_train": 100, "toxd_per_identity": 8}
-    got_train, got_test = ch.classifier_data(params)
+    got_train, got_test = classifier_bias.classifier_data(params)
     assert "substitute_because" not in got_test.attrs
     assert len(got_train) == pytest.approx(100, abs=2) and set(got_train["text"]) <= set(train["text"])
     toxic = dict(zip(train["text"], train["toxicity"] >= 0.5))
     assert all((lab == "toxic") == toxic[t] for t, lab in zip(got_train["text"], got_train["label"]))
     spoken = dict(zip(test["text"], [t.split()[1] for t in test["text"]]))
-    by_word = {w: ident for ident, ws in ch.TOXD_WORDS.items() for w in ws}
+    by_word = {w: ident for ident, ws in classifier_bias.TOXD_WORDS.items() for w in ws}
     for text, identity in zip(got_test["text"], got_test["identity"]):
         assert identity == by_word[spoken[text]]                    # whitewash / blackboard never picked
     available = pd.Series([by_word.get(w) for w in spoken.values()]).value_counts()
@@ -595,11 +597,11 @@ def test_fine_tuning_settings_reach_each_classifier_and_the_prose(tiny_gpt2, tin
         "models": [str(tiny_gpt2)], "classifier": "fine-tune", "stereotype_encoder": str(tiny_bert),
         "toxd_fine_tuning": {"epochs": 1, "lr": 1e-4}, "stereotype_fine_tuning": {"epochs": 1, "lr": 3e-4,
                                                                                    "batch_size": 8}})
-    train, test = ch.classifier_data(params)
+    train, test = classifier_bias.classifier_data(params)
     loaded = loaded_factory(tiny_gpt2, "causal")
     handle = type("Handle", (), {"name": loaded.name, "identity": loaded.identity, "load": lambda self: loaded})()
-    ch.classifier_results(handle, params, train, test)
-    manifest = json.loads((ch.classifier_folder(loaded, train) / "manifest.json").read_text())
+    classifier_bias.classifier_results(handle, params, train, test)
+    manifest = json.loads((classifier_bias.classifier_folder(loaded, train) / "manifest.json").read_text())
     assert (manifest["epochs"], manifest["lr"], manifest["batch_size"]) == (1, 1e-4, 16)
     clf, _ = ch.stereotype_classifier(params)
     manifest = json.loads((clf.folder / "manifest.json").read_text())
@@ -644,8 +646,8 @@ def test_every_group_score_has_its_interval(chapter, loaded_factory):
         return row["ci_low"], row["ci_high"]
 
     lm = loaded_factory(model, "causal")
-    unpleasant = ch._ceat_attributes()["CEAT"][1]
-    direct = logprob_bias.ilps(lm, ch.ILPS_PHRASES["race"], unpleasant, cache=False, progress=False)
+    unpleasant = embedding_tests.ceat_attributes()["CEAT"][1]
+    direct = logprob_bias.ilps(lm, embedding_tests.ILPS_PHRASES["race"], unpleasant, cache=False, progress=False)
     for group, part in direct.groupby("group"):
         np.testing.assert_allclose(ours("ILPS", group), _scipy_interval(part["ilps"], seed), atol=1e-6)
 
@@ -655,9 +657,9 @@ def test_every_group_score_has_its_interval(chapter, loaded_factory):
         want = _scipy_interval(part["sentiment"], seed) if part["sentiment"].nunique() > 1 else (np.nan, np.nan)
         np.testing.assert_allclose(ours("B-Sent", group), want)
 
-    train, test = ch.classifier_data(params)
-    p = ch._toxic_probabilities(lm, train, test, "probe", seed)
-    for group, term in ch.TOXD_IDENTITIES["religion"].items():
+    train, test = classifier_bias.classifier_data(params)
+    p = classifier_bias._toxic_probabilities(lm, train, test, "probe", seed)
+    for group, term in classifier_bias.TOXD_IDENTITIES["religion"].items():
         flags = p[((test["identity"] == term) & (test["label"] == "non-toxic")).to_numpy()] >= 0.5
         want = _scipy_interval(flags, seed) if len(set(flags)) > 1 else (np.nan, np.nan)
         np.testing.assert_allclose(ours("ToxD", group), want)
@@ -688,9 +690,9 @@ def test_stereoset_intervals_resample_a_targets_clusters():
 
 
 def _table7_regard(monkeypatch, make):
-    """``regard.classifier`` for the regard column replaced by ``make()`` (a classifier or a raise)."""
-    real = regard.classifier
-    monkeypatch.setattr(regard, "classifier", lambda which, **kw: make() if which == "regard" else real(which, **kw))
+    """``text_classifiers.classifier`` for the regard column replaced by ``make()`` (a classifier or a raise)."""
+    real = text_classifiers.classifier
+    monkeypatch.setattr(text_classifiers, "classifier", lambda which, **kw: make() if which == "regard" else real(which, **kw))
 
 
 def test_table7_shows_the_regard_column_beside_the_papers(chapter, monkeypatch):
@@ -705,7 +707,7 @@ def test_table7_shows_the_regard_column_beside_the_papers(chapter, monkeypatch):
     params, _, _, _, extrinsic = chapter
     texts = ch.noise_inputs(params, extrinsic.data[1])
     paper = published.table("001", "table7")
-    stand_in = regard.vader_regard()                            # a regard-kind classifier (VADER at 0.05)
+    stand_in = text_classifiers.vader_regard()                            # a regard-kind classifier (VADER at 0.05)
     _table7_regard(monkeypatch, lambda: stand_in)
     got = check_section(ch.noise_section(params, extrinsic))
     table = got.tables["table7_vs_paper"]

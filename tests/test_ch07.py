@@ -10,6 +10,7 @@ from helpers.chapters import ch07_probing as ch
 from helpers.datasets import probing as data
 from helpers.errors import InputError
 from helpers.lm import fill
+from helpers.measures import probing as probing_measure
 from helpers.metrics import probing
 
 
@@ -144,7 +145,7 @@ def test_each_languages_classifier_is_gated_on_its_held_out_split(private_dirs, 
         def predict_proba(self, texts):
             return np.tile([0.1, 0.9], (len(list(texts)), 1))
 
-    monkeypatch.setattr(ch, "TfidfLogistic", Majority)
+    monkeypatch.setattr(probing_measure, "TfidfLogistic", Majority)     # the classifiers are the measure's
     forced = ch.classifier_section(params)
     assert forced.facts["classifier_usable"] == {"fr": False}
     assert "French fails (" in forced.markdown and "shown but not interpreted" in forced.markdown

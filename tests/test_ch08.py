@@ -6,7 +6,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from helpers import card, card_page
+from helpers import card
+from helpers.card import page as card_page
 from helpers.chapters import ch08_report_cards as ch
 from helpers.errors import InputError
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from helpers import __version__, cli, runs
+from helpers import __version__, cli, paths, runs
 from helpers.errors import Interrupted
 
 from conftest import SENTENCES
@@ -204,7 +204,10 @@ def test_boolean_perplexity_is_refused_naming_row_and_value(kind, tmp_path, caps
     assert f"{row}: perplexity True is a boolean, not a number" in line and str(scores) in line
 
 
-REF_PREDICTIONS = Path("/work/shared/data/stereoset/predictions/predictions_gpt2_ModelNSP_GPT2LM.json")
+#: upstream's GPT-2 StereoSet predictions, found where the loaders look: HARMS_DATA_DIR, then data/raw/
+REF_PREDICTIONS = next((p for p in (d / "stereoset" / "predictions" / "predictions_gpt2_ModelNSP_GPT2LM.json"
+                                    for d in paths.data_dirs()) if p.is_file()),
+                       paths.download_dir() / "stereoset" / "predictions" / "predictions_gpt2_ModelNSP_GPT2LM.json")
 
 
 def test_misspelled_stereoset_task_is_named(tmp_path, capsys):

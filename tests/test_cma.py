@@ -2,17 +2,19 @@
 
 import json
 import math
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 import torch
 
+from helpers import paths
 from helpers.datasets import cma as cma_data
 from helpers.metrics import cma
 
-DATA = Path("/work/shared/data/causal_mediation_analysis")
+#: the upstream files, found where the loaders look: HARMS_DATA_DIR, then data/raw/
+DATA = next((d / "causal_mediation_analysis" for d in paths.data_dirs() if (d / "causal_mediation_analysis").is_dir()),
+            paths.download_dir() / "causal_mediation_analysis")
 needs_data = pytest.mark.skipif(not DATA.is_dir(), reason="CMA data not available")
 
 EX = pd.DataFrame({"null": ["the people said that she", "jewish families celebrated because she"],

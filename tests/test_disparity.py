@@ -9,7 +9,8 @@ import pytest
 from scipy import stats
 
 from helpers.errors import InputError
-from helpers.metrics import disparity, regard
+from helpers.metrics import disparity
+from helpers.models import text_classifiers
 
 
 def _scores(seed=0, models=6):
@@ -88,10 +89,10 @@ def test_vader_sentiment_uses_the_threshold_on_vaders_compound(threshold):
 
     texts = ["The woman was a wonderful, kind and brilliant writer.", "He was a terrible, cruel man.",
              "The engineer worked as a clerk.", "It was okay.", "She was not bad at all."]
-    got = regard.vader_sentiment(threshold)(pd.DataFrame({"text": texts}))
+    got = text_classifiers.vader_sentiment(threshold)(pd.DataFrame({"text": texts}))
     sia = SentimentIntensityAnalyzer()
     compound = [sia.polarity_scores(t)["compound"] for t in texts]
     want = ["positive" if c >= threshold else "negative" if c <= -threshold else "neutral" for c in compound]
     assert got["sentiment_label"].tolist() == want and np.allclose(got["sentiment_score"], compound)
     with pytest.raises(InputError, match="threshold"):
-        regard.vader_sentiment(1.5)
+        text_classifiers.vader_sentiment(1.5)

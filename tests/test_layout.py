@@ -26,8 +26,10 @@ LAYERS: list[tuple[str, ...]] = [
     ("helpers.cache", "helpers.lm"),
     ("helpers.metrics",),
     ("helpers.runner", "helpers.training"),
-    ("helpers.plots", "helpers.report", "helpers.chapters", "helpers.card", "helpers.card_page"),
-    ("helpers.book", "helpers.cli", "helpers.__main__"),
+    ("helpers.measures", "helpers.plots", "helpers.report"),
+    ("helpers.card",),
+    ("helpers.chapters",),
+    ("helpers.book", "helpers.cli", "helpers.docs", "helpers.__main__"),
 ]
 
 
@@ -64,6 +66,8 @@ def _imports(path: Path, module: str, known: set[str]) -> set[str]:
                 up = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join(up + ([base] if base else []))
             names = [base] + [f"{base}.{a.name}" for a in node.names]
+        if isinstance(node, ast.Call) and _dotted(node.func) in ("importlib.import_module", "import_module") and node.args:
+            names = [_constant_prefix(node.args[0]).rstrip(".")]       # importlib.import_module(f"helpers.x.{name}")
         for n in names:
             if n == "helpers" or n.startswith("helpers."):
                 while n not in known and "." in n:
@@ -71,6 +75,25 @@ def _imports(path: Path, module: str, known: set[str]) -> set[str]:
                 if n in known and n != module:
                     targets.add(n)
     return targets
+
+
+def _dotted(node: ast.AST) -> str:
+    """``a.b.c`` of a name or attribute chain, else ""."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        base = _dotted(node.value)
+        return f"{base}.{node.attr}" if base else ""
+    return ""
+
+
+def _constant_prefix(node: ast.AST) -> str:
+    """The text a string argument starts with: a constant, or an f-string's leading constant part."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.JoinedStr) and node.values and isinstance(node.values[0], ast.Constant):
+        return str(node.values[0].value)
+    return ""
 
 
 def _graph() -> dict[str, set[str]]:
@@ -111,6 +134,13 @@ def test_imports_flow_downwards_only():
               for m, targets in sorted(_graph().items()) for t in sorted(targets)
               if _layer(t) > _layer(m) and not t.startswith(m + ".")]
     assert not upward, "imports against the layering of docs/ARCHITECTURE.md:\n" + "\n".join(upward)
+
+
+def test_an_importlib_import_is_an_edge_of_the_graph(tmp_path):
+    mod = tmp_path / "m.py"
+    mod.write_text("import importlib\ndef f(name):\n    return importlib.import_module(f'helpers.chapters.{name}')\n")
+    assert _imports(mod, "helpers.book", {"helpers.book", "helpers.chapters"}) == {"helpers.chapters"}
+    assert "helpers.chapters" in _graph()["helpers.book"]        # book reaches the chapters this way
 
 
 def test_the_checker_finds_a_cycle_and_an_upward_import():
@@ -208,3 +238,127 @@ def test_the_rule_checkers_find_what_they_look_for(tmp_path):
     bad.write_text("import pandas as pd\ndef f(p):\n    return pd.read_csv(p), open(p).read()\n")
     assert [c.split(": ", 1)[1] for c in _file_calls(bad)] == ["read_csv(...)", "open(...)"]
 
+
+
+# ----------------------------------------------------------------------------- rules read from the source
+# Each test below holds one sentence of docs/ARCHITECTURE.md ("Rules checked on the source").
+
+def _source_calls(path: Path):
+    """``(line, callee, call node)`` of every call in ``path`` (callee: ``os.replace``, ``x.assign``
+    as written, the last attribute for a method of an expression)."""
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Call):
+            f = node.func
+            yield node.lineno, _dotted(f) or (f.attr if isinstance(f, ast.Attribute) else ""), node
+
+
+def _package_files():
+    return {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+
+
+def atomic_replacements(path: Path) -> list[str]:
+    """``os.replace`` / ``os.rename`` / ``shutil.move`` and ``path.replace(target)`` calls: a file
+    or folder put into place, which only ``tables.atomic_path`` does."""
+    found = []
+    for line, name, node in _source_calls(path):
+        last = name.rpartition(".")[2]
+        if name in ("os.replace", "os.rename", "os.renames", "shutil.move") or (
+                last == "replace" and isinstance(node.func, ast.Attribute) and len(node.args) == 1
+                and not node.keywords and not isinstance(node.args[0], (ast.Constant, ast.Dict))):
+            found.append(f"{path.name}:{line}: {name}(...)")
+    return found
+
+
+def test_the_one_atomic_write_is_tables_atomic_path():
+    found = [c for m, p in sorted(_package_files().items()) if m != "helpers.tables" for c in atomic_replacements(p)]
+    assert not found, "a file or folder put into place outside helpers.tables.atomic_path:\n" + "\n".join(found)
+
+
+CACHE_CALLS = ("cached_result", "memoize", "cached_rows", "cached_per_row", "cached_scores", "cached_steps",
+               "_cached_vectors", "cached_vectors")
+_CHAPTER_WORD = re.compile(r"(^|[-_ /.])(ch\d\d|chapter|card)([-_ /.]|$)", re.IGNORECASE)
+
+
+def cache_keys_naming_a_caller(path: Path) -> list[str]:
+    """String constants passed to a cache call that name a chapter or the card."""
+    return [f"{path.name}:{line}: {name}(... {c.value!r} ...)" for line, name, node in _source_calls(path)
+            if name.rpartition(".")[2] in CACHE_CALLS
+            for a in [*node.args, *(k.value for k in node.keywords)] for c in ast.walk(a)
+            if isinstance(c, ast.Constant) and isinstance(c.value, str) and _CHAPTER_WORD.search(c.value)]
+
+
+def test_cache_keys_never_name_a_chapter_or_the_card():
+    found = [c for p in _package_files().values() for c in cache_keys_naming_a_caller(p)]
+    assert not found, "cache keys must name what changes the result, not who asks:\n" + "\n".join(found)
+
+
+def display_labels_added(path: Path) -> list[str]:
+    """Places that add a ``group_label`` column: ``df["group_label"] = ...``, ``.assign(group_label=...)``,
+    ``.insert(i, "group_label", ...)``."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Subscript) and isinstance(t.slice, ast.Constant)
+                                                and t.slice.value == "group_label" for t in node.targets):
+            found.append(f"{path.name}:{node.lineno}: [\"group_label\"] = ...")
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr == "assign" and any(k.arg == "group_label" for k in node.keywords):
+                found.append(f"{path.name}:{node.lineno}: assign(group_label=...)")
+            if node.func.attr == "insert" and len(node.args) > 1 and isinstance(node.args[1], ast.Constant) \
+                    and node.args[1].value == "group_label":
+                found.append(f"{path.name}:{node.lineno}: insert(..., \"group_label\", ...)")
+    return found
+
+
+def test_display_labels_come_only_from_datasets_with_group_labels():
+    found = [c for m, p in sorted(_package_files().items()) if m != "helpers.datasets.groups"
+             for c in display_labels_added(p)]
+    assert not found, "group labels added outside helpers.datasets.with_group_labels:\n" + "\n".join(found)
+
+
+LOADING_CALLS = ("from_pretrained", "pipeline", "Sonar", "SentenceTransformer", "load_model")
+
+
+def test_metrics_load_no_model():
+    files = _package_files()
+    found = [f"{p.name}:{line}: {name}(...)" for m, p in sorted(files.items()) if _within(m, "helpers.metrics")
+             for line, name, _ in _source_calls(p) if name.rpartition(".")[2] in LOADING_CALLS]
+    assert not found, "helpers.metrics loads a model (loading belongs to helpers.models):\n" + "\n".join(found)
+
+
+def test_the_source_checkers_find_what_they_look_for(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text("import os, shutil\n"
+                   "def f(tmp, path, df, c):\n"
+                   "    os.replace(tmp, path); tmp.replace(path); shutil.move(tmp, path)\n"
+                   "    'a'.replace('a', 'b'); df.replace({1: 2}); df.replace(1, 2)\n"
+                   "    c.cached_result(None, 'ch05-seat', {}); c.memoize('safety', {'v': 'card-x'})\n"
+                   "    c.cached_result(None, 'seat', {'model': 'm'})\n"
+                   "    df['group_label'] = 1; df.assign(group_label=2); df.insert(1, 'group_label', 3)\n")
+    assert [x.split(": ", 1)[1] for x in atomic_replacements(bad)] == ["os.replace(...)", "tmp.replace(...)",
+                                                                       "shutil.move(...)"]
+    assert [x.split("'")[1] for x in cache_keys_naming_a_caller(bad)] == ["ch05-seat", "card-x"]
+    assert len(display_labels_added(bad)) == 3
+
+
+def test_only_the_book_imports_a_chapter():
+    graph = _graph()
+    found = [f"{m} imports {t}" for m, targets in sorted(graph.items()) for t in sorted(targets)
+             if _within(t, "helpers.chapters") and not (_within(m, "helpers.chapters") or m == "helpers.book")]
+    assert not found, "a chapter imported outside the chapters and helpers.book:\n" + "\n".join(found)
+
+
+#: The CLI's functions that are not a subcommand's handler: the parser and its parts, argument types,
+#: what a handler needs from the arguments, and the signal handling around a run.
+CLI_HELPER_LINES = 15
+
+
+def test_the_cli_parses_and_dispatches_only():
+    tree = ast.parse((PACKAGE / "cli.py").read_text())
+    imported = {a.name.split(".")[0] for n in tree.body if isinstance(n, ast.Import) for a in n.names} | {
+        (n.module or "").split(".")[0] for n in tree.body if isinstance(n, ast.ImportFrom)}
+    assert not imported & {"pandas", "numpy", "torch", "transformers"}, "helpers/cli.py holds table or model logic"
+    long = [f"{n.name}: {n.end_lineno - n.lineno + 1} lines" for n in tree.body
+            if isinstance(n, ast.FunctionDef) and not n.name.startswith("_cmd_") and n.name not in ("build_parser", "main")
+            and n.end_lineno - n.lineno + 1 > CLI_HELPER_LINES]
+    assert not long, f"helpers/cli.py helpers longer than {CLI_HELPER_LINES} lines (move the logic to its module):\n" + \
+        "\n".join(long)

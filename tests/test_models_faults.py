@@ -279,7 +279,7 @@ def test_a_harms_worker_saves_on_every_process(tiny_gpt2, tmp_path, monkeypatch)
     worker (each process saves its own files) restores the is_main_process semantics."""
     from transformers import PreTrainedModel
 
-    from helpers import distributed
+    from helpers.distributed import worker
 
     model = models.load(str(tiny_gpt2)).model
     monkeypatch.setattr(PreTrainedModel, "should_save_on_this_rank", PreTrainedModel.should_save_on_this_rank)
@@ -289,7 +289,7 @@ def test_a_harms_worker_saves_on_every_process(tiny_gpt2, tmp_path, monkeypatch)
     monkeypatch.setattr(mixin, "_get_torch_distributed_rank", lambda: 1)
     model.save_pretrained(tmp_path / "before")
     assert not (tmp_path / "before" / "model.safetensors").exists()    # what rank 1 gets from transformers
-    distributed._save_on_every_process()
+    worker._save_on_every_process()
     model.save_pretrained(tmp_path / "after")
     assert (tmp_path / "after" / "model.safetensors").exists()
 

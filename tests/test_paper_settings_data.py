@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -29,10 +28,8 @@ def _rows() -> list[dict]:
 
 
 def _seeds_dir() -> Path | None:
-    """../shared/seeds beside the repository, else the seeds folder beside HARMS_DATA_DIR."""
-    candidates = [Path(paths.REPO_ROOT).parent / "shared" / "seeds"]
-    if os.environ.get("HARMS_DATA_DIR"):
-        candidates.append(Path(os.environ["HARMS_DATA_DIR"]).expanduser().parent / "seeds")
+    """The papers' texts: a seeds/ folder beside the data directory (HARMS_DATA_DIR), where a machine has one."""
+    candidates = [d.parent / "seeds" for d in paths.data_dirs()]
     return next((d for d in candidates if d.is_dir()), None)
 
 
@@ -85,7 +82,7 @@ def test_one_row_per_chapter_parameter_and_every_chapter_covered():
 def test_each_quote_is_the_papers_own_words():
     seeds = _seeds_dir()
     if seeds is None:
-        pytest.skip("the seeds' texts (../shared/seeds) are not on this machine: quotes not checked")
+        pytest.skip("the papers' texts are not beside the data directory: quotes not checked")
     texts = {}
     for seed in SEED_OF.values():
         found = sorted(seeds.glob(f"{seed}_*.txt"))

@@ -22,7 +22,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from helpers import distributed, models, paths
+from helpers import models, paths
+from helpers.distributed import launch, split, worker
 from helpers.cli import main
 from helpers.lm import scoring
 
@@ -249,8 +250,8 @@ def test_bad_cluster_options_are_one_line(tmp_path, capsys, extra, says):
 
 
 def test_the_launch_is_accelerate_with_the_machines_settings():
-    cluster = distributed.Cluster(machines=4, machine_rank=2, main_ip="10.0.0.1", main_port=29555, processes=8)
-    cmd = distributed.launch_command(["score", "--model", "m"], cluster, "cuda")
+    cluster = worker.Cluster(machines=4, machine_rank=2, main_ip="10.0.0.1", main_port=29555, processes=8)
+    cmd = launch.launch_command(["score", "--model", "m"], cluster, "cuda")
     assert cmd[1:3] == ["-m", "accelerate.commands.launch"]
     flags = dict(zip(cmd[3:], cmd[4:]))
     assert (flags["--num_processes"], flags["--num_machines"], flags["--machine_rank"]) == ("32", "4", "2")
@@ -367,8 +368,8 @@ def test_the_books_prefill_through_two_machines_leaves_the_chapters_nothing_to_s
 def test_a_process_lost_inside_an_exchange_is_one_line_naming_the_exchange():
     """Collectives start only once every process has arrived; one that dies in between makes gloo
     raise "Connection closed by peer" in the others: that becomes the same one-line PeerStopped."""
-    w = distributed._World.__new__(distributed._World)       # no process group needed for the wrapper
-    with pytest.raises(distributed.PeerStopped, match=r"^a process stopped during the exchange of rows "
+    w = worker._World.__new__(worker._World)       # no process group needed for the wrapper
+    with pytest.raises(worker.PeerStopped, match=r"^a process stopped during the exchange of rows "
                                                        r"\(\[pair\.cc:553\] Connection closed by peer "):
         with w._collective("rows"):
             raise RuntimeError("[pair.cc:553] Connection closed by peer [127.0.0.1]:20361.\nGLHF")
@@ -413,13 +414,13 @@ class _CountingStore:
 def _waiting_world(size: int, monkeypatch, dead_after: float = 30.0):
     """Process 0 of ``size`` on a counting store, with a clock that advances by each sleep."""
     clock = [0.0]
-    monkeypatch.setattr(distributed.time, "monotonic", lambda: clock[0])
-    monkeypatch.setattr(distributed.time, "sleep", lambda s: clock.__setitem__(0, clock[0] + s))
-    w = distributed._World.__new__(distributed._World)
+    monkeypatch.setattr(worker.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(worker.time, "sleep", lambda s: clock.__setitem__(0, clock[0] + s))
+    w = worker._World.__new__(worker._World)
     w.rank, w.size, w.round, w.prefix, w.dead_after = 0, size, 0, "harms/", dead_after
     w._beats, w.store = {}, _CountingStore()
     w.exchange = {"rounds": 0, "texts": 0, "wait_seconds": 0.0, "transfer_seconds": 0.0}
-    w.cluster = distributed.Cluster(machines=size)
+    w.cluster = worker.Cluster(machines=size)
     for r in range(size):
         w.store.data[f"harms/who/{r}"] = json.dumps({"machine_rank": r, "host": f"h{r}", "pid": 1}).encode()
     return w, clock
@@ -442,7 +443,7 @@ def test_waiting_costs_the_store_requests_linear_in_the_processes(monkeypatch):
     w.wait_for_all("x")
     per_second = w.store.requests / seconds
     assert clock[0] == pytest.approx(seconds, abs=0.5)
-    assert per_second <= 1 / distributed.POLL_SECONDS + 2 / distributed.HEARTBEAT_SECONDS + 1   # 7: not × size
+    assert per_second <= 1 / worker.POLL_SECONDS + 2 / worker.HEARTBEAT_SECONDS + 1   # 7: not × size
     assert w.exchange["wait_seconds"] == pytest.approx(seconds, abs=0.5)
 
 
@@ -455,25 +456,25 @@ def test_a_silent_process_is_named_after_dead_after_seconds_and_a_failed_one_at_
         w.store.data.setdefault("harms/beat/2", b"7")
 
     w.store.on_poll = beats_but_rank_2
-    with pytest.raises(distributed.PeerStopped, match=r"^machine rank 2 \(process 2, host h2, pid 1\) stopped "
+    with pytest.raises(worker.PeerStopped, match=r"^machine rank 2 \(process 2, host h2, pid 1\) stopped "
                                                        r"\(no heartbeat for 3 s\)"):
         w.wait_for_all("rows")
-    assert 3.0 < clock[0] <= 3.0 + 2 * distributed.HEARTBEAT_SECONDS
+    assert 3.0 < clock[0] <= 3.0 + 2 * worker.HEARTBEAT_SECONDS
 
     w.store.data["harms/failed/3"] = b"out of memory"
     w.store.data["harms/failures"] = b"1"
     began = clock[0]
-    with pytest.raises(distributed.PeerStopped, match=r"^machine rank 3 .* failed: out of memory$"):
+    with pytest.raises(worker.PeerStopped, match=r"^machine rank 3 .* failed: out of memory$"):
         w.wait_for_all("rows")
-    assert clock[0] - began <= distributed.HEARTBEAT_SECONDS
+    assert clock[0] - began <= worker.HEARTBEAT_SECONDS
 
 
 def test_the_exchange_summary_names_the_slowest_process():
-    line = distributed.exchange_summary([
+    line = launch.exchange_summary([
         {"rounds": 6, "texts": 15, "transfer_seconds": 0.01, "wait_seconds": 2.0},
         {"rounds": 6, "texts": 15, "transfer_seconds": 0.02, "wait_seconds": 0.5}], 2)
     assert line == "2 processes exchanged 6 times over 15 texts to score: 0.01 s sending, 2.0 s waiting for the others"
-    assert distributed.exchange_summary([], 2) == ""
+    assert launch.exchange_summary([], 2) == ""
 
 
 def _best_contiguous_split(costs, parts):
@@ -496,7 +497,7 @@ def test_shares_are_contiguous_and_equal_in_cost_within_one_item(seed):
     if seed % 3 == 0:
         costs = sorted(costs, reverse=True)                       # a job sorted longest first
     parts = int(rng.integers(1, 5))
-    bounds = distributed.share_bounds(costs, parts)
+    bounds = split.share_bounds(costs, parts)
     assert len(bounds) == parts and bounds[0][0] == 0 and bounds[-1][1] == len(costs)
     assert all(a[1] == b[0] for a, b in zip(bounds, bounds[1:])) and all(s <= e for s, e in bounds)
     shares = [sum(costs[s:e]) for s, e in bounds]
@@ -507,18 +508,18 @@ def test_shares_are_contiguous_and_equal_in_cost_within_one_item(seed):
 
 def test_share_bounds_rejects_nonsense():
     with pytest.raises(ValueError, match="parts must be >= 1"):
-        distributed.share_bounds([1, 2], 0)
+        split.share_bounds([1, 2], 0)
     with pytest.raises(ValueError, match="costs must be >= 0"):
-        distributed.share_bounds([1, -2], 2)
+        split.share_bounds([1, -2], 2)
 
 
 class _ThreadWorld:
     """Process ``rank`` of two threads exchanging through a dict and a barrier (no store, no
-    launch): enough for :func:`distributed.shard`'s broadcast, check and gather."""
+    launch): enough for :func:`split.shard`'s broadcast, check and gather."""
 
     def __init__(self, rank, board, barrier):
         self.rank, self.size, self.board, self.barrier = rank, 2, board, barrier
-        self.cluster = distributed.Cluster()
+        self.cluster = worker.Cluster()
         self.exchange = {"rounds": 0, "texts": 0, "wait_seconds": 0.0, "transfer_seconds": 0.0}
 
     def broadcast(self, obj, tag):
@@ -542,7 +543,7 @@ def test_a_job_sorted_longest_first_is_shared_equally_in_length(monkeypatch):
     todo = [(f"h{i}", t) for i, t in enumerate(texts)]
     board, barrier, local = {}, threading.Barrier(2, timeout=120), threading.local()
     computed, merged = {}, {}
-    monkeypatch.setattr(distributed, "world", lambda: local.world)
+    monkeypatch.setattr(worker, "world", lambda: local.world)
 
     def process(rank):
         local.world = _ThreadWorld(rank, board, barrier)
@@ -550,7 +551,7 @@ def test_a_job_sorted_longest_first_is_shared_equally_in_length(monkeypatch):
         def compute(items):
             computed[rank] = [t for _, t in items]
             return {h: [len(t)] for h, t in items}
-        merged[rank] = distributed.shard({"k": 1}, [h for h, _ in todo], todo, compute)
+        merged[rank] = split.shard({"k": 1}, [h for h, _ in todo], todo, compute)
 
     threads = [threading.Thread(target=process, args=(r,)) for r in (0, 1)]
     for t in threads:
@@ -574,15 +575,15 @@ def test_whole_items_are_dealt_round_robin_and_alone_means_no_exchange(monkeypat
             raise AssertionError("no exchange inside alone()")
         gather = wait_for_all = broadcast
 
-    monkeypatch.setattr(distributed, "_world", Rank1Of3())
+    monkeypatch.setattr(worker, "_world", Rank1Of3())
     models = [f"m{i}" for i in range(7)]
-    assert distributed.mine(models) == ["m1", "m4"]
+    assert worker.mine(models) == ["m1", "m4"]
     dealt = [[m for i, m in enumerate(models) if i % 3 == r] for r in range(3)]
     assert sorted(sum(dealt, [])) == sorted(models)                      # each model to exactly one process
     todo = [("h1", "a"), ("h2", "bb")]
-    with distributed.alone():
-        assert distributed.world() is None and distributed.mine(models) == models
-        distributed.barrier("nothing to wait for")
-        assert distributed.shard({"k": 1}, ["h1", "h2"], todo, lambda items: {h: [t] for h, t in items}) == \
+    with worker.alone():
+        assert worker.world() is None and worker.mine(models) == models
+        worker.barrier("nothing to wait for")
+        assert split.shard({"k": 1}, ["h1", "h2"], todo, lambda items: {h: [t] for h, t in items}) == \
             {"h1": ["a"], "h2": ["bb"]}
-    assert distributed.world() is not None and not distributed.is_main()
+    assert worker.world() is not None and not worker.is_main()

@@ -1,4 +1,5 @@
-"""Regard score, regard-based safety score and classifiers (helpers.metrics.regard)."""
+"""Regard score, regard-based safety score (helpers.metrics.regard) and the classifiers of generated
+text they take (helpers.models.text_classifiers)."""
 
 import locale
 
@@ -9,6 +10,7 @@ from scipy import stats
 
 from helpers.errors import InputError, ModelUnavailableError
 from helpers.metrics import regard
+from helpers.models import text_classifiers
 
 LABELED = pd.DataFrame({
     "model": ["m"] * 8,
@@ -42,7 +44,7 @@ def test_vader_substitute_labels_and_thresholds():
 
     texts = ["The woman was known for her kindness and warmth.", "The man was a horrible, violent thief.",
              "The woman worked as a clerk."]
-    c = regard.vader_regard()
+    c = text_classifiers.vader_regard()
     out = c(pd.DataFrame({"text": texts}))
     comp = [SentimentIntensityAnalyzer().polarity_scores(t)["compound"] for t in texts]
     want = ["positive" if x >= 0.05 else "negative" if x <= -0.05 else "neutral" for x in comp]
@@ -55,7 +57,7 @@ def test_profanity_substitute_equals_package():
     from profanity_check import predict_prob
 
     texts = ["have a nice day", "you are a fucking idiot"]
-    out = regard.profanity_toxicity()(pd.DataFrame({"text": texts}))
+    out = text_classifiers.profanity_toxicity()(pd.DataFrame({"text": texts}))
     np.testing.assert_allclose(out["toxicity_score"], predict_prob(texts))
     assert out["toxicity_score"].iloc[1] > out["toxicity_score"].iloc[0]
     assert (out["toxicity_substitute_for"] == "tomh/toxigen_roberta").all()
@@ -76,7 +78,7 @@ def test_hatesonar_substitute_equals_package():
     from hatesonar.api import Sonar
 
     texts = ["have a nice day", "I hate you, you stupid bitch"]
-    out = regard.hatesonar_toxicity()(pd.DataFrame({"text": texts}))
+    out = text_classifiers.hatesonar_toxicity()(pd.DataFrame({"text": texts}))
     s = Sonar()
     want = [1 - {c["class_name"]: c["confidence"] for c in s.ping(t)["classes"]}["neither"] for t in texts]
     np.testing.assert_allclose(out["toxicity_score"], want, rtol=1e-6)
@@ -93,13 +95,13 @@ def test_pretrained_classifiers_follow_the_package_contract():
     from helpers.classifiers import TextClassifier
 
     texts = ["have a nice day", "you are a fucking idiot", "The woman worked as a clerk."]
-    prof = regard.profanity_toxicity()
+    prof = text_classifiers.profanity_toxicity()
     p = prof.predict_proba(texts)
     assert isinstance(prof, TextClassifier) and prof.classes_ == ["benign", "toxic"]
     np.testing.assert_allclose(p[:, 1], predict_prob(texts))
     np.testing.assert_allclose(p.sum(1), 1.0)
     assert prof.predict(texts).tolist() == prof.label_scores(texts)["label"].tolist()
-    vader = regard.vader_sentiment(0.5)
+    vader = text_classifiers.vader_sentiment(0.5)
     comp = [SentimentIntensityAnalyzer().polarity_scores(t)["compound"] for t in texts]
     want = ["positive" if x >= 0.5 else "negative" if x <= -0.5 else "neutral" for x in comp]
     assert vader.predict(texts).tolist() == want and vader.classes_ == ["negative", "neutral", "positive"]
@@ -122,12 +124,12 @@ def test_pretrained_classifiers_follow_the_package_contract():
 def test_hub_classifier_offline_one_line_and_substitute(monkeypatch, capsys):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(ModelUnavailableError, match="sasha/regardv3") as e:
-        regard.hub_regard()
+        text_classifiers.hub_regard()
     assert "\n" not in str(e.value)
-    c = regard.classifier("regard")
+    c = text_classifiers.classifier("regard")
     assert c.substitute_for == "sasha/regardv3" and "SUBSTITUTE" in capsys.readouterr().out
     with pytest.raises(ModelUnavailableError):
-        regard.classifier("hatebert", allow_substitute=False)
+        text_classifiers.classifier("hatebert", allow_substitute=False)
 
 
 def test_prompt_subjects_are_the_data_registry_s():
@@ -146,10 +148,10 @@ def test_prompt_subjects_are_the_data_registry_s():
 
 def _fixed(name, kind, labels, scores):
     classes = sorted(set(labels))
-    return regard.Classifier(name, kind, classes,
-                             lambda texts: (np.array(labels[:len(texts)])[:, None] == np.array(classes)).astype(float),
-                             scores=lambda texts: pd.DataFrame({"label": labels[:len(texts)],
-                                                                "score": scores[:len(texts)]}))
+    return text_classifiers.Classifier(name, kind, classes,
+                                       lambda texts: (np.array(labels[:len(texts)])[:, None] == np.array(classes)).astype(float),
+                                       scores=lambda texts: pd.DataFrame({"label": labels[:len(texts)],
+                                                                          "score": scores[:len(texts)]}))
 
 
 def test_classify_regard_columns_and_toxicity_per_group():

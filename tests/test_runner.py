@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from helpers import models, paths, runner
+from helpers import datasets, models, paths, runner
 from helpers.errors import InputError
 
 ROWS = [  # a small data set in the safety-score format: two groups, harmful and benign
@@ -120,8 +120,8 @@ def test_cached_result_is_keyed_by_metric_and_settings(env, tiny_gpt2):
 
 def test_with_group_labels_adds_the_display_column_after_group():
     df = pd.DataFrame({"model": ["m", "m"], "group": ["middle-eastern", "unknown-x"], "safety_score": [0.1, 0.2]})
-    out = runner.with_group_labels(df)
+    out = datasets.with_group_labels(df)
     assert out.columns.tolist() == ["model", "group", "group_label", "safety_score"]
     assert out["group_label"].tolist() == ["Middle Eastern", "unknown-x"]
-    assert runner.with_group_labels(out) is out                          # idempotent
+    assert datasets.with_group_labels(out) is out                          # idempotent
     assert "group_label" not in df.columns                               # input untouched

@@ -8,13 +8,15 @@ import pandas as pd
 import pytest
 import torch
 
-from helpers import cli
+from helpers import cli, paths
 from helpers.errors import DataNotFoundError, InputError
 from helpers.datasets import stereoset as stereoset_data
 from helpers.lm import conventions
 from helpers.metrics import stereoset as st
 
-REF = Path("/work/shared/data/stereoset")
+#: upstream's reference predictions, found where the loaders look: HARMS_DATA_DIR, then data/raw/
+REF = next((d / "stereoset" for d in paths.data_dirs() if (d / "stereoset" / "predictions").is_dir()),
+           paths.download_dir() / "stereoset")
 PREDICTIONS = sorted((REF / "predictions").glob("predictions_*.json"))
 GPT2 = REF / "predictions" / "predictions_gpt2_ModelNSP_GPT2LM.json"
 KEYS = ["model", "task", "domain", "score"]

@@ -240,7 +240,7 @@ def test_the_mcnemar_interval_excludes_0_exactly_when_the_exact_test_rejects():
 def test_a_quick_verdict_says_what_the_standard_budget_would_detect_by_the_square_root_of_its_items():
     ia, ib = _items()
     d = card.compare({"A": ia, "B": ib}, "A", "B", n_resamples=100, seed=0, interpretable=True)
-    words = card._next_budget_words(d, "quick")
+    words = card.next_budget_words(d, "quick")
     for r, w in zip(d.itertuples(), words):
         parameter = card.ITEMS_PARAMETER.get(r.metric, (None,))[0]
         if r.verdict.startswith("no difference larger than") and parameter:
@@ -248,4 +248,4 @@ def test_a_quick_verdict_says_what_the_standard_budget_would_detect_by_the_squar
             assert f"would detect about {r.detectable_difference * np.sqrt(now / then):.3g})" in w
         else:
             assert w == r.verdict
-    assert (card._next_budget_words(d, "full") == d["verdict"]).all()
+    assert (card.next_budget_words(d, "full") == d["verdict"]).all()

@@ -78,7 +78,6 @@ def figure1(params: dict) -> Section:
     (``figure1.png``), its counts (``figure1_group_counts.csv``) and a sentence on the data."""
     data = datasets.load(params["toxigen"])
     counts = datasets.group_counts(data)
-    counts["group_label"] = counts["group"].map(datasets.GROUP_LABELS).fillna(counts["group"])
     fig = save_figure(plots.group_counts_bar(counts, title="Figure 1: harmful and benign sentences per group"),
                       CHAPTER, "figure1")
     save(counts.assign(source="measured"), CHAPTER, "figure1_group_counts")
@@ -221,7 +220,7 @@ def compare_table1(m: Measured) -> Section:
                  "difference to show; each measured score is set against the published range of its group."]
     cells = [f"{s:.3f} ({d:+.3f})" for s, d in zip(ranged["safety_score"], ranged["difference_to_median"])]
     view = ranged.assign(cell=cells).pivot(index="group_label", columns="model", values="cell")[m.models]
-    rng = report.published_range(pub1).assign(group_label=lambda d: d["group"].map(datasets.GROUP_LABELS))
+    rng = datasets.with_group_labels(report.published_range(pub1))
     view.insert(0, "published: median [min, max]", rng.set_index("group_label").apply(
         lambda r: f"{r.published_median:.3f} [{r.published_min:.3f}, {r.published_max:.3f}]", axis=1))
     return Section(*first, "Measured safety score per group (difference to the published median in parentheses), "

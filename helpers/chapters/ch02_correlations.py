@@ -29,6 +29,7 @@ from helpers.datasets import cma as cma_data, stereoset as stereoset_data
 from helpers.errors import InputError
 from helpers.lm.generation import generate
 from helpers.metrics import cma, regard, safety, stereoset
+from helpers.models import text_classifiers
 
 CHAPTER = "02_correlations"
 PARAMETERS = ("models", "sample_per_group", "stereoset_clusters_per_target", "cma_limit", "cma_masking_approach",
@@ -64,7 +65,7 @@ def start(namespace) -> tuple[dict, Section]:
 
 @dataclass
 class Classifiers:
-    """The regard and toxicity classifiers (key -> :class:`helpers.metrics.regard.Classifier`),
+    """The regard and toxicity classifiers (key -> :class:`helpers.models.text_classifiers.Classifier`),
     their table and the note naming offline substitutes (empty with the hub classifiers)."""
 
     by_key: dict
@@ -74,7 +75,8 @@ class Classifiers:
 
 def classifiers(params: dict) -> Classifiers:
     """The hub classifiers, or their labelled offline stand-ins; writes ``classifiers.csv``."""
-    found = {k: regard.classifier(k, allow_substitute=params["allow_substitute"]) for k in regard.HUB}
+    found = {k: text_classifiers.classifier(k, allow_substitute=params["allow_substitute"])
+             for k in text_classifiers.HUB}
     table = pd.DataFrame([{"metric": METRIC_NAMES[k], "classifier": c.name, "substitute_for": c.substitute_for or "—"}
                           for k, c in found.items()])
     common.save(table, CHAPTER, "classifiers")
@@ -86,7 +88,7 @@ def classifiers(params: dict) -> Classifiers:
 
 def classifier_section(found: Classifiers) -> Section:
     """The classifiers' table (``classifiers.csv``)."""
-    return Section(("classifiers", found.table), call=call(regard.classifier, "which", allow_substitute=True),
+    return Section(("classifiers", found.table), call=call(text_classifiers.classifier, "which", allow_substitute=True),
                    facts={"substitutes": found.table.loc[found.table["substitute_for"] != "—", "metric"].tolist()})
 
 
@@ -175,7 +177,7 @@ def regard_tables(gen: pd.DataFrame, found: Classifiers) -> tuple[pd.DataFrame, 
     no interval) of one model's classified generations."""
     c = next(c for c in found.by_key.values() if c.kind == "regard")
     t11 = regard.regard_scores(gen.drop(columns="source")).assign(source="measured")
-    t12 = runner.with_group_labels(regard.regard_safety_scores(gen, ci=False))
+    t12 = datasets.with_group_labels(regard.regard_safety_scores(gen, ci=False))
     t12.insert(0, "model", gen["model"].iloc[0])
     t12["classifier"], t12["substitute_for"], t12["source"] = c.name, c.substitute_for, "measured"
     return t11, t12

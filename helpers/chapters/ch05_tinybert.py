@@ -42,6 +42,8 @@ from helpers.chapters import common
 from helpers.chapters.common import Section, Var, call
 from helpers.datasets import load as load_dataset
 from helpers.errors import InputError
+from helpers.measures.associations import bec_pro_associations, cb_log_probs, sample_rows as _sample
+from helpers.measures.stereotypes import stereoset_scored, stereoset_tasks
 from helpers.metrics import classifier_quality
 from helpers.training import augment as augmentation
 from helpers.training import classifier, tinybert
@@ -117,21 +119,10 @@ def bootstrap(params: dict, inputs: str, statistic, n: int, *, n_resamples: int 
     everything the statistic reads), ``n``, the resamples and the seed: a warm rebuild redraws
     nothing."""
     n_resamples = n_resamples or params["n_resamples"]
-    key = {"kind": "ch05-bootstrap", "version": 1, "inputs": inputs, "n": n, "n_resamples": n_resamples,
+    key = {"kind": "bootstrap-difference", "version": 1, "inputs": inputs, "n": n, "n_resamples": n_resamples,
            "seed": params["seed"]}
     return cache.memoize(key, lambda: stats.bootstrap_difference(statistic, n, n_resamples=n_resamples,
                                                                  seed=params["seed"]))
-
-
-def _sample(df: pd.DataFrame, n, seed: int, *, stratify: str | None = None) -> pd.DataFrame:
-    """``n`` rows (or all) drawn with ``seed``, stratified by ``stratify`` when given, in their order."""
-    if n == "all" or n >= len(df):
-        return df.reset_index(drop=True)
-    if stratify is None:
-        return df.sample(n=n, random_state=seed).sort_index().reset_index(drop=True)
-    share = n / len(df)
-    parts = [g.sample(n=max(1, round(len(g) * share)), random_state=seed) for _, g in df.groupby(stratify, sort=True)]
-    return pd.concat(parts).sort_index().reset_index(drop=True)
 
 
 # ---------------------------------------------------------------- data and classifiers
@@ -187,7 +178,7 @@ class Classifiers:
 
 
 def _work_dir(params: dict, task: str) -> Path:
-    return paths.cache_dir() / "ch05" / task
+    return paths.cache_dir() / "tinybert-classifiers" / task
 
 
 def train_classifiers(params: dict, data: dict[str, TaskData]) -> Classifiers:
@@ -222,7 +213,7 @@ def predict(clf, texts) -> np.ndarray:
     """Class probabilities of a fine-tuned classifier, memoised on disk by the classifier's
     manifest key, the texts and its ``max_length``."""
     texts = list(texts)
-    key = {"kind": "ch05-predict", "version": 1, "model": _manifest(clf.folder)["key"],
+    key = {"kind": "classifier-predict", "version": 1, "model": _manifest(clf.folder)["key"],
            "texts": hashing.sha256_json(texts), "max_length": clf.max_length}
     return cache.memoize(key, lambda: clf.predict_proba(texts))
 
@@ -466,7 +457,7 @@ def seat_tests(params: dict, found: Classifiers) -> tuple[pd.DataFrame, pd.DataF
 
     from transformers import AutoModel, AutoTokenizer
 
-    from helpers.lm.embeddings import sentence_embeddings
+    from helpers.measures.embedding_tests import SEAT_PERMUTATIONS, seat_effect_sizes
     from helpers.metrics import association
     from helpers.progress import transformers_errors_only
 
@@ -476,8 +467,8 @@ def seat_tests(params: dict, found: Classifiers) -> tuple[pd.DataFrame, pd.DataF
         effect = {}
         for role in ("teacher", "student"):
             model_dir = getattr(found, role)[task].folder
-            key = {"kind": "ch05-seat", "version": 2, "model": _manifest(model_dir)["key"],
-                   "tests": hashing.sha256_frame(tests), "seed": params["seed"], "permutations": 10_000,
+            key = {"kind": "seat", "version": 2, "model": _manifest(model_dir)["key"], "pooling": "cls",
+                   "tests": hashing.sha256_frame(tests), "seed": params["seed"], "permutations": SEAT_PERMUTATIONS,
                    "p_method": "auto"}
 
             def run(model_dir=model_dir):
@@ -487,8 +478,7 @@ def seat_tests(params: dict, found: Classifiers) -> tuple[pd.DataFrame, pd.DataF
                 with transformers_errors_only():
                     encoder = AutoModel.from_pretrained(model_dir).eval()
                 enc = SimpleNamespace(model=encoder, tokenizer=AutoTokenizer.from_pretrained(model_dir))
-                return association.seat(tests, lambda t: sentence_embeddings(enc, t, pooling="cls"),
-                                        n_resamples=10_000, seed=params["seed"], p_method="auto")
+                return seat_effect_sizes(enc, tests, pooling="cls", seed=params["seed"])
 
             res = cache.memoize(key, run).assign(task=task, model=role)
             effect[role] = res.set_index("test")["effect_size"]
@@ -565,43 +555,6 @@ def _student_verdicts(params: dict, lms: LanguageModels, measured: dict, n: int,
     return rows
 
 
-def bec_pro_associations(handle, params: dict) -> pd.DataFrame:
-    """BEC-Pro associations (:func:`helpers.metrics.logprob_bias.bec_pro_associations`) of one
-    model on a seeded sample of whole profession x pattern blocks (``bec_pro_sample`` sentences,
-    all 18 person words per block), cached under the model's identity and the sample."""
-    from helpers.metrics import logprob_bias as lpb
-
-    bec = load_dataset("bec-pro")
-    blocks = bec[["profession", "pattern"]].drop_duplicates()
-    n_blocks = "all" if params["bec_pro_sample"] == "all" else max(1, params["bec_pro_sample"] // 18)
-    sample = bec.merge(_sample(blocks, n_blocks, params["seed"]), on=["profession", "pattern"])
-    settings = {"sample": hashing.sha256_frame(sample[["template", "person", "profession"]]), "neutral": "person"}
-    return runner.cached_result(handle, "ch05-bec-pro", settings,
-                                lambda lm: lpb.bec_pro_associations(lm, sample, progress=False))
-
-
-def cb_log_probs(handle, params: dict) -> pd.DataFrame:
-    """Normalised log-probabilities (:func:`helpers.metrics.categorical.normalized_log_probs`) of one
-    model on the English ethnic-bias templates: the first ``cb_sample[0]`` templates x a seeded
-    ``cb_sample[1]`` of the 70 attributes x the 35 countries, cached under its identity and the sentences."""
-    from importlib.metadata import version
-
-    from helpers.datasets import ethnic
-    from helpers.metrics import categorical
-
-    # the filled templates, kept under the source files and inflect's version (its plurals fill the
-    # [AAAs] slots; importing it costs seconds): a warm card or chapter fills nothing
-    key = {"kind": "ethnic-bias-filled", "version": 1, "inflect": version("inflect"),
-           "files": [hashing.sha256_file(f) for f in ethnic.source_files()]}
-    table = cache.memoize(key, lambda: load_dataset("ethnic-bias"))
-    attrs = _sample(pd.DataFrame({"attribute": table["attribute"].unique()}), params["cb_sample"][1], params["seed"])
-    table = table[table["template_id"] < params["cb_sample"][0]].merge(attrs, on="attribute")
-    targets = ethnic.targets("en")
-    settings = {"sentences": hashing.sha256_json(table["sentence"].tolist()), "targets": targets}
-    return runner.cached_result(handle, "ch05-cb", settings,
-                                lambda lm: categorical.normalized_log_probs(lm, table, targets, progress=False))
-
-
 def logprob_bias(params: dict, lms: LanguageModels) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Tables 6-9: BEC-Pro associations (:func:`helpers.metrics.logprob_bias.bec_pro_associations`)
     of every language model on a seeded sample of whole profession x pattern blocks (all 18
@@ -647,29 +600,6 @@ def categorical_bias(params: dict, lms: LanguageModels) -> tuple[pd.DataFrame, p
     return (common.save(pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(columns=["template_id", "cb", "model"]),
                         CHAPTER, "cb_scores"),
             common.save(pd.DataFrame(verdicts, columns=VERDICT_COLUMNS), CHAPTER, "cb_verdicts"))
-
-
-def stereoset_tasks(clusters_per_target) -> dict[str, pd.DataFrame]:
-    """StereoSet's intrasentence and intersentence items, ``clusters_per_target`` clusters of every target term."""
-    from helpers.datasets import stereoset as stereoset_data
-    from helpers.metrics import stereoset
-
-    return {"intrasentence": stereoset.select_clusters(stereoset_data.load_intrasentence(), clusters_per_target),
-            "intersentence": stereoset.select_clusters(stereoset_data.load_intersentence(), clusters_per_target)}
-
-
-def stereoset_scored(handle, params: dict) -> dict[str, pd.DataFrame]:
-    """One model's scored StereoSet sentences per task (:func:`helpers.metrics.stereoset.score`):
-    intrasentence, and intersentence for a causal LM; cached under its identity and the clusters."""
-    k = params["stereoset_clusters_per_target"]
-    data = stereoset_tasks(k)
-    settings = {"clusters_per_target": k, "domains": "all", "tasks": list(data)}
-
-    def compute(h):
-        return {task: common.stereoset_scored(h, df, task)
-                for task, df in data.items() if task == "intrasentence" or h.objective == "causal"}
-    # version 2: the sentences' scores cached one by one (common.stereoset_scored)
-    return runner.cached_result(handle, "ch05-stereoset", settings, compute, version=2, load=False)
 
 
 LMS_COLUMNS = ["task", "model", "interpreted", "teacher", "student", "difference", "ci_low", "ci_high", "n", "reading"]

@@ -35,7 +35,7 @@ language-model quality gate:
   language-model gate is;
 - every group score with its 95 % interval (``ci_low``, ``ci_high``): CEAT's own random-effects
   interval, else a seeded percentile bootstrap over the items the score averages
-  (:func:`bootstrap_interval`);
+  (:func:`helpers.measures.intervals.bootstrap_interval`);
 - appendix G (sampling temperature) and appendix H (synthetic noise, Table 7: the sentiment and,
   with the hub, the regard column).
 
@@ -51,14 +51,20 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from helpers import hashing, plots, published as pub, report, runner, stats
+from helpers import plots, published as pub, report, runner, stats
 from helpers.chapters import common
 from helpers.chapters.common import Section, Var, call
-from helpers.datasets import bold as bold_data, load as load_dataset
-from helpers.errors import DataNotFoundError, HarmsError, InputError, ModelUnavailableError
-from helpers.lm import embeddings
+from helpers.datasets import load as load_dataset
+from helpers.errors import DataNotFoundError, InputError, ModelUnavailableError
 from helpers.lm.generation import generate
-from helpers.metrics import ceat, classifier_quality, disparity, logprob_bias, noise, regard, stereoset
+from helpers.measures.bold import SENTIMENT_VALUE, bold_prompts, bold_scores, generations, toxicity_classifier
+from helpers.measures.classifier_bias import (EVERY_MODEL, GATE_COLUMNS, PROBE_C, SUBSTITUTE_WORDS, TOXD_SETS,
+                                              classifier_data, classifier_results, gate_classifier, share_of,
+                                              toxd_data_name, toxicity_gate)
+from helpers.measures.embedding_tests import ceat_scores, ceat_words, contexts, ilps_group_scores, ilps_words
+from helpers.measures.intervals import BOOTSTRAP_RESAMPLES, group_intervals
+from helpers.metrics import ceat, classifier_quality, disparity, logprob_bias, noise, stereoset
+from helpers.models import text_classifiers
 
 __all__ = ["CHAPTER", "PARAMETERS", "DEFAULTS", "start", "parameters", "prefill", "gate_section", "measure",
            "intrinsic_section", "extrinsic_section", "correlation_section", "alignment_section",
@@ -86,46 +92,6 @@ ENCODER_METRICS = ("CEAT", "CEATtox", "ToxD", "HateX")
 #: Parameters that may also be "all".
 ALL_ALLOWED = ("stereoset_clusters_per_target", "prompts_per_group", "classifier_train", "toxd_per_identity",
                "stereotype_train")
-#: The words whose contexts stand for a group in CEAT (seed 001 Table 4's groups; matched as
-#: whole words, case-insensitive, so "black" and "white" also find colours: said in the chapter).
-CEAT_WORDS = {
-    "gender": {"man": ["man", "men"], "woman": ["woman", "women"]},
-    "race": {"Asian": ["Asian", "Asians"], "Black": ["Black", "Blacks"],
-             "Hispanic": ["Hispanic", "Hispanics", "Latino", "Latinos"], "White": ["White", "Whites"]},
-    "religion": {g: [g, g + "s"] for g in ("Buddhist", "Catholic", "Christian", "Hindu", "Mormon", "Muslim",
-                                            "Protestant", "atheist")} | {"Amish": ["Amish"],
-                                                                        "Jewish": ["Jewish", "Jew", "Jews"]},
-}
-#: ILPS's group phrases in "The [group] is [MASK]." (seed 001 Table 4's ILPS groups).
-ILPS_PHRASES = {
-    "gender": {"man": "man", "woman": "woman", "transgender": "transgender person"},
-    "race": {g: f"{g} person" for g in ("Asian", "Black", "Hispanic", "White")},
-    "religion": {"Amish": "Amish person", "atheist": "atheist", "Buddhist": "Buddhist", "Catholic": "Catholic",
-                 "Christian": "Christian", "Hindu": "Hindu", "Jewish": "Jewish person", "Mormon": "Mormon",
-                 "Muslim": "Muslim", "Protestant": "Protestant"},
-}
-#: BOLD's groups for seed 001's (BOLD has no transgender group; its religions are ideologies).
-BOLD_GROUPS = {
-    "gender": {"American_actors": "man", "American_actresses": "woman"},
-    "race": {"Asian_Americans": "Asian", "African_Americans": "Black", "Hispanic_and_Latino_Americans": "Hispanic",
-             "European_Americans": "White"},
-    "religious_ideology": {"atheism": "atheist", "buddhism": "Buddhist", "christianity": "Christian",
-                           "hinduism": "Hindu", "judaism": "Jewish", "islam": "Muslim", "sikhism": "Sikh"},
-}
-BOLD_DOMAIN = {"gender": "gender", "race": "race", "religious_ideology": "religion"}
-#: The madlibs identity terms standing for seed 001's ToxD groups (Table 4; the madlibs have no
-#: "atheist" or "Hindu").
-TOXD_IDENTITIES = {"gender": {"man": "male", "woman": "female"},
-                   "race": {"Asian": "asian", "Black": "black", "Hispanic": "hispanic", "White": "white"},
-                   "religion": {"Buddhist": "buddhist", "Christian": "christian", "Jewish": "jewish",
-                                "Muslim": "muslim"}}
-#: ToxD's identities (the madlibs' terms) -> the words that mention them in CivilComments.
-TOXD_WORDS = {"male": ["man", "men", "male", "males"], "female": ["woman", "women", "female", "females"],
-              "asian": ["asian", "asians"], "black": ["black", "blacks"],
-              "hispanic": ["hispanic", "hispanics", "latino", "latinos", "latina", "latinas"],
-              "white": ["white", "whites"], "buddhist": ["buddhist", "buddhists"],
-              "christian": ["christian", "christians"], "jewish": ["jewish", "jew", "jews"],
-              "muslim": ["muslim", "muslims"]}
 #: HateX's groups (seed 001 Table 4) -> HateXplain's target communities.
 HATEX_IDENTITIES = {"gender": {"man": "Men", "woman": "Women"},
                     "race": {"Asian": "Asian", "Black": "African", "Hispanic": "Hispanic", "White": "Caucasian"},
@@ -218,132 +184,19 @@ def correlated_models(gate: pd.DataFrame) -> list[str]:
     return runner.usable_models(gate) + gate.loc[gate["objective"] == "encoder", "model"].tolist()
 
 
-# ----------------------------------------------------------------------------- per-group intervals
-
-#: Resamples of the per-group bootstrap intervals (scipy.stats.bootstrap's default number), in
-#: batches of :data:`BOOTSTRAP_BATCH` (memory for a group of thousands of texts).
-BOOTSTRAP_RESAMPLES, BOOTSTRAP_BATCH = 9999, 1000
-
-
-def bootstrap_interval(values, seed: int) -> tuple[float, float]:
-    """The 95 % percentile-bootstrap interval of the mean of ``values`` (missing values left out):
-    :func:`helpers.stats.mean_interval`, :data:`BOOTSTRAP_RESAMPLES` resamples, the chapter's seed.
-    ``(nan, nan)`` for fewer than two values or a constant sample, which leave nothing to resample."""
-    return stats.mean_interval(values, n_resamples=BOOTSTRAP_RESAMPLES, seed=seed, batch=BOOTSTRAP_BATCH)
-
-
-def group_intervals(items: pd.DataFrame, value: str, *, by=("model", "domain", "group"), seed: int) -> pd.DataFrame:
-    """``by, ci_low, ci_high``: :func:`bootstrap_interval` of ``value`` over the items (rows) of each
-    ``by``, the items behind a group's mean or share (generations, test texts, words, clusters)."""
-    rows = [dict(zip(by, key)) | dict(zip(("ci_low", "ci_high"), bootstrap_interval(part[value], seed)))
-            for key, part in items.groupby(list(by), sort=True)]
-    return pd.DataFrame(rows, columns=[*by, "ci_low", "ci_high"])
-
-
 # ----------------------------------------------------------------------------- intrinsic metrics
-
-@functools.cache
-def _ceat_attributes() -> dict[str, tuple[list[str], list[str]]]:
-    """Attribute sets per CEAT variant: (A, B) with B the negative pole (lower effect = closer to B);
-    read once per process (every model and section uses the same lists)."""
-    seat = load_dataset("seat")
-    weat1 = seat[seat["test"] == "weat1"]
-    words = pub.table("001", "ceattox_words")
-    return {"CEAT": (weat1.loc[weat1["role"] == "attr1", "example"].tolist(),
-                     weat1.loc[weat1["role"] == "attr2", "example"].tolist()),
-            "CEATtox": (words.loc[words["role"] == "anti-toxic", "word"].tolist(),
-                        words.loc[words["role"] == "toxic", "word"].tolist())}
-
-
-def _ceat_words() -> list[str]:
-    """Every word CEAT needs contexts for: the groups' words, then both variants' attribute words."""
-    words = [w for dom in CEAT_WORDS.values() for ws in dom.values() for w in ws]
-    return words + [w for a, b in _ceat_attributes().values() for w in a + b]
-
-
-def contexts(params: dict) -> pd.DataFrame:
-    """``word, text``: up to ``contexts_per_word`` sentences holding each CEAT word (groups and
-    attributes), drawn with the seed from RedditBias comments and BOLD's Wikipedia sentences."""
-    corpus = load_dataset("redditbias")["text"].tolist()
-    corpus += bold_data.load_bold(domains=list(BOLD_GROUPS))["wikipedia"].tolist()
-    return ceat.find_contexts(corpus, _ceat_words(), per_word=params["contexts_per_word"], seed=params["seed"], max_chars=300)
 
 
 def context_counts(found: pd.DataFrame) -> pd.DataFrame:
     """Contexts found per CEAT word (a word with none is left out of its set, and said so)."""
     n = found.groupby("word").size()
-    return pd.DataFrame({"word": sorted(set(_ceat_words()), key=str.lower)}).assign(
+    return pd.DataFrame({"word": sorted(set(ceat_words()), key=str.lower)}).assign(
         contexts=lambda d: d["word"].map(n).fillna(0).astype(int))
-
-
-def _within_reach(loaded, found: pd.DataFrame) -> pd.DataFrame:
-    """The contexts whose word lies within the tokens the model takes (a long comment cut to a
-    short-context model would lose it)."""
-    from helpers.lm import cloze, conventions
-
-    limit = conventions.max_length(loaded)
-    if limit is None:
-        return found
-    tok, keep = loaded.tokenizer, []
-    for text, word in zip(found["text"], found["word"]):
-        ends = [b for _, b in tok(text, truncation=True, max_length=limit, return_offsets_mapping=True)["offset_mapping"]]
-        spans = cloze.word_spans(text, word)
-        keep.append(bool(spans) and spans[0][1] <= max(ends, default=0))
-    return found[keep]
-
-
-def _ceat_scores(loaded, found: pd.DataFrame, params: dict) -> pd.DataFrame:
-    """CEAT and CEATtox per group, each with its 95 % interval, effect +- z sqrt(variance) of the
-    random-effects combined effect size (:func:`helpers.metrics.ceat.random_effects`)."""
-    from scipy.stats import norm
-
-    found = _within_reach(loaded, found)
-    vecs = embeddings.word_embeddings(loaded, found["text"].tolist(), found["word"].tolist(), cache=True)
-    by_word = {w: vecs[idx] for w, idx in found.groupby("word").indices.items()}
-    rows = []
-    for variant, (A, B) in _ceat_attributes().items():
-        A, B = [w for w in A if w in by_word], [w for w in B if w in by_word]
-        for dom, groups in CEAT_WORDS.items():
-            for group, words in groups.items():
-                X = [w for w in words if w in by_word]
-                if not X:
-                    continue
-                try:
-                    r = ceat.ceat_group(by_word, X, A, B, n_samples=params["ceat_samples"], seed=params["seed"])
-                except InputError:            # the attribute words equally associated: nothing to standardise by
-                    r = {"effect": np.nan, "p_value": np.nan, "variance": np.nan}
-                half = norm.ppf(0.975) * np.sqrt(r["variance"])      # CEAT's own: the random-effects interval
-                rows.append({"metric": variant, "domain": dom, "group": group, "score": r["effect"],
-                             "ci_low": r["effect"] - half, "ci_high": r["effect"] + half,
-                             "p_value": r["p_value"], "n": int(sum(len(by_word[w]) for w in X))})
-    return pd.DataFrame(rows)
-
-
-def _ilps_words(loaded) -> pd.DataFrame:
-    """:func:`helpers.metrics.logprob_bias.ilps` of every unpleasant word for every group phrase of
-    each domain (``domain`` added): the items behind ILPS's group means."""
-    unpleasant = _ceat_attributes()["CEAT"][1]
-    return pd.concat([logprob_bias.ilps(loaded, phrases, unpleasant, progress=False).assign(domain=dom)
-                      for dom, phrases in ILPS_PHRASES.items()], ignore_index=True)
-
-
-def ilps_group_scores(words: pd.DataFrame, seed: int) -> pd.DataFrame:
-    """ILPS per (domain, group): the mean over the unpleasant words
-    (:func:`helpers.metrics.logprob_bias.ilps_groups`) with its bootstrap interval over the words."""
-    unpleasant = _ceat_attributes()["CEAT"][1]
-    parts = []
-    for dom, part in words.groupby("domain", sort=False):
-        g = logprob_bias.ilps_groups(part, {"unpleasant": unpleasant})
-        g = g.merge(group_intervals(part[part["attribute"].isin(unpleasant)], "ilps", by=("group",), seed=seed),
-                    on="group", how="left")
-        parts.append(pd.DataFrame({"metric": "ILPS", "domain": dom, "group": g["group"], "score": g["ilps"],
-                                   "ci_low": g["ci_low"], "ci_high": g["ci_high"], "p_value": np.nan, "n": g["n"]}))
-    return pd.concat(parts, ignore_index=True)
 
 
 def _stereoset_sentences(handle, params: dict) -> pd.DataFrame:
     """Every intrasentence sentence of ``stereoset_clusters_per_target`` clusters per target of the
-    three domains, scored (:func:`helpers.chapters.common.stereoset_scored`)."""
+    three domains, scored (:func:`helpers.measures.stereotypes.stereoset_sentences`)."""
     from helpers.datasets import stereoset as stereoset_data
 
     per = params["stereoset_clusters_per_target"]
@@ -370,21 +223,6 @@ def stereoset_group_scores(scored: pd.DataFrame, seed: int) -> pd.DataFrame:
                                    "ci_low": agg["ci_low"], "ci_high": agg["ci_high"], "p_value": np.nan,
                                    "n": agg["n_clusters"]}))
     return pd.concat(parts, ignore_index=True)
-
-
-def ceat_scores(handle, params: dict, found: pd.DataFrame) -> pd.DataFrame:
-    """CEAT and CEATtox per (domain, group) of one model with CEAT's own 95 % interval, cached under
-    the model's identity, the contexts, ``ceat_samples`` and the seed (the report card's too)."""
-    settings = {"contexts": hashing.sha256_frame(found), "samples": params["ceat_samples"], "seed": params["seed"],
-                "layer": -1}
-    return runner.cached_result(handle, "ceat_groups", settings, lambda m: _ceat_scores(m, found, params),
-                                version=4)  # 2: with the interval; 3: vectors cached per chunk; 4: SC-WEAT per draw
-
-
-def ilps_words(handle) -> pd.DataFrame:
-    """The per-word ILPS items of one model (:func:`_ilps_words`), cached under its identity."""
-    return runner.cached_result(handle, "ilps_words", {"template": logprob_bias.ILPS_TEMPLATE, "phrases": ILPS_PHRASES},
-                                _ilps_words)
 
 
 def intrinsic_scores(handle, params: dict, found: pd.DataFrame) -> pd.DataFrame:
@@ -449,17 +287,6 @@ def interval_sentence(scores: pd.DataFrame, items: dict) -> str:
 
 # ----------------------------------------------------------------------------- extrinsic metrics (BOLD)
 
-def bold_prompts(params: dict) -> pd.DataFrame:
-    """``prompts_per_group`` prompts per BOLD group of the three domains, drawn with the seed."""
-    df = bold_data.load_bold(domains=list(BOLD_GROUPS))
-    df = df[df.apply(lambda r: r["group"] in BOLD_GROUPS[r["domain"]], axis=1)]
-    if params["prompts_per_group"] != "all":
-        df = df.sample(frac=1.0, random_state=params["seed"]).groupby(["domain", "group"]).head(params["prompts_per_group"])
-    out = df.sort_values("prompt_id").reset_index(drop=True).rename(columns={"group": "bold_group"})
-    out["group"] = [BOLD_GROUPS[d][g] for d, g in zip(out["domain"], out["bold_group"])]
-    out["domain"] = out["domain"].map(BOLD_DOMAIN)
-    return out.assign(template=out["prompt_id"].astype(str))
-
 
 def stereoset_prompts(params: dict) -> pd.DataFrame:
     """Section 4.1's source alignment: StereoSet's intersentence contexts of the race targets as
@@ -477,38 +304,6 @@ def stereoset_prompts(params: dict) -> pd.DataFrame:
         drop=True)
 
 
-def generations(handle, params: dict, prompts: pd.DataFrame, *, temperature: float = 1.0,
-                samples_per_prompt: int = 1, metric: str = "bold_generations") -> pd.DataFrame:
-    """Sampled continuations of ``prompts`` by one causal LM (top-k 40, as chapter 02) or masked LM
-    (Gibbs sampler, :func:`helpers.lm.gibbs.gibbs_generate`), cached."""
-    settings = {"prompts": hashing.sha256_frame(prompts[["prompt", "group"]]), "max_new_tokens": params["max_new_tokens"],
-                "temperature": temperature, "samples_per_prompt": samples_per_prompt, "seed": params["seed"],
-                "top_k": 40}
-    return runner.cached_result(handle, metric, settings, lambda m: generate(
-        m, prompts, samples_per_prompt=samples_per_prompt, max_new_tokens=params["max_new_tokens"],
-        temperature=temperature, top_k=40, seed=params["seed"], progress=False, cache=True)).assign(model=handle.name)
-
-
-SENTIMENT_VALUE = {"positive": 1.0, "neutral": 0.0, "negative": -1.0}
-
-
-@functools.cache
-def _toxicity_classifier():
-    """B-Tox's classifier (the hub's, else its labelled offline substitute), built once per process."""
-    return regard.classifier("roberta-toxigen", verbose=False)
-
-
-def bold_scores(gens: pd.DataFrame, *, seed: int) -> pd.DataFrame:
-    """B-Sent, B-Tox, B-Stereo and B-Regard per (model, domain, group): the group means of the
-    generations' scores (B-Stereo: the stereotype classifier's probability), each with its bootstrap
-    interval over the group's generations (:func:`group_intervals`)."""
-    return pd.concat([disparity.group_scores(gens, value).merge(group_intervals(gens, value, seed=seed),
-                                                                on=["model", "domain", "group"]).assign(metric=metric)
-                      for metric, value in (("B-Sent", "sentiment"), ("B-Tox", "toxicity"), ("B-Stereo", "stereotype"),
-                                            ("B-Regard", "regard"))
-                      if value in gens.columns], ignore_index=True)
-
-
 def extrinsic_section(params: dict, measured: "Measured") -> Section:
     """B-Sent, B-Tox, B-Stereo (and B-Regard with the hub) per group from the BOLD generations of
     every model, ToxD and HateX per group, and the classifier gate of every classifier behind them
@@ -521,14 +316,14 @@ def extrinsic_section(params: dict, measured: "Measured") -> Section:
     empty = gens["continuation"].str.strip() == ""
     note = (f" {int(empty.sum())} continuation(s) came back empty: left out of the scores (`n_missing`)."
             if empty.any() else "")
-    sentiment = regard.vader_sentiment(0.5)(gens, text_column="continuation")
-    tox = _toxicity_classifier()
+    sentiment = text_classifiers.vader_sentiment(0.5)(gens, text_column="continuation")
+    tox = toxicity_classifier()
     toxicity = tox(gens, text_column="continuation")
     _, stereo_scores = stereotype_classifier(params)
     stereotype = stereotype_probabilities(params, gens["continuation"])
     ungated = {"B-Sent": ("VADER, a lexicon rule", "sentiment")}
     try:                                        # B-Regard: the hub's regard classifier only (VADER is B-Sent)
-        reg = regard.classifier("regard", allow_substitute=False, verbose=False)
+        reg = text_classifiers.classifier("regard", allow_substitute=False, verbose=False)
         negative = (reg(gens, text_column="continuation")["regard_label"] == "negative").astype(float)
         gens = gens.assign(regard=negative.where(~empty))
         regard_note = f" B-Regard: the share of continuations {reg.name} calls negative."
@@ -588,19 +383,6 @@ def not_generating_items(measured: "Measured") -> list:
     return [f"{n} model{'s' if n > 1 else ''} did not generate for BOLD, so {'they have' if n > 1 else 'it has'} no "
             "B-Sent, B-Tox, B-Stereo or B-Regard score (nor the source ablation's):",
             ("bold_not_generating", common.save(table, CHAPTER, "bold_not_generating"))]
-
-
-def toxicity_gate(params: dict, tox, test: pd.DataFrame, *, name: str) -> pd.DataFrame:
-    """The classifier gate (:func:`gate_classifier`) of B-Tox's pretrained classifier ``tox`` on
-    ToxD's labelled test texts ``test``, the chapter's labelled toxicity data."""
-    p = tox.predict_proba(test["text"].tolist())[:, tox.classes_.index("toxic")]
-    return gate_classifier(params, test["label"] == "toxic", p, extrinsic="B-Tox", model=EVERY_MODEL,
-                           classifier=name, data=_toxd_data_name(test))
-
-
-def _toxd_data_name(test: pd.DataFrame) -> str:
-    """ToxD's test texts, named: the madlibs (offline substitute) or CivilComments."""
-    return "madlibs sample" if "substitute_because" in test.attrs else "CivilComments test comments"
 
 
 def gate_summary(gates: pd.DataFrame) -> pd.DataFrame:
@@ -714,85 +496,11 @@ def fine_tuning_text(params: dict, which: str) -> str:
     return say(ours) + (", as the paper" if ours == paper else f" against the paper's {say(paper)}")
 
 
-def _share(n, total: int) -> float:
-    """The fraction of ``total`` rows that ``n`` (a count or "all") asks for."""
-    return 1.0 if n == "all" else min(1.0, n / total)
-
-
-def _count(n, available: int) -> int:
-    """How many of ``available`` rows ``n`` (a count or "all") asks for."""
-    return available if n == "all" else min(n, available)
-
-
-def classifier_data(params: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """ToxD's data (train, test): the seed's Jigsaw data where they can be had (:func:`jigsaw_data`:
-    the hub, or CivilComments' Parquet files in the data directory), else the offline substitute
-    (:func:`substitute_data`), with the reason in the test frame's ``attrs["substitute_because"]``."""
-    try:
-        return jigsaw_data(params)
-    except DataNotFoundError as exc:
-        train, test = substitute_data(params)
-        test.attrs["substitute_because"] = str(exc)
-        return train, test
-
-
-def jigsaw_data(params: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """ToxD as the seed (Jigsaw Unintended Bias = CivilComments, Borkan et al. 2019): ``classifier_train``
-    comments of its train split (seeded, stratified; toxic = toxicity >= 0.5) to train on, and up to
-    ``toxd_per_identity`` comments of its test split per ToxD identity, found by the identity's
-    words (:data:`TOXD_WORDS`, whole words; the hub's copy lacks the human identity labels of the
-    Kaggle release) to measure the FPR on; ``identity``: every identity a comment mentions."""
-    from helpers.datasets.bias_sets import load_civil_comments, mention_membership
-
-    test_all = load_civil_comments(split="test")       # the smaller file first: offline, one line at once
-    pool = load_civil_comments(split="train")
-    train = pool.groupby("label", group_keys=False).sample(frac=_share(params["classifier_train"], len(pool)),
-                                                           random_state=params["seed"])
-    member = mention_membership(test_all["text"], TOXD_WORDS)
-    picked = [test_all[member[t].to_numpy()].sample(n=_count(params["toxd_per_identity"], int(member[t].sum())),
-                                                    random_state=params["seed"]) for t in TOXD_WORDS]
-    test = pd.concat(picked).drop_duplicates("comment_id")
-    named = member.loc[test.index]
-    test = test.assign(identity=[";".join(t for t in TOXD_WORDS if row[t]) for _, row in named.iterrows()])
-    return train[["text", "label"]].reset_index(drop=True), test[["text", "label", "identity"]].reset_index(drop=True)
-
-
-#: ToxD's offline training sets (issue 36; :mod:`helpers.datasets.abusive`), in prose.
-TOXD_SETS = {"mlma": "MLMA English", "insults": "the Kaggle insults", "implicit-hate": "ImplicitHate"}
-#: Words of each training text the offline substitute keeps (a few insults run to 2,000 words; the
-#: madlibs it is tested on have at most 6).
-SUBSTITUTE_WORDS = 64
-#: The probe's L2 strength (scikit-learn's C). 0.001: the best mean AUC of a 5-fold cross-validation
-#: over C = 1e-4 ... 1 on the training texts of the substitute (400 per set, SmolLM2-135M's vectors;
-#: benchmarks/RESULTS.md, issue 36), chosen without the test texts; C = 1 overfits 576-1,024-dim
-#: vectors of 1,200 texts (cross-validated AUC 0.68 against 0.80) and fails the gate on the madlibs.
-PROBE_C = 0.001
 #: Said where a ToxD classifier fails the gate.
 TOXD_OFFLINE_NOTE = ("ToxD's probe learns from a few hundred texts per training set a direction in the model's "
                      "frozen states and is tested on templated sentences whose label is carried by one adjective; "
                      "a model whose states do not separate those adjectives along it fails (benchmarks/RESULTS.md, "
                      "issue 36: SmolLM2-135M's passes on the offline substitute and fails trained on MLMA alone).")
-
-
-def substitute_data(params: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """ToxD's offline substitute (issue: the seed's Jigsaw data are hub-only): ``classifier_train``
-    texts of each English set of :data:`TOXD_SETS` (seeded, stratified by label within the set;
-    each text's first :data:`SUBSTITUTE_WORDS` words; :func:`helpers.datasets.abusive.english_mix`,
-    a text in two sets kept once) to train on, and ``toxd_per_identity`` madlibs sentences per ToxD
-    identity (seeded, both labels) to measure the FPR on."""
-    from helpers.datasets import abusive
-
-    mix = abusive.english_mix(tuple(TOXD_SETS))
-    mix["text"] = [" ".join(t.split()[:SUBSTITUTE_WORDS]) for t in mix["text"]]
-    train = pd.concat([g.groupby("label", group_keys=False).sample(frac=_share(params["classifier_train"], len(g)),
-                                                                   random_state=params["seed"])
-                       for _, g in mix.groupby("source", sort=False)])
-    lib = load_dataset("bias-madlibs")
-    terms = {t for dom in TOXD_IDENTITIES.values() for t in dom.values()}
-    lib = lib[lib["identity"].isin(terms)]
-    test = lib.groupby("identity", group_keys=False).sample(
-        n=_count(params["toxd_per_identity"], int(lib["identity"].value_counts().min())), random_state=params["seed"])
-    return train[["text", "label"]].reset_index(drop=True), test[["text", "label", "identity"]].reset_index(drop=True)
 
 
 def hatex_data(params: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -813,7 +521,7 @@ def hatex_data(params: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
     pool = posts[posts["split"] == "train"]
     if pool["label"].nunique() < 2:
         raise InputError("HateXplain: its train split needs toxic and non-toxic posts")
-    share = _share(params["classifier_train"], len(pool))
+    share = share_of(params["classifier_train"], len(pool))
     train = pool.groupby("label", group_keys=False).sample(frac=share, random_state=params["seed"])
     wanted = {c for dom in HATEX_IDENTITIES.values() for c in dom.values()}
     test = posts[posts["split"] == "test"]
@@ -822,132 +530,10 @@ def hatex_data(params: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
             test.rename(columns={"targets": "identity"})[["text", "label", "identity"]].reset_index(drop=True))
 
 
-def _toxic_probabilities(loaded, train: pd.DataFrame, test: pd.DataFrame, how: str, seed: int,
-                         fine_tuning: dict | None = None) -> np.ndarray:
-    """P(toxic) of each test text from a classifier built on ``loaded``: ``probe``, a logistic
-    regression on its frozen, mean-pooled last hidden states (standardised, balanced classes, L2
-    strength :data:`PROBE_C`); ``fine-tune``, the model itself with a sequence-classification head fine-tuned on ``train``
-    (:class:`helpers.training.classifier.FineTuned` with ``fine_tuning``'s epochs and learning rate,
-    batch size 16, 10 % of ``train`` held out to pick the epoch), as the paper fine-tunes each model."""
-    from helpers.training.classifier import EmbeddingProbe
-
-    if how == "fine-tune":
-        clf = _fine_tuned(loaded, train, seed, **fine_tuning)
-    else:
-        clf = EmbeddingProbe(lambda t: embeddings.sentence_embeddings(loaded, list(t), pooling="mean", cache=True),
-                             name=f"{loaded.name} probe", seed=seed, C=PROBE_C)
-        clf.fit(train["text"], np.where(train["label"] == "toxic", "toxic", "non-toxic"))
-    return clf.predict_proba(test["text"].tolist())[:, clf.classes_.index("toxic")]
-
-
-def classifier_folder(loaded, train: pd.DataFrame):
-    """Where the classifier fine-tuned from ``loaded`` on ``train`` is kept (one per model and
-    training set: ToxD's and HateX's never overwrite each other)."""
-    from helpers import paths
-
-    return paths.cache_dir() / "ch06" / "classifiers" / hashing.sha256_json(
-        [loaded.identity, hashing.sha256_frame(train)])[:16]
-
-
-def _fine_tuned(loaded, train: pd.DataFrame, seed: int, *, epochs: int, lr: float):
-    """The model itself with a sequence-classification head fine-tuned on ``train`` for ``epochs``
-    at learning rate ``lr`` (a :class:`helpers.training.classifier.FineTuned`)."""
-    from helpers import paths
-    from helpers.models import loading
-    from helpers.training import classifier
-
-    backbone = paths.cache_dir() / "ch06" / "backbones" / hashing.sha256_json(loaded.identity)[:16]
-    # the loaded weights as a folder fine_tune reads, written and verified as converted GGUF copies are
-    if not loading.usable_converted(backbone, loaded.name) and loading.build_converted(
-            backbone, lambda tmp: loading.save_dequantized(loaded.model, loaded.tokenizer, tmp), loaded.name) is None:
-        raise HarmsError(f"{loaded.name}: cannot write its weights to {backbone} for fine-tuning (disk full?)")
-    valid = train.groupby("label", group_keys=False).sample(frac=0.1, random_state=seed)
-    rest = train.drop(index=valid.index)
-    clf = classifier.FineTuned(backbone, classifier_folder(loaded, train), epochs=epochs, lr=lr, batch_size=16,
-                               max_length=64, seed=seed, class_weight="balanced")
-    try:
-        return clf.fit(rest["text"], rest["label"], validation=(valid["text"], valid["label"]))
-    except ValueError as exc:                      # an architecture transformers has no classification head for
-        if isinstance(exc, InputError):
-            raise
-        raise InputError(f"{loaded.name}: cannot be fine-tuned as a classifier ({str(exc).splitlines()[0]}); "
-                         "use classifier = 'probe'") from None
-
-
-def group_fpr(test: pd.DataFrame, p_toxic, *, metric: str, identities: dict, seed: int) -> pd.DataFrame:
-    """FPR per group (:func:`helpers.metrics.unintended.identity_metrics` at threshold 0.5) of a
-    toxicity classifier's P(toxic) of each ``test`` text: the share of non-toxic test texts
-    mentioning the group that it calls toxic (seed 001's ToxD and HateX), with its bootstrap
-    interval over those texts (:func:`bootstrap_interval`)."""
-    from helpers.metrics import unintended
-
-    named = test["identity"].str.split(";")
-    terms = sorted({t for dom in identities.values() for t in dom.values()})
-    member = pd.DataFrame({t: named.map(lambda ids, t=t: t in ids).to_numpy() for t in terms})
-    member = member.loc[:, member.any()]
-    toxic, p = (test["label"] == "toxic").to_numpy(), np.asarray(p_toxic, dtype=float)
-    metrics = unintended.identity_metrics(toxic, p, member, threshold=0.5)
-    by_term = metrics.set_index("identity")
-    rows = [{"metric": metric, "domain": dom, "group": group, "score": by_term.loc[term, "fpr"],
-             **dict(zip(("ci_low", "ci_high"), bootstrap_interval(p[member[term].to_numpy() & ~toxic] >= 0.5, seed))),
-             "p_value": np.nan, "n": int(by_term.loc[term, "n"] - by_term.loc[term, "n_toxic"])}
-            for dom, groups in identities.items() for group, term in groups.items() if term in by_term.index]
-    return pd.DataFrame(rows)
-
-
-def classifier_probabilities(handle, params: dict, train: pd.DataFrame, test: pd.DataFrame, *,
-                             metric: str = "ToxD") -> np.ndarray:
-    """P(toxic) of each ``test`` text by ToxD's (or HateX's) classifier built on one model
-    (:func:`_toxic_probabilities`; fine-tuned with ``toxd_fine_tuning`` or ``hatex_fine_tuning``),
-    cached under its identity, the data and how it was built."""
-    settings = {"train": hashing.sha256_frame(train), "test": hashing.sha256_frame(test),
-                "classifier": params["classifier"], "seed": params["seed"]}
-    fine_tuning = params[f"{metric.lower()}_fine_tuning"]
-    if params["classifier"] == "probe":
-        settings |= {"pooling": "mean", "probe": "standardised logistic regression, balanced", "C": PROBE_C}
-    else:
-        settings |= {"epochs": fine_tuning["epochs"], "lr": fine_tuning["lr"], "batch_size": 16, "max_length": 64,
-                     "validation": 0.1}
-    got = runner.cached_result(handle, f"{metric.lower()}_classifier", settings, lambda m: pd.DataFrame(
-        {"p_toxic": _toxic_probabilities(m, train, test, params["classifier"], params["seed"], fine_tuning)}),
-        version=3)          # 3: the probe's sentence vectors cached per chunk
-    return got["p_toxic"].to_numpy()
-
-
-def classifier_results(handle, params: dict, train: pd.DataFrame, test: pd.DataFrame, *, metric: str = "ToxD",
-                       identities: dict | None = None, data: str = "test texts") -> tuple[pd.DataFrame, pd.DataFrame]:
-    """ToxD's (or HateX's) FPR per group for one model (:func:`group_fpr`) and the classifier gate
-    of the classifier behind it on the same test texts (:func:`gate_classifier`), both from one
-    cached P(toxic) (:func:`classifier_probabilities`)."""
-    p = classifier_probabilities(handle, params, train, test, metric=metric)
-    fpr = group_fpr(test, p, metric=metric, identities=identities or TOXD_IDENTITIES,
-                    seed=params["seed"]).assign(model=handle.name)
-    how = "probe" if params["classifier"] == "probe" else "fine-tuned"
-    return fpr, gate_classifier(params, test["label"] == "toxic", p, extrinsic=metric, model=handle.name,
-                                classifier=f"{how} on {handle.name}", data=data)
-
-
 # ----------------------------------------------------------------------------- the classifier gate
 
-#: ``model`` of a classifier that every model's score rests on (B-Stereo's, B-Tox's).
-EVERY_MODEL = "every model"
-GATE_COLUMNS = ["extrinsic", "model", "classifier", "data", "threshold", "metric", "value", "ci_low", "ci_high",
-                "baseline", "margin", "passes", "n", "n_positive", "majority_share", "usable"]
 #: The classifier of seed 001's appendices B-C (helpers/published/seed001/classifiers.csv) behind each metric.
 PAPER_CLASSIFIER = {"ToxD": "toxicity detection", "HateX": "hate speech", "B-Stereo": "stereotype"}
-
-
-def gate_classifier(params: dict, positive, p_positive, *, extrinsic: str, model: str, classifier: str,
-                    data: str) -> pd.DataFrame:
-    """:func:`helpers.metrics.classifier_quality.classifier_gate` of one classifier on its held-out
-    labelled texts (``positive``: True for the positive class) at threshold 0.5, where ToxD's and
-    HateX's false-positive rates are read, with ``classifier_margin`` and the chapter's seed; tidy
-    (:data:`GATE_COLUMNS`): the metric it serves, the model it is built on (or :data:`EVERY_MODEL`),
-    what it is, its evaluation data and ``usable``."""
-    g = classifier_quality.classifier_gate(np.asarray(positive).astype(int), p_positive, threshold=0.5,
-                                           margin=params["classifier_margin"], seed=params["seed"])
-    return g.assign(extrinsic=extrinsic, model=model, classifier=classifier, data=data, threshold=0.5,
-                    usable=g.attrs["usable"])[GATE_COLUMNS]
 
 
 def failed_classifiers(gates: pd.DataFrame) -> pd.DataFrame:
@@ -1014,7 +600,7 @@ def stereotype_data(params: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
               pd.DataFrame({"text": crows["sent_less"].where(stereo, crows["sent_more"]), "stereotype": False})]
     data = pd.concat(parts, ignore_index=True).drop_duplicates("text")
     data["label"] = np.where(data["stereotype"], "stereotype", "non-stereotype")
-    share = _share(params["stereotype_train"], len(data))
+    share = share_of(params["stereotype_train"], len(data))
     data = data.groupby("label", group_keys=False).sample(frac=share, random_state=params["seed"])
     valid = data.groupby("label", group_keys=False).sample(frac=0.1, random_state=params["seed"])
     train = data.drop(index=valid.index)
@@ -1056,7 +642,7 @@ def _stereotype_classifier(encoder: str, n_train, seed: int, cache_dir: str, *, 
 
     params = {"stereotype_train": n_train, "seed": seed}
     train, valid = stereotype_data(params)
-    clf = classifier.FineTuned(encoder_source(encoder), Path(cache_dir) / "ch06" / "stereotype", epochs=epochs, lr=lr,
+    clf = classifier.FineTuned(encoder_source(encoder), Path(cache_dir) / "stereotype-classifier", epochs=epochs, lr=lr,
                                batch_size=batch_size, max_length=64, seed=seed, class_weight="balanced")
     clf.fit(train["text"], train["label"], validation=(valid["text"], valid["label"]))
     stereo = clf.predict_proba(valid["text"])[:, clf.classes_.index("stereotype")]
@@ -1107,7 +693,7 @@ def _hatex_or_none(params: dict) -> tuple[tuple | None, str | None]:
 
 def _classifier_parts(handle, params: dict, train: pd.DataFrame, test: pd.DataFrame, hatex) -> list:
     """ToxD's (and HateX's, when its data are here) FPR per group and classifier gate of one model."""
-    parts = [classifier_results(handle, params, train, test, data=_toxd_data_name(test))]
+    parts = [classifier_results(handle, params, train, test, data=toxd_data_name(test))]
     if hatex is not None:
         parts.append(classifier_results(handle, params, *hatex, metric="HateX", identities=HATEX_IDENTITIES,
                                         data="HateXplain test posts"))
@@ -1131,10 +717,10 @@ def prefill(params: dict) -> list[str]:
     and StereoSet sentences are split between the processes text by text; then the whole-model
     work — ToxD's and HateX's classifiers (fine-tuned, or probes) and the BOLD and StereoSet-prompt
     generations (one seeded random stream per model) — with the models dealt round-robin
-    (:func:`helpers.distributed.mine`), each process doing its own alone. Not here: appendix G's
+    (:func:`helpers.distributed.worker.mine`), each process doing its own alone. Not here: appendix G's
     temperature generations (of the first causal model the quality gate passes) and the
     stereotype classifier. Returns the models whose intrinsic scores were measured."""
-    from helpers import distributed
+    from helpers.distributed import worker
 
     found = contexts(params)
     results, _ = runner.for_each_model(params["models"], lambda h: intrinsic_scores(h, params, found),
@@ -1149,9 +735,9 @@ def prefill(params: dict) -> list[str]:
             generations(handle, params, prompts)
             generations(handle, params, source_prompts, metric="stereoset_generations")
 
-    with distributed.alone():
-        runner.for_each_model(distributed.mine(params["models"]), whole, device=params["device"])
-    distributed.barrier("chapter 06's whole-model work")
+    with worker.alone():
+        runner.for_each_model(worker.mine(params["models"]), whole, device=params["device"])
+    worker.barrier("chapter 06's whole-model work")
     return list(results)
 
 
@@ -1376,8 +962,8 @@ def polarity_section(params: dict, gate: Section, intrinsic: Section, extrinsic:
         return Section("No generations to filter.")
     rel = gens[(gens["domain"] == "religion") & gens["model"].isin(usable)]
     prompts = rel[["prompt"]].drop_duplicates()
-    sentiment = regard.vader_sentiment(0.5)(prompts, text_column="prompt")["sentiment_label"]
-    toxicity = _toxicity_classifier()(prompts, text_column="prompt")["toxicity_score"]
+    sentiment = text_classifiers.vader_sentiment(0.5)(prompts, text_column="prompt")["sentiment_label"]
+    toxicity = toxicity_classifier()(prompts, text_column="prompt")["toxicity_score"]
     neutral = set(prompts["prompt"][(sentiment == "neutral").to_numpy() & (toxicity < 0.5).to_numpy()])
     rows, n_kept, notes = [], len(neutral), []
     for setting, part in (("all prompts", rel), ("polar prompts dropped", rel[rel["prompt"].isin(neutral)])):
@@ -1432,7 +1018,7 @@ def temperature_section(params: dict, measured: "Measured") -> Section:
     if gens.empty:
         return Section("No usable causal model for the temperature study.")
     model = gens["model"].iloc[0]
-    gens = regard.vader_sentiment(0.5)(gens, text_column="continuation")
+    gens = text_classifiers.vader_sentiment(0.5)(gens, text_column="continuation")
     table = _negative_share(gens).assign(model=model)
     paper = pub.table("001", "temperature")
     return Section(f"Appendix G with {model}: {params['temperature_generations']} continuations per prompt and "
@@ -1440,7 +1026,7 @@ def temperature_section(params: dict, measured: "Measured") -> Section:
                    call(generate, "model", "appendix_g_prompts", samples_per_prompt=params["temperature_generations"],
                         max_new_tokens=params["max_new_tokens"], temperature=Var("temperature"), top_k=40,
                         seed=params["seed"]),
-                   call(regard.vader_sentiment, 0.5), ("temperature", common.save(table, CHAPTER, "temperature")),
+                   call(text_classifiers.vader_sentiment, 0.5), ("temperature", common.save(table, CHAPTER, "temperature")),
                    ("paper_temperature", paper), data=table)
 
 
@@ -1458,10 +1044,10 @@ def noise_classifiers() -> tuple[dict, dict]:
     at BOLD's threshold (B-Sent's), and regard, the hub's regard classifier (B-Regard's; no
     substitute, VADER being the sentiment column already); and ``{column: why not}`` for a
     classifier that cannot be had here."""
-    vader = regard.vader_sentiment(0.5)
+    vader = text_classifiers.vader_sentiment(0.5)
     have, missing = {"sentiment": (vader.name, lambda b: vader.predict(b) == "negative")}, {}
     try:
-        reg = regard.classifier("regard", allow_substitute=False, verbose=False)
+        reg = text_classifiers.classifier("regard", allow_substitute=False, verbose=False)
         have["regard"] = (reg.name, lambda b: reg.predict(b) == "negative")
     except ModelUnavailableError as exc:
         missing["regard"] = str(exc)

@@ -18,7 +18,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from helpers import card, card_page, plots
+from helpers import card, plots
+from helpers.card import page as card_page
 from helpers.chapters import common
 from helpers.chapters.common import Section, call
 from helpers.errors import InputError
@@ -164,7 +165,7 @@ def card_sentences(cards) -> tuple[list[str], dict]:
 def cards_section(params: dict) -> Section:
     """One card per model (``cards_gate.csv``, ``cards_metrics.csv``, ``cards_standing.csv``) and
     their summary tables side by side (``cards_summary.csv``: one row per metric, a column per
-    model, :func:`helpers.card_page.summary_tables`), the overall value of each metric per model
+    model, :func:`helpers.card.page.summary_tables`), the overall value of each metric per model
     with its interval (a figure), and the sentences of :func:`card_sentences`."""
     cards = [_card(params, [name]) for name in params["models"]]
     summary = common.save(card_page.summary_tables(cards), CHAPTER, "cards_summary")

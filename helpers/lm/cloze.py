@@ -38,8 +38,8 @@ import pandas as pd
 from helpers.errors import InputError
 from helpers.lm import batching, conventions
 
-__all__ = ["BLANK", "split_template", "check_templates", "word_spans", "tokens_in_span", "fill", "lowered",
-           "cloze_logprobs", "kurita_log_ratio", "CLOZE_VERSION", "MASKED_VARIANTS"]
+__all__ = ["BLANK", "split_template", "check_templates", "check_template_rows", "word_spans", "tokens_in_span",
+           "fill", "lowered", "cloze_logprobs", "kurita_log_ratio", "CLOZE_VERSION", "MASKED_VARIANTS"]
 
 BLANK = "[MASK]"
 CLOZE_VERSION = 1
@@ -82,6 +82,16 @@ def check_templates(templates) -> list[str]:
     for t in templates:
         split_template(t)
     return templates
+
+
+def check_template_rows(templates, source) -> None:
+    """Each of ``templates``, read from the file ``source``, has exactly one blank; otherwise one
+    InputError naming the file and the first bad row (0-based): ``<source>, row <i>: <problem>``."""
+    for i, t in enumerate(templates):
+        try:
+            split_template(t)
+        except InputError as exc:
+            raise InputError(f"{source}, row {i}: {exc}") from None
 
 
 def word_spans(text: str, word: str, avoid: tuple[int, int] | None = None) -> list[tuple[int, int]]:

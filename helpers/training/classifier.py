@@ -259,9 +259,8 @@ def save_checkpoint_file(path: Path, parts: dict, state: dict) -> None:
     and ``state`` to ``path`` atomically: a kill leaves the previous checkpoint whole."""
     import torch
 
-    tmp = tables.temporary_path(path)
-    torch.save({**{k: v.state_dict() for k, v in parts.items()}, "rng": torch.get_rng_state(), "state": state}, tmp)
-    tmp.replace(path)
+    with tables.atomic_path(path) as tmp:
+        torch.save({**{k: v.state_dict() for k, v in parts.items()}, "rng": torch.get_rng_state(), "state": state}, tmp)
 
 
 def load_checkpoint(path: Path, parts: dict) -> dict | None:
@@ -283,9 +282,8 @@ def promote(work: Path, out: Path, manifest: dict) -> Path:
     work directory (checkpoints) is removed."""
     best = work / "best"
     tables.atomic_write(best / "manifest.json", json.dumps(manifest, indent=2))
-    if out.exists():
-        shutil.rmtree(out)
-    best.replace(out)
+    with tables.atomic_path(out, replace_directory=True) as tmp:
+        best.rename(tmp)
     shutil.rmtree(work, ignore_errors=True)
     return out
 

@@ -35,14 +35,13 @@ decay) over packed token blocks:
   bucket it falls).
 - Determinism: batches (order and masks) are a pure function of (seed, phase, step); the
   dropout RNG state is saved in each checkpoint, so a resumed run equals an uninterrupted one.
-- Checkpoints: one file, written to a temporary name then ``os.replace``-d (atomic).
+- Checkpoints: one file, written atomically (:func:`helpers.tables.atomic_path`).
 """
 
 from __future__ import annotations
 
 import functools
 import math
-import os
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -218,18 +217,10 @@ TeacherFn = Callable[[int, dict], tuple[torch.Tensor, torch.Tensor | None]]
 
 
 def _atomic_save(obj, path: Path) -> None:
-    """``torch.save`` to a temporary beside ``path`` (:func:`helpers.tables.temporary_path`), then
-    ``os.replace``: a reader sees the old checkpoint or the new one, never half of one; a killed
-    writer leaves a temporary that :func:`helpers.tables.remove_stale_temporaries` removes."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = tables.temporary_path(path)
-    try:
+    """``torch.save`` through :func:`helpers.tables.atomic_path`: a reader sees the old checkpoint
+    or the new one, never half of one."""
+    with tables.atomic_path(path) as tmp:
         torch.save(obj, tmp)
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
 
 
 def train(model, blocks: torch.Tensor, cfg: TrainConfig, *, arch: Arch, tokenizer=None,

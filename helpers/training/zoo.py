@@ -198,20 +198,13 @@ def manifests(names: list[str] | None = None) -> pd.DataFrame:
 
 
 def _write_model(name: str, model, tokenizer, man: dict) -> Path:
-    """save_pretrained + tokenizer + manifest into a temporary dir, then rename it into place."""
-    root = paths.zoo_dir()
-    root.mkdir(parents=True, exist_ok=True)
-    final = root / name
-    tmp = tables.temporary_path(final)
-    try:
+    """save_pretrained + tokenizer + manifest into a directory renamed into place at once
+    (:func:`helpers.tables.atomic_path`)."""
+    final = paths.zoo_dir() / name
+    with tables.atomic_path(final, replace_directory=True) as tmp:
         model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
         (tmp / "manifest.json").write_text(json.dumps(man, indent=2, default=str))
-        if final.exists():
-            shutil.rmtree(final)
-        os.replace(tmp, final)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
     return final
 
 
@@ -406,10 +399,8 @@ def _ensure_scratch_zoo(cfg: ZooConfig, progress: bool) -> list[str]:
                     tok = PreTrainedTokenizerFast.from_pretrained(tok_dir)
                 else:
                     tok = train_subword_tokenizer(train_lines, vocab_size=cfg.masked_vocab)
-                    tmp = tables.temporary_path(tok_dir)      # all files or none: tokenizer.json is the marker
-                    tok.save_pretrained(tmp)
-                    shutil.rmtree(tok_dir, ignore_errors=True)
-                    os.replace(tmp, tok_dir)
+                    with tables.atomic_path(tok_dir, replace_directory=True) as tmp:   # all files or none
+                        tok.save_pretrained(tmp)
             else:
                 from helpers import models
 

@@ -7,13 +7,13 @@ the terminal summary of ``harms report`` and ``model_card.md`` (the hub's ``mode
 The anchors: the hub's model-card evaluation results, lm-evaluation-harness's results table and
 HELM's leaderboard pages -- one table first, the detail behind it.
 
-    >>> from helpers import card, card_page
+    >>> from helpers import card
     >>> c = card.report_card(["smollm2-135m"], budget="quick")          # doctest: +SKIP
-    >>> card_page.summary_table(c)                                       # doctest: +SKIP
+    >>> card.page.summary_table(c)                                       # doctest: +SKIP
 
-:mod:`helpers.card` computes the :class:`~helpers.card.Card`; this module only reads it, and never
-the other way round (``card`` does not import this module): :func:`write` is
-:func:`helpers.card.write` with ``report.html`` and ``model_card.md``.
+:mod:`helpers.card.measuring` computes the :class:`~helpers.card.Card`; this module only reads it,
+and no other module of the card imports it: :func:`write` is :func:`helpers.card.writing.write`
+with ``report.html`` and ``model_card.md``.
 """
 
 from __future__ import annotations
@@ -25,8 +25,11 @@ import textwrap
 import numpy as np
 import pandas as pd
 
-from helpers import card
-from helpers.card import CATALOGUE, INTERVALS, PUBLISHED, REFERENCES, STANDING_NOTE, SUMMARY_GROUPS, Card
+from helpers.card.catalogue import CATALOGUE, INTERVALS, SUMMARY_GROUPS, paper
+from helpers.card.measuring import Card
+from helpers.card.references import (PUBLISHED, REFERENCES, STANDING_NOTE, offline_reference,
+                                   published_reference)
+from helpers.card.writing import write as write_files
 
 __all__ = ["summary_table", "summary_tables", "summary", "html", "model_card", "write", "gate_lines", "verdict_class",
            "FOREST_ROWS", "DETAIL_ROWS"]
@@ -91,8 +94,6 @@ def _p(p) -> str:
 def _family(metric: str) -> str:
     return metric if metric.startswith("safety_score") else metric.split(":")[0]
 
-
-_seed = card._seed
 
 
 # --------------------------------------------------------------------------- reading the card
@@ -210,7 +211,7 @@ def _standing_cell(c: Card, model: str, metric: str) -> str:
 
 
 def _comparable(r) -> bool:
-    """Whether a standing row may be ranked (:data:`helpers.card.NOT_COMPARABLE`)."""
+    """Whether a standing row may be ranked (:data:`helpers.card.references.NOT_COMPARABLE`)."""
     return bool(r["comparable"])
 
 
@@ -582,8 +583,8 @@ def html(c: Card) -> str:
             body.append("<h4>Where it stands</h4>")
             for reference, part in st.groupby("reference", sort=False):
                 group = REFERENCES[metric][2]
-                ref = (card._published_reference(metric) if reference == PUBLISHED
-                       else card.offline_reference(metric, group, c.budget))
+                ref = (published_reference(metric) if reference == PUBLISHED
+                       else offline_reference(metric, group, c.budget))
                 if len(ref) and all(_comparable(r) for _, r in part.iterrows()):
                     body.append(_png(plots.standing_strip(ref, part, title=f"{metric} ({group}) beside the {reference}: "
                                                                             f"{part['better'].iloc[0]} is better")))
@@ -645,7 +646,7 @@ def model_card(c: Card) -> str:
     rows = c.metrics[(c.metrics["model"] == model) & c.metrics["group"].isin(SUMMARY_GROUPS)]
     results = [EvalResult(task_type="text-generation", dataset_type=DATASET_OF[_family(r.metric)],
                           dataset_name=DATASET_OF[_family(r.metric)], metric_type=_family(r.metric),
-                          metric_name=f"{r.metric} ({r.group}; seed {_seed(r.metric)})",
+                          metric_name=f"{r.metric} ({r.group}; seed {paper(r.metric)})",
                           metric_value=round(float(r.value), 4))
                for r in rows.itertuples() if np.isfinite(r.value)]
     data = ModelCardData(model_name=model, eval_results=results or None)
@@ -667,6 +668,6 @@ def model_card(c: Card) -> str:
 
 
 def write(c: Card, output, *, overwrite: bool = False):
-    """The card's files in ``output`` (:func:`helpers.card.write`: the CSVs and ``report.json``)
+    """The card's files in ``output`` (:func:`helpers.card.writing.write`: the CSVs and ``report.json``)
     with ``report.html`` (:func:`html`) and ``model_card.md`` (:func:`model_card`)."""
-    return card.write(c, output, overwrite=overwrite, pages={"report.html": html, "model_card.md": model_card})
+    return write_files(c, output, overwrite=overwrite, pages={"report.html": html, "model_card.md": model_card})
