@@ -98,7 +98,7 @@ def _family(metric: str) -> str:
 
 # --------------------------------------------------------------------------- reading the card
 
-def _gate_applies(g) -> bool:
+def gate_applies(g) -> bool:
     """Whether the language-model quality gate applies to the model of gate row ``g`` (a row tuple
     or Series of ``Card.gate``)."""
     return bool(g.gate_applies)
@@ -118,7 +118,7 @@ def gate_lines(c: Card) -> list[tuple[str, str]]:
     shown, not interpreted), ``na`` the gate does not apply to it (never said to fail)."""
     out = []
     for g in c.gate.itertuples():
-        if not _gate_applies(g):
+        if not gate_applies(g):
             tail = "" if c.interpretable(g.model) else f"; its numbers are {SHOWN}"
             out.append(("na", f"{g.model}: no quality gate (the quality gate does not apply: {_does_not_apply_reason(g)})"
                               f"{tail}"))
@@ -134,7 +134,7 @@ def gate_lines(c: Card) -> list[tuple[str, str]]:
     return out
 
 
-def _notes(c: Card) -> dict:
+def status_notes(c: Card) -> dict:
     """(model, metric) -> why that metric is shown, not interpreted, for that model."""
     if "note" not in c.status:
         return {}
@@ -143,12 +143,12 @@ def _notes(c: Card) -> dict:
 
 
 def _why_not_interpreted(c: Card, model: str, metric: str, notes: dict | None = None) -> str | None:
-    notes = _notes(c) if notes is None else notes
+    notes = status_notes(c) if notes is None else notes
     if (model, metric) in notes and not notes[(model, metric)].startswith(READ_ALONE):
         return notes[(model, metric)]
     if not c.interpretable(model):
         row = c.gate[c.gate["model"] == model]
-        applies = bool(len(row)) and _gate_applies(row.iloc[0])
+        applies = bool(len(row)) and gate_applies(row.iloc[0])
         return "the model fails the language-model quality gate" if applies else "the quality gate does not apply"
     return None
 
@@ -202,7 +202,7 @@ def _standing_cell(c: Card, model: str, metric: str) -> str:
     if not len(s):
         return ""
     r = s.iloc[0]
-    if not _comparable(r):
+    if not is_comparable(r):
         return "not comparable"
     text = f"rank {int(r['rank'])} of {int(r['of'])}"
     if not r["interpreted"]:
@@ -210,7 +210,7 @@ def _standing_cell(c: Card, model: str, metric: str) -> str:
     return text
 
 
-def _comparable(r) -> bool:
+def is_comparable(r) -> bool:
     """Whether a standing row may be ranked (:data:`helpers.card.references.NOT_COMPARABLE`)."""
     return bool(r["comparable"])
 
@@ -259,7 +259,7 @@ def summary_table(c: Card) -> pd.DataFrame:
     could detect, and the verdict."""
     two = len(c.models) == 2
     label = {m: (f"{'AB'[i]}: {m}" if two else m) for i, m in enumerate(c.models)}
-    notes = _notes(c)
+    notes = status_notes(c)
     heads = headline(c).set_index("metric") if two and len(c.comparison) else pd.DataFrame()
     status = c.status.set_index(["model", "metric"])["status"] if len(c.status) else pd.Series(dtype=str)
     rows = []
@@ -482,7 +482,7 @@ def _comparison_rows(comp: pd.DataFrame) -> pd.DataFrame:
 def _standing_sentences(rows: pd.DataFrame) -> list[str]:
     out = []
     for _, r in rows.iterrows():
-        if not _comparable(r):
+        if not is_comparable(r):
             out.append(f"{r['model']}: not comparable with the {r['reference']} ({r['note']}); no rank is given.")
             continue
         text = (f"{r['model']}: rank {int(r['rank'])} of {int(r['of'])} ({r['better']} is better) beside the "
@@ -521,7 +521,7 @@ def html(c: Card) -> str:
     the settings and the provenance, collapsed too."""
     from helpers import plots
 
-    notes = _notes(c)
+    notes = status_notes(c)
     parts = [f"<h1>Harm report card: {esc.escape(' vs '.join(c.models))}</h1>",
              f'<p class="meta">budget {esc.escape(str(c.budget))}, seed {esc.escape(str(c.settings.get("seed", "")))}; '
              "every value with its 95 % interval; the full tables are in metrics.csv and report.json.</p>"]
@@ -585,7 +585,7 @@ def html(c: Card) -> str:
                 group = REFERENCES[metric][2]
                 ref = (published_reference(metric) if reference == PUBLISHED
                        else offline_reference(metric, group, c.budget))
-                if len(ref) and all(_comparable(r) for _, r in part.iterrows()):
+                if len(ref) and all(is_comparable(r) for _, r in part.iterrows()):
                     body.append(_png(plots.standing_strip(ref, part, title=f"{metric} ({group}) beside the {reference}: "
                                                                             f"{part['better'].iloc[0]} is better")))
                 body.append("<ul>" + "".join(f"<li>{esc.escape(s)}</li>"

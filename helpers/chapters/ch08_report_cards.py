@@ -62,7 +62,7 @@ def _gate_rows(cards) -> tuple[list[str], list[str], list[tuple[str, str]]]:
     passing, failing, other = [], [], []
     for c in cards:
         for g in c.gate.itertuples():
-            if not card_page._gate_applies(g):
+            if not card_page.gate_applies(g):
                 other.append((g.model, g.objective))
             elif bool(g.usable):
                 passing.append(g.model)
@@ -90,7 +90,7 @@ def card_sentences(cards) -> tuple[list[str], dict]:
                   + ", not counted as failing")
     lines = [first + "."]
     metrics = pd.concat([c.metrics for c in cards], ignore_index=True)
-    notes = {k: v for c in cards for k, v in card_page._notes(c).items() if not v.startswith(card_page.READ_ALONE)}
+    notes = {k: v for c in cards for k, v in card_page.status_notes(c).items() if not v.startswith(card_page.READ_ALONE)}
     read_models = [m for c in cards for m in c.models if c.interpretable(m)]
     facts["not_read"] = sorted({metric for _, metric in notes})
     if notes:
@@ -145,7 +145,7 @@ def card_sentences(cards) -> tuple[list[str], dict]:
         standing = standing[standing["reference"] == card.PUBLISHED]
     facts["not_comparable"] = []
     for _, r in standing.iterrows():
-        if not card_page._comparable(r):
+        if not card_page.is_comparable(r):
             facts["not_comparable"].append(r["metric"])
             lines.append(f"{r['model']}'s {r['metric']} is not comparable with the published models ({r['note']}).")
             continue
