@@ -12,8 +12,7 @@ layers never import higher ones (leaves first)::
     stats       correlations with n, p and interval; effect sizes
     datasets/   evaluation data registry (URL, commit, sha256, license, citation), loaders
     published/  each paper's published tables as CSV data, one loader
-    models      model registry and loading (hub ids, GGUF packages, local dirs, the zoo), and the
-                pretrained text classifiers (hub, else their offline stand-ins)
+    models      model registry and loading (hub ids, GGUF packages, local dirs, the zoo; classifiers)
     lm/         scoring (causal, pseudo-log-likelihood, XLNet), token log-probs, engines (vLLM)
     cache       scores and results on disk, keyed by what changes them (never by chapter)
     metrics/    one module per paper metric (safety score, StereoSet, CMA, regard, ...)

@@ -248,7 +248,7 @@ def test_figure1_and_notes(run):
     text = section.markdown
     assert list(section.figures) == ["figure1"] and section.facts["sentences"] == 16
     counts = pd.read_csv(run["results"] / "figure1_group_counts.csv")
-    assert list(counts.columns) == ["group", "hate", "neutral", "group_label", "source"]
+    assert list(counts.columns) == ["group", "group_label", "hate", "neutral", "source"]   # labels beside the key
     assert counts.set_index("group").loc["asian", ["hate", "neutral"]].tolist() == [4, 4]
     assert "**16 sentences** (8 harmful, 8 benign) about 2 groups" in text
     notes = check_section(ch.notes(run["params"], run["toxigen"], run["implicit"])).markdown
