@@ -24,7 +24,6 @@ per step (:mod:`helpers.progress`). Wall time per step is printed and appended t
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import datetime as dt
 import importlib
@@ -40,7 +39,7 @@ from pathlib import Path
 
 from helpers import published
 from helpers.errors import HarmsError, InputError
-from helpers.paths import REPO_ROOT, cache_dir, results_dir
+from helpers.paths import REPO_ROOT, cache_dir, environment, results_dir
 from helpers.progress import mode as progress_mode
 from helpers.tables import atomic_write
 
@@ -133,20 +132,9 @@ def kernel_env() -> dict:
     return {**KERNEL_ENV, "JUPYTER_PATH": os.pathsep.join([ours, *rest])}
 
 
-@contextlib.contextmanager
 def _kernel_env():
     """Environment the kernel inherits while papermill runs a chapter."""
-    env = kernel_env()
-    old = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    try:
-        yield
-    finally:
-        for k, v in old.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+    return environment(**kernel_env())
 
 
 def execute(notebook: Path, output: Path, parameters: dict | None = None, *,

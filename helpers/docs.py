@@ -11,9 +11,9 @@ machine and in every terminal.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import os
 import sys
+
+from helpers import paths
 
 __all__ = ["cli_reference", "COMMAND", "WIDTH"]
 
@@ -89,20 +89,9 @@ models with vLLM behind a parity gate against transformers (not yet run on a GPU
 """
 
 
-@contextlib.contextmanager
 def _fixed_terminal(width: int):
     """argparse reads the width from ``COLUMNS`` (through :func:`shutil.get_terminal_size`)."""
-    saved = {k: os.environ.get(k) for k in ("COLUMNS", "LINES", "NO_COLOR", "FORCE_COLOR")}
-    os.environ.update(COLUMNS=str(width), LINES="50", NO_COLOR="1")
-    os.environ.pop("FORCE_COLOR", None)
-    try:
-        yield
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+    return paths.environment(COLUMNS=str(width), LINES="50", NO_COLOR="1", FORCE_COLOR=None)
 
 
 def _help(parser: argparse.ArgumentParser) -> str:

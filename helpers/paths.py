@@ -12,6 +12,7 @@ and a user's own runs share one convention:
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -44,3 +45,23 @@ def zoo_dir() -> Path:
 def results_dir(chapter: str | None = None) -> Path:
     root = Path(os.environ.get("HARMS_RESULTS_DIR", REPO_ROOT / "results")).expanduser()
     return root / chapter if chapter else root
+
+
+@contextlib.contextmanager
+def environment(**values: str | None):
+    """Environment variables set (a ``None`` value: unset) for the block, each restored after it,
+    whether it was set before or not (the book's kernels, the CLI reference's fixed terminal)."""
+    saved = {k: os.environ.get(k) for k in values}
+    try:
+        for k, v in values.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
