@@ -52,16 +52,15 @@ def environment(**values: str | None):
     """Environment variables set (a ``None`` value: unset) for the block, each restored after it,
     whether it was set before or not (the book's kernels, the CLI reference's fixed terminal)."""
     saved = {k: os.environ.get(k) for k in values}
-    try:
-        for k, v in values.items():
+
+    def put(items):
+        for k, v in items:
             if v is None:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+    try:
+        put(values.items())
         yield
     finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+        put(saved.items())
