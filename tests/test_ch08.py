@@ -86,7 +86,7 @@ def test_the_chapters_sentences_read_each_metric_as_its_kind_allows():
     assert lines[0] == ("1 of 2 models pass the language-model quality gate (bad: shown, not read); it does not "
                         "apply to xl (permutation), not counted as failing.")
     assert (facts["usable"], facts["gate_applies"], facts["gate_does_not_apply"]) == (1, 2, 1)
-    by = {line.split(": ")[0]: line for line in lines[1:] if not line.startswith(("a's", "xl's", "bad's"))}
+    by = {line.split(": ")[0]: line for line in lines[1:] if not line.startswith(("a (", "xl (", "bad ("))}
     assert by["safety_score:toxigen"].startswith("safety_score:toxigen: 0 of 1 read models have an interval above "
                                                  "0.5 (chance")                    # [0.48, 0.56] covers chance
     assert "ideal 1" in by["safety_score:toxigen"] and "exclude" not in by["safety_score:toxigen"]
@@ -94,14 +94,13 @@ def test_the_chapters_sentences_read_each_metric_as_its_kind_allows():
     assert "spread over groups is the bias" in by["bold_sentiment"] and "exclude" not in by["bold_sentiment"]
     for metric in ("atomic_probing:en", "categorical_bias"):                  # non-negative: no "excludes 0"
         assert "says little" in by[metric] and "of 1 read models have an interval" not in by[metric]
-    text = " ".join(lines)
-    assert "excludes their median" not in text.split("a's safety_score:toxigen")[1].split(".")[0]
-    assert "a's safety_score:toxigen ranks 20 of 25" in text and "no interval to hold against their median" in text
-    assert "a's categorical_bias is not comparable with the published models" in text
+    first = next(line for line in lines if line.startswith("a (safety_score:toxigen): rank 20 of 25"))
+    assert "outside" not in first and "inside" not in first and "no interval to hold it against" in first
+    assert any(line.startswith("a (categorical_bias): not comparable with the published models") for line in lines)
     assert facts["not_comparable"] == ["categorical_bias"] * 3
-    bad = [line for line in lines if line.startswith("bad's atomic_probing:en")]
-    assert bad and bad[0].endswith("(shown, not interpreted).")
-    assert not any(line.startswith("a's") and "not interpreted" in line for line in lines)
+    bad = [line for line in lines if line.startswith("bad (atomic_probing:en)")]
+    assert bad and bad[0].endswith(f"; {card_page.SHOWN}.")
+    assert not any(line.startswith("a (") and "not interpreted" in line for line in lines)
 
 
 def test_the_comparison_counts_headline_verdicts_by_kind():

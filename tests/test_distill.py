@@ -255,6 +255,24 @@ def test_resume_after_interruption_equals_uninterrupted(tok, tmp_path, phase):
     assert _same(_weights(full), _weights(resumed))
 
 
+def test_checkpoints_wait_for_checkpoint_seconds_and_saving_does_not_change_training(tok, tmp_path, monkeypatch):
+    """A checkpoint is written once ``checkpoint_seconds`` have passed since the last one (a fake
+    clock: 10 s per step, so a 25 s interval saves after steps 3 and 6); training is the same
+    whether or not it saved (the losses of a run that never saves)."""
+    blocks = _blocks(tok, "gpt2")
+    kw = dict(arch="gpt2", tokenizer=tok, phase="pretrain", progress=False)
+    saved, clock = [], iter(range(0, 1000, 10))
+    monkeypatch.setattr(distill, "checkpoint_clock", lambda: next(clock))
+    real_save = distill._atomic_save
+    monkeypatch.setattr(distill, "_atomic_save", lambda obj, path: saved.append(obj["step"]) or real_save(obj, path))
+    out = distill.train(_student("gpt2", tok), blocks, _cfg(checkpoint_every=1, checkpoint_seconds=25),
+                        checkpoint=tmp_path / "ckpt.pt", **kw)
+    assert saved == [3, 6]              # clock 0 at the start, 10 s after each step
+    never = distill.train(_student("gpt2", tok), blocks, _cfg(checkpoint_every=1, checkpoint_seconds=1e9),
+                          checkpoint=tmp_path / "never.pt", **kw)
+    assert not (tmp_path / "never.pt").exists() and never["losses"] == out["losses"]
+
+
 def test_saved_student_reloads_to_identical_scores(tok, tmp_path):
     from helpers import models
     from helpers.lm import scoring

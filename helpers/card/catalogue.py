@@ -20,11 +20,13 @@ from helpers.measures.safety import DATASETS
 #: probe is the standard budget's, trained on 400 texts per set and gated on 30 madlibs sentences per
 #: identity (200 texts fail the classifier gate on SmolLM2-135M at every regularisation tried,
 #: benchmarks/RESULTS.md; 20 per identity leave balanced accuracy's interval at 0.544, below the
-#: gate's 0.55, where 30 give 0.558), so quick and standard share it.
+#: gate's 0.55, where 30 give 0.558), so quick and standard share it. Probing takes one sentence per
+#: group from the first 1,000 ATOMIC heads in every budget (the count of sentences is the groups',
+#: whatever the number of heads), so a card probes the sentences chapter 07 probed and reads its fill-ins.
 BUDGETS = {
     "quick": dict(sample_per_group=8, implicit_sample_per_label=24, stereoset_clusters_per_target=1, crows_per_type=10,
                   n_resamples=200, gate_blocks=8, contexts_per_word=2, ceat_samples=200, bec_pro_sample=108,
-                  cb_sample=(2, 4), seat_tests="weat", n_heads=50, per_group=1, classifier_train=400,
+                  cb_sample=(2, 4), seat_tests="weat", n_heads=1000, per_group=1, classifier_train=400,
                   toxd_per_identity=30, prompts_per_group=2),
     "standard": dict(sample_per_group=25, implicit_sample_per_label=100, stereoset_clusters_per_target=5, crows_per_type=40,
                      n_resamples=1000, gate_blocks=16, contexts_per_word=4, ceat_samples=1000, bec_pro_sample=540,

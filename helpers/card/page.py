@@ -479,24 +479,24 @@ def _comparison_rows(comp: pd.DataFrame) -> pd.DataFrame:
                          "verdict": comp["verdict"]})
 
 
-def _standing_sentences(rows: pd.DataFrame) -> list[str]:
-    out = []
-    for _, r in rows.iterrows():
-        if not is_comparable(r):
-            out.append(f"{r['model']}: not comparable with the {r['reference']} ({r['note']}); no rank is given.")
-            continue
-        text = (f"{r['model']}: rank {int(r['rank'])} of {int(r['of'])} ({r['better']} is better) beside the "
-                f"{r['reference']} ({r['source']}); their median {_fmt(r['reference_median'])}")
-        differs = r.get("differs_from_median")
-        if differs is None or (isinstance(differs, float) and np.isnan(differs)) or not (
-                np.isfinite(float(r["ci_low"])) and np.isfinite(float(r["ci_high"]))):
-            text += " (the model's value has no interval to hold it against)"
-        else:
-            text += " lies " + ("outside" if bool(differs) else "inside") + " its interval"
-        if not r["interpreted"]:
-            text += f"; {SHOWN}"
-        out.append(text + ".")
-    return out
+def standing_sentence(r, *, with_metric: bool = False) -> str:
+    """One row of a card's ``standing`` in words: its rank beside the reference and whether its
+    interval holds the reference median (no such claim without an interval), or why it is not
+    comparable; ``with_metric`` names the metric after the model (chapter 08's summary)."""
+    who = f"{r['model']} ({r['metric']})" if with_metric else r["model"]
+    if not is_comparable(r):
+        return f"{who}: not comparable with the {r['reference']} ({r['note']}); no rank is given."
+    text = (f"{who}: rank {int(r['rank'])} of {int(r['of'])} ({r['better']} is better) beside the "
+            f"{r['reference']} ({r['source']}); their median {_fmt(r['reference_median'])}")
+    differs = r.get("differs_from_median")
+    if differs is None or (isinstance(differs, float) and np.isnan(differs)) or not (
+            np.isfinite(float(r["ci_low"])) and np.isfinite(float(r["ci_high"]))):
+        text += " (the model's value has no interval to hold it against)"
+    else:
+        text += " lies " + ("outside" if bool(differs) else "inside") + " its interval"
+    if not r["interpreted"]:
+        text += f"; {SHOWN}"
+    return text + "."
 
 
 def _settings_table(c: Card) -> pd.DataFrame:
@@ -588,8 +588,8 @@ def html(c: Card) -> str:
                 if len(ref) and all(is_comparable(r) for _, r in part.iterrows()):
                     body.append(_png(plots.standing_strip(ref, part, title=f"{metric} ({group}) beside the {reference}: "
                                                                             f"{part['better'].iloc[0]} is better")))
-                body.append("<ul>" + "".join(f"<li>{esc.escape(s)}</li>"
-                                             for s in _standing_sentences(part)) + "</ul>")
+                body.append("<ul>" + "".join(f"<li>{esc.escape(standing_sentence(r))}</li>"
+                                             for _, r in part.iterrows()) + "</ul>")
                 body.append(f"<p>{esc.escape(str(part['note'].iloc[0]))}.</p>")
         parts.append(f"<details><summary>{esc.escape(label)}</summary>{''.join(body)}</details>")
     if len(c.standing):

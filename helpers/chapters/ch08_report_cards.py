@@ -15,7 +15,6 @@ load.
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 
 from helpers import card, plots
@@ -76,8 +75,8 @@ def card_sentences(cards) -> tuple[list[str], dict]:
     gate does not apply to is not counted as failing), per metric the reading its kind allows (the
     safety score against chance, 0.5; BOLD by its spread over groups; a non-negative score by its
     values, never "excludes 0"; a signed effect by whether its interval excludes the ideal), and
-    each model's place among the published models (not comparable, or shown and not interpreted,
-    said as such; no "excludes their median" without an interval)."""
+    each model's place among the published models in the card page's words
+    (:func:`helpers.card.page.standing_sentence`)."""
     passing, failing, other = _gate_rows(cards)
     applies = len(passing) + len(failing)
     facts = {"models": sum(len(c.models) for c in cards), "usable": len(passing), "gate_applies": applies,
@@ -147,18 +146,7 @@ def card_sentences(cards) -> tuple[list[str], dict]:
     for _, r in standing.iterrows():
         if not card_page.is_comparable(r):
             facts["not_comparable"].append(r["metric"])
-            lines.append(f"{r['model']}'s {r['metric']} is not comparable with the published models ({r['note']}).")
-            continue
-        text = (f"{r['model']}'s {r['metric']} ranks {int(r['rank'])} of {int(r['of'])} ({r['better']} is better) "
-                f"beside the published models ({r['source']}); ")
-        differs = r.get("differs_from_median")
-        if pd.isna(differs) or not (np.isfinite(float(r["ci_low"])) and np.isfinite(float(r["ci_high"]))):
-            text += f"it has no interval to hold against their median {r['reference_median']:.3f}"
-        else:
-            text += f"its interval {'excludes' if bool(differs) else 'includes'} their median {r['reference_median']:.3f}"
-        if not r["interpreted"]:
-            text += " (shown, not interpreted)"
-        lines.append(text + ".")
+        lines.append(card_page.standing_sentence(r, with_metric=True))
     return lines, facts
 
 

@@ -211,7 +211,11 @@ class TrainConfig:
     mask_prob: float = 0.15        # masked LMs: share of tokens selected per block (BERT: 0.15)
     seed: int = 0
     checkpoint_every: int = 50
+    checkpoint_seconds: float = 0.0  # and no sooner than this after the last save (or the start)
 
+
+#: The clock of ``checkpoint_seconds`` (a test replaces it to decide when checkpoints are due).
+checkpoint_clock = time.monotonic
 
 TeacherFn = Callable[[int, dict], tuple[torch.Tensor, torch.Tensor | None]]
 
@@ -233,8 +237,11 @@ def train(model, blocks: torch.Tensor, cfg: TrainConfig, *, arch: Arch, tokenize
     ``teacher(step, batch)``
     returns (logits, indices-or-None) for the batch's scored positions (see
     :func:`distillation_loss`); loss = alpha * LM + (1 - alpha) * KD.
-    ``checkpoint``: file written atomically every ``cfg.checkpoint_every`` steps and at the end;
-    when it exists, training resumes from it (model, optimizer, scheduler, step, RNG).
+    ``checkpoint``: file written atomically every ``cfg.checkpoint_every`` steps and at the end,
+    but never sooner than ``cfg.checkpoint_seconds`` after the last write (or the start): a kill
+    loses at most that much training, and short runs are not slowed by saving the optimizer's
+    state every few steps; when it exists, training resumes from it (model, optimizer, scheduler,
+    step, RNG).
     ``callback(step, loss)`` runs after every step (tests use it to simulate a crash).
     """
     from transformers import get_linear_schedule_with_warmup
@@ -272,6 +279,7 @@ def train(model, blocks: torch.Tensor, cfg: TrainConfig, *, arch: Arch, tokenize
                           "seconds": seconds, "rng": torch.get_rng_state(),
                           "config": asdict(cfg), "phase": phase}, ckpt)
 
+    last_save = checkpoint_clock()
     model.train()
     bar = progress_bar(total=cfg.steps, initial=step, desc=phase, unit="step", enabled=progress, leave=False)
     tokens = 0
@@ -301,8 +309,10 @@ def train(model, blocks: torch.Tensor, cfg: TrainConfig, *, arch: Arch, tokenize
         losses.append(loss.item())
         bar.update(1)
         bar.set_postfix(loss=f"{losses[-1]:.3f}")
-        if ckpt is not None and (step % cfg.checkpoint_every == 0 or step == cfg.steps):
+        if (ckpt is not None and (step % cfg.checkpoint_every == 0 or step == cfg.steps)
+                and checkpoint_clock() - last_save >= cfg.checkpoint_seconds):
             save()
+            last_save = checkpoint_clock()
         if callback is not None:
             callback(step, losses[-1])
     bar.close()

@@ -31,6 +31,10 @@ from helpers.models.loading import without_quantizer
 from helpers.training import distill, prune
 
 OBJECTIVES = {"lm": "heal-lm", "kd": "heal-kd"}
+#: Healing writes its checkpoint (weights and AdamW state, about 1.5 GB for a SmolLM2 student) at
+#: most this often: writing it every few steps took a third of the zoo's time (benchmarks/RESULTS.md,
+#: "Where the time goes"); a kill loses at most this much healing.
+CHECKPOINT_SECONDS = 30.0
 _SPEC = re.compile(r"^L(\d+)(?:-I(\d+))?(?:-A(\d+))?$")
 
 
@@ -91,17 +95,20 @@ def build(teacher_model, spec: StudentSpec, *, block_importance, activation_impo
 
 def heal(student, blocks: torch.Tensor, *, objective: str, steps: int, batch_size: int, lr: float, seed: int,
          arch: str, tokenizer=None, mask_prob: float = 0.15, teacher_fn=None, temperature: float = 1.0,
-         checkpoint=None, progress: bool = True, warmup: float = 0.1) -> dict:
+         checkpoint=None, progress: bool = True, warmup: float = 0.1,
+         checkpoint_seconds: float = CHECKPOINT_SECONDS) -> dict:
     """Train every parameter of ``student`` in place for ``steps`` steps of ``batch_size`` blocks
     with the LM loss (``objective="lm"``) or distillation from ``teacher_fn`` (``"kd"``,
-    :func:`helpers.training.distill.teacher_targets`); resumes from ``checkpoint``."""
+    :func:`helpers.training.distill.teacher_targets`); resumes from ``checkpoint``, written after a
+    step once ``checkpoint_seconds`` have passed since the last write."""
     if objective not in OBJECTIVES:
         raise InputError(f"healing objective {objective!r}: expected one of {', '.join(OBJECTIVES)}")
     if steps <= 0:
         return {"phase": OBJECTIVES[objective], "steps": 0, "final_loss": float("nan"), "losses": [],
                 "seconds": 0.0, "tokens_this_run": 0}
     cfg = distill.TrainConfig(steps=steps, batch_size=batch_size, lr=lr, warmup=warmup, seed=seed,
-                              temperature=temperature, mask_prob=mask_prob, checkpoint_every=max(1, steps // 4))
+                              temperature=temperature, mask_prob=mask_prob, checkpoint_every=1,
+                              checkpoint_seconds=checkpoint_seconds)
     return distill.train(student, blocks, cfg, arch=arch, tokenizer=tokenizer, phase=OBJECTIVES[objective],
                          teacher=teacher_fn if objective == "kd" else None, checkpoint=checkpoint,
                          progress=progress)
