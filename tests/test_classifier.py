@@ -139,6 +139,32 @@ def test_fine_tuned_follows_the_contract_and_equals_the_folder_s_own_predictions
         classifier.FineTuned(tiny_bert, tmp_path / "other").predict_proba(test)
 
 
+def test_cached_probabilities_are_the_folders_and_keyed_by_what_trained_it(tiny_bert, tmp_path, monkeypatch):
+    """A rebuild reads a fine-tuned classifier's probabilities from the cache (no forward pass);
+    other texts, another max_length or another training run are computed afresh."""
+    monkeypatch.setenv("HARMS_CACHE_DIR", str(tmp_path / "cache"))
+    train, valid, test = _data(24), _data(8, 1), _data(6, 4)["text"].tolist()
+    clf = classifier.FineTuned(tiny_bert, tmp_path / "ft", epochs=1, batch_size=8, max_length=32, seed=0).fit(
+        train["text"], train["label"], validation=(valid["text"], valid["label"]))
+    first = clf.cached_predict_proba(test)
+    np.testing.assert_array_equal(first, classifier.predict_proba(clf.folder, test, max_length=32))
+    calls = []
+    real = classifier.predict_proba
+    monkeypatch.setattr(classifier, "predict_proba", lambda *a, **k: calls.append(1) or real(*a, **k))
+    np.testing.assert_array_equal(clf.cached_predict_proba(test), first)
+    assert calls == []                                                     # read, not computed
+    clf.cached_predict_proba(test[:3])
+    classifier.FineTuned.load(clf.folder, max_length=16).cached_predict_proba(test)
+    assert len(calls) == 2
+    other = classifier.FineTuned(tiny_bert, tmp_path / "ft2", epochs=1, batch_size=8, max_length=32, seed=1).fit(
+        train["text"], train["label"], validation=(valid["text"], valid["label"]))
+    calls.clear()                                                          # training predicts its validation split
+    other.cached_predict_proba(test)
+    assert len(calls) == 1
+    with pytest.raises(InputError, match="not fitted yet"):
+        classifier.FineTuned(tiny_bert, tmp_path / "none").cached_predict_proba(test)
+
+
 def test_embedding_probe_equals_a_scaled_balanced_logistic_regression(tiny_gpt2, loaded_factory):
     """Chapter 06's probe: StandardScaler + LogisticRegression(class_weight="balanced") on the
     model's mean-pooled sentence embeddings, fitted by hand with scikit-learn."""

@@ -209,15 +209,6 @@ def train_classifiers(params: dict, data: dict[str, TaskData]) -> Classifiers:
     return found
 
 
-def predict(clf, texts) -> np.ndarray:
-    """Class probabilities of a fine-tuned classifier, memoised on disk by the classifier's
-    manifest key, the texts and its ``max_length``."""
-    texts = list(texts)
-    key = {"kind": "classifier-predict", "version": 1, "model": _manifest(clf.folder)["key"],
-           "texts": hashing.sha256_json(texts), "max_length": clf.max_length}
-    return cache.memoize(key, lambda: clf.predict_proba(texts))
-
-
 def _manifest(model_dir: Path) -> dict:
     import json
 
@@ -226,7 +217,7 @@ def _manifest(model_dir: Path) -> dict:
 
 def _positive(task: str, clf, texts) -> np.ndarray:
     """P(positive class) of each text (toxic for hate, positive for sentiment)."""
-    return predict(clf, texts)[:, clf.classes_.index(POSITIVE[task])]
+    return clf.cached_predict_proba(texts)[:, clf.classes_.index(POSITIVE[task])]
 
 
 def task_quality(params: dict, data: dict[str, TaskData], found: Classifiers) -> pd.DataFrame:

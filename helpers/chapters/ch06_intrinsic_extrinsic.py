@@ -645,17 +645,18 @@ def _stereotype_classifier(encoder: str, n_train, seed: int, cache_dir: str, *, 
     clf = classifier.FineTuned(encoder_source(encoder), Path(cache_dir) / "stereotype-classifier", epochs=epochs, lr=lr,
                                batch_size=batch_size, max_length=64, seed=seed, class_weight="balanced")
     clf.fit(train["text"], train["label"], validation=(valid["text"], valid["label"]))
-    stereo = clf.predict_proba(valid["text"])[:, clf.classes_.index("stereotype")]
+    stereo = clf.cached_predict_proba(valid["text"])[:, clf.classes_.index("stereotype")]
     predicted = np.where(stereo >= 0.5, "stereotype", "non-stereotype")
     scores = classifier.classification_metrics(valid["label"], predicted)
     return clf, scores.assign(n_train=len(train), n_validation=len(valid)), stereo
 
 
 def stereotype_probabilities(params: dict, texts: pd.Series) -> pd.Series:
-    """P(stereotype) of each text by :func:`stereotype_classifier`; NaN for an empty text."""
+    """P(stereotype) of each text by :func:`stereotype_classifier` (memoised on disk); NaN for an
+    empty text."""
     clf, _ = stereotype_classifier(params)
     empty = texts.str.strip() == ""
-    p = clf.predict_proba(texts.where(~empty, ".").tolist())[:, clf.classes_.index("stereotype")]
+    p = clf.cached_predict_proba(texts.where(~empty, ".").tolist())[:, clf.classes_.index("stereotype")]
     return pd.Series(p, index=texts.index).where(~empty)
 
 

@@ -365,6 +365,19 @@ class FineTuned(TextClassifier):
         texts, _ = check_texts_and_labels(texts, what=self.name, allow_empty=True)
         return predict_proba(self.folder, texts, max_length=self.max_length)
 
+    def cached_predict_proba(self, texts) -> np.ndarray:
+        """:meth:`predict_proba` memoised on disk under what trained the folder (its manifest's
+        key), the texts and ``max_length``: a rebuild reads the probabilities, loading no model."""
+        from helpers import cache
+
+        if self.folder is None:
+            raise InputError(f"{self.name}: not fitted yet")
+        texts = list(texts)
+        key = {"kind": "classifier-predict", "version": 1,
+               "model": json.loads((Path(self.folder) / "manifest.json").read_text())["key"],
+               "texts": hashing.sha256_json(texts), "max_length": self.max_length}
+        return cache.memoize(key, lambda: self.predict_proba(texts))
+
 
 class EmbeddingProbe(TextClassifier):
     """A logistic regression on a model's frozen sentence embeddings (standardised; classes
