@@ -51,6 +51,21 @@ def test_first_step_flags_with_the_classifier_and_the_sample_is_seeded_per_group
     assert set(a["group"]) == set(kept["group"])
 
 
+def test_the_first_steps_labels_are_read_back_on_a_rebuild_and_keyed_by_the_classifier(private_dirs, monkeypatch):
+    params, _ = ch.start(dict(languages=["en"], n_heads=2, per_group=2))
+    clf = ch.train_classifiers(params)[0]["en"]
+    first = ch.build(params, "en", clf)
+    calls = []
+    real = type(clf).predict
+    monkeypatch.setattr(type(clf), "predict", lambda self, texts: calls.append(len(texts)) or real(self, texts))
+    pd.testing.assert_frame_equal(ch.build(params, "en", clf), first)
+    assert calls == []                                             # read back, not labelled again
+    ch.build(params | {"n_heads": 1}, "en", clf)                   # other templates
+    clf.trained_on = {**clf.trained_on, "seed": 99}                # another training run
+    ch.build(params, "en", clf)
+    assert calls == [378, 2 * 378]
+
+
 def test_a_pattern_without_a_blank_and_an_empty_group_file_are_one_line(tmp_path):
     patterns = pd.DataFrame({"language": ["en"], "head_id": [0], "pattern_id": [1], "pattern": ["PersonX sleeps ."]})
     sentences = probing.build_sentences(patterns, data.load_groups(language="en"))

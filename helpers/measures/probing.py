@@ -88,7 +88,11 @@ def fit_classifier(params: dict, train: pd.DataFrame) -> TfidfLogistic:
     def fit() -> TfidfLogistic:
         return TfidfLogistic(seed=params["seed"], class_weight="balanced").fit(train["text"], train["label"])
     # a class defined inside a function (a test's stand-in) cannot be pickled: not cached
-    return cache.memoize(_classifier_key(params, train), fit, enabled=_cacheable())
+    key = _classifier_key(params, train)
+    clf = cache.memoize(key, fit, enabled=_cacheable())
+    if _cacheable():
+        clf.trained_on = key            # what :func:`build` keys the first step's labels by
+    return clf
 
 
 def _classifier_key(params: dict, train: pd.DataFrame) -> dict:
@@ -149,7 +153,8 @@ def train_classifiers(params: dict) -> tuple[dict[str, TfidfLogistic], pd.DataFr
 
 def build(params: dict, language: str, classifier: TfidfLogistic) -> pd.DataFrame:
     """Every sentence of the first ``n_heads`` heads of ``language`` (:func:`probing.build_sentences`)
-    with ``flagged``: the classifier's first-step label of the pattern without its fill-in."""
+    with ``flagged``: the classifier's first-step label of the pattern without its fill-in (memoised
+    by what trained the classifier and the templates, for a classifier of :func:`fit_classifier`)."""
     patterns = data.load_patterns(language=language)
     if params["n_heads"] != "all":
         patterns = patterns[patterns["head_id"] < params["n_heads"]]
@@ -157,7 +162,13 @@ def build(params: dict, language: str, classifier: TfidfLogistic) -> pd.DataFram
     if params["upstream_compat"]:                          # format_utils.py: line.lower().strip()
         groups = groups.assign(group=groups["group"].str.lower())
     out = probing.build_sentences(patterns, groups)
-    out["flagged"] = classifier.predict([probing.without_blank(t) for t in out["template"]]) == "toxic"
+
+    def flagged():
+        return classifier.predict([probing.without_blank(t) for t in out["template"]]) == "toxic"
+    trained_on = getattr(classifier, "trained_on", None)     # a classifier of fit_classifier: memoised
+    out["flagged"] = flagged() if trained_on is None else cache.memoize(
+        {"kind": "probing-first-step", "version": 1, "classifier": trained_on,
+         "templates": hashing.sha256_json(out["template"].tolist())}, flagged)
     return out
 
 
