@@ -3,6 +3,7 @@
     pip install py-spy                       # a sampling profiler; not a dependency of the book
     .venv/bin/python benchmarks/profile_book.py --profile default
     .venv/bin/python benchmarks/profile_book.py --stacks stacks.txt [more.txt ...]   # summarise only
+    .venv/bin/python benchmarks/profile_book.py --suite     # `make test`'s pytest run instead
 
 The build (``python -m helpers book --profile P``, empty cache and results directories) runs
 under ``py-spy record --subprocesses --format raw`` at 20 samples a second, so every notebook
@@ -11,6 +12,12 @@ is on its stack, for ``zoo`` when ``helpers/training/zoo.py`` is, and for the fi
 of :data:`KINDS` one of its frames matches. Idle threads are not sampled: the table is CPU time,
 the wall times come from ``results/book_timings.csv``. A section is appended to
 benchmarks/RESULTS.md.
+
+``--suite`` profiles ``make test``'s pytest command instead (the environment already made): a
+sample counts for the test function on its stack (``tests/test_x.py::test_y``; a fixture's work
+counts for the test that first asked for it), a notebook kernel's for its chapter, another
+subprocess's for ``subprocess``; wall seconds per test (setup, call and teardown) come from
+pytest's JUnit XML.
 """
 
 from __future__ import annotations
@@ -68,15 +75,36 @@ def where(frames) -> str:
     return "zoo" if any("helpers/training/zoo.py" in f for f in frames) else "other"
 
 
+_TEST = re.compile(r"^(test_\w+) \(.*tests/(test_\w+)\.py")
+_IN_TESTS = re.compile(r"^([\w.<>]+) \(.*tests/(\w+)\.py")
+
+
+def where_in_suite(frames) -> str:
+    """The test on the stack (outermost), else a kernel's chapter, else ``subprocess``/``pytest``."""
+    for f in frames:
+        m = _TEST.search(f)
+        if m:
+            return f"{m.group(2)}::{m.group(1)}"
+    for f in frames:                        # a fixture's body (conftest or a test file), outermost
+        m = _IN_TESTS.search(f)
+        if m:
+            return f"{m.group(2)}::{m.group(1)} (fixture)"
+    place = where(frames)
+    if place.startswith("ch"):
+        return f"book {place}"
+    return "pytest (collection, fixtures)" if any("_pytest/" in f for f in frames) else "subprocess"
+
+
 def kind(frames) -> str:
     return next((name for name, pattern in KINDS if any(re.search(pattern, f) for f in frames)), "other")
 
 
-def table(paths) -> pd.DataFrame:
+def table(paths, place=None) -> pd.DataFrame:
     """Seconds of CPU per (where, kind), a row per place, a column per kind, and the total."""
+    place = place or where
     seconds = collections.Counter()
     for frames, n in samples(paths):
-        seconds[where(frames), kind(frames)] += n / RATE
+        seconds[place(frames), kind(frames)] += n / RATE
     df = pd.Series(seconds).unstack(fill_value=0.0)
     df = df[[k for k, _ in KINDS if k in df.columns] + [c for c in df.columns if c not in dict(KINDS)]]
     df["total"] = df.sum(axis=1)
@@ -102,13 +130,20 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--profile", default="default")
     ap.add_argument("--stacks", nargs="+", type=Path, help="summarise these raw stack files instead of building")
+    ap.add_argument("--suite", action="store_true", help="profile `make test`'s pytest run instead of a build")
+    ap.add_argument("--junit", type=Path, help="with --stacks --suite: the run's JUnit XML, for wall seconds")
     args = ap.parse_args()
     if args.stacks:
-        print(markdown(table(args.stacks)))
+        if args.suite:
+            print(suite_markdown(table(args.stacks, where_in_suite), args.junit))
+        else:
+            print(markdown(table(args.stacks)))
         return
     spy = shutil.which("py-spy")
     if spy is None:
         raise SystemExit("py-spy is not installed: pip install py-spy")
+    if args.suite:
+        return profile_suite(spy)
     work = Path(tempfile.mkdtemp(prefix="harms-profile-"))
     env = os.environ | {"HARMS_CACHE_DIR": str(work / "cache"), "HARMS_RESULTS_DIR": str(work / "results")}
     env.pop("HARMS_ZOO_DIR", None)
@@ -124,6 +159,69 @@ def main() -> None:
             f"{os.getloadavg()[0]:.1f}. Wall seconds per step: "
             + ", ".join(f"{k} {v:.0f}" for k, v in wall.items()) + f" (all {wall.sum():.0f}).\n\n"
             + markdown(table([stacks])))
+    print(text)
+    with open(ROOT / "benchmarks" / "RESULTS.md", "a", encoding="utf-8") as fh:
+        fh.write(text)
+
+
+def test_walls(junit: Path) -> pd.Series:
+    """Wall seconds per test (setup + call + teardown) from pytest's JUnit XML."""
+    import xml.etree.ElementTree as ET
+
+    rows = {}
+    for case in ET.parse(junit).iter("testcase"):
+        module = case.get("classname", "").rpartition(".")[2] or case.get("classname", "")
+        rows[f"{module}::{case.get('name')}"] = float(case.get("time", 0))
+    return pd.Series(rows, dtype=float).sort_values(ascending=False)
+
+
+def suite_markdown(cpu: pd.DataFrame, junit: Path | None, top: int = 20) -> str:
+    """The slowest tests by wall time with what their CPU went to, then CPU per test file."""
+    out = []
+    if junit is not None:
+        walls = test_walls(junit)
+        out += [f"Tests: {len(walls)}, wall {walls.sum():.0f} s summed over tests.\n",
+                "| test | wall s | CPU s | what the CPU went to |", "|---|---|---|---|"]
+        for name, wall in walls.head(top).items():
+            # parametrised ids share their function's samples
+            base = name.split("[")[0]
+            rows = cpu[cpu.index == base]
+            if rows.empty:
+                out.append(f"| {name} | {wall:.0f} | – | – |")
+                continue
+            row = rows.iloc[0]
+            parts = sorted(((k, v) for k, v in row.drop("total").items() if v >= 0.05 * row["total"]),
+                           key=lambda kv: -kv[1])
+            out.append(f"| {name} | {wall:.0f} | {row['total']:.0f} | "
+                       + ", ".join(f"{k} {100 * v / row['total']:.0f} %" for k, v in parts) + " |")
+        out.append("")
+    by_file = cpu.groupby(lambda i: i.split("::")[0]).sum().sort_values("total", ascending=False)
+    out.append("CPU per test file (and the book kernels and subprocesses the tests start):\n")
+    out.append(markdown(by_file.head(25)))
+    return "\n".join(out)
+
+
+def profile_suite(spy: str) -> None:
+    """`make test`'s pytest command under py-spy, with JUnit XML for wall times."""
+    work = Path(tempfile.mkdtemp(prefix="harms-profile-suite-"))
+    stacks, junit = work / "stacks.txt", work / "junit.xml"
+    cmd = [spy, "record", "--subprocesses", "--format", "raw", "-r", str(RATE), "-o", str(stacks), "--",
+           sys.executable, "-m", "pytest", "-m", "not slow", "--durations=20", f"--junitxml={junit}"]
+    shared = ROOT.parent / "shared" / "data"
+    env = os.environ | {                    # what the Makefile exports for `make test`
+        "HARMS_CACHE_DIR": os.environ.get("HARMS_CACHE_DIR", str(ROOT / ".cache" / "harms")),
+        "HARMS_PEER_PYTHON": str(ROOT / ".venv-peers" / "bin" / "python"),
+        "MPLBACKEND": "Agg", "TOKENIZERS_PARALLELISM": "false", "THP_MEM_ALLOC_ENABLE": "1"}
+    if shared.is_dir():
+        env.setdefault("HARMS_DATA_DIR", str(shared))
+    start = dt.datetime.now()
+    code = subprocess.run(cmd, cwd=ROOT, env=env).returncode
+    minutes = (dt.datetime.now() - start).total_seconds() / 60
+    text = (f"\n## Where `make test` spends its time ({start:%Y-%m-%d %H:%M})\n\n"
+            f"Command: `.venv/bin/python benchmarks/profile_book.py --suite` (pytest exit code {code}); "
+            f"{minutes:.1f} min wall under the profiler. Machine: {os.cpu_count()} CPUs; load average at end "
+            f"{os.getloadavg()[0]:.1f}. Stacks and JUnit XML: {work}.\n\n"
+            + suite_markdown(table([stacks], where_in_suite), junit))
     print(text)
     with open(ROOT / "benchmarks" / "RESULTS.md", "a", encoding="utf-8") as fh:
         fh.write(text)
