@@ -75,12 +75,15 @@ def where(frames) -> str:
     return "zoo" if any("helpers/training/zoo.py" in f for f in frames) else "other"
 
 
-_TEST = re.compile(r"^(test_\w+) \(.*tests/(test_\w+)\.py")
-_IN_TESTS = re.compile(r"^([\w.<>]+) \(.*tests/(\w+)\.py")
+_TEST = re.compile(r"^(test_\w+) \((?:.*/)?(test_\w+)\.py")
+_IN_TESTS = re.compile(r"^([\w.<>]+) \((?:.*/)?(conftest|test_\w+)\.py")
+_PROCESS = re.compile(r'^process \d+:"(.*)"$', re.S)
 
 
 def where_in_suite(frames) -> str:
-    """The test on the stack (outermost), else a kernel's chapter, else ``subprocess``/``pytest``."""
+    """The test on the stack (outermost), else a fixture in the tests, else a kernel's or a
+    prefill's chapter, else another process: the test whose temporary directory its command
+    names (pytest names it after the test), or the command itself."""
     for f in frames:
         m = _TEST.search(f)
         if m:
@@ -91,8 +94,16 @@ def where_in_suite(frames) -> str:
             return f"{m.group(2)}::{m.group(1)} (fixture)"
     place = where(frames)
     if place.startswith("ch"):
-        return f"book {place}"
-    return "pytest (collection, fixtures)" if any("_pytest/" in f for f in frames) else "subprocess"
+        return f"book {place} (kernels and prefills)"
+    commands = [m.group(1) for m in map(_PROCESS.match, frames) if m and m.group(1)]
+    if not commands:
+        return "pytest (collection, fixtures)" if any("_pytest/" in f for f in frames) else "other"
+    test = re.search(r"/pytest-\d+/(test_\w+?)\d*/", commands[-1])
+    if test:
+        return f"subprocesses of {test.group(1)}*"
+    if "ipykernel" in commands[-1]:
+        return "notebook kernels (outside the chapters' code)"
+    return "subprocess: " + re.sub(r"\S*/(python[\d.]*)\b", r"\1", commands[-1])[:60]
 
 
 def kind(frames) -> str:
@@ -190,6 +201,9 @@ def suite_markdown(cpu: pd.DataFrame, junit: Path | None, top: int = 20) -> str:
                 out.append(f"| {name} | {wall:.0f} | – | – |")
                 continue
             row = rows.iloc[0]
+            if row["total"] <= 0:
+                out.append(f"| {name} | {wall:.0f} | 0 | (its processes, below) |")
+                continue
             parts = sorted(((k, v) for k, v in row.drop("total").items() if v >= 0.05 * row["total"]),
                            key=lambda kv: -kv[1])
             out.append(f"| {name} | {wall:.0f} | {row['total']:.0f} | "

@@ -73,6 +73,8 @@ def load_profile(profile: str, path: Path = BOOK_DIR / "profiles.yml") -> dict:
     """
     import yaml
 
+    if not Path(path).is_file():
+        raise InputError(f"{path}: no such profiles file (a book directory holds profiles.yml)")
     profiles = (yaml.safe_load(Path(path).read_text()) or {}).get("profiles", {})
     if profile not in profiles:
         raise InputError(f"{path}: unknown profile {profile!r}; known: {', '.join(profiles)}")

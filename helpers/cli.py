@@ -238,6 +238,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("book", help="execute the notebooks (papermill) and build the book")
     p.add_argument("--profile", default="default", help="parameter profile: default, ci or paper")
     p.add_argument("--no-build", action="store_true", help="execute notebooks only")
+    p.add_argument("--book-dir", type=Path, default=None,
+                   help="the book's sources (profiles.yml, _config.yml, intro.md), where the executed chapters "
+                        "and the HTML go too (default: book/ of this clone)")
     p.add_argument("--prefill-only", action="store_true",
                    help="only compute the profile's per-model work (chapter 01: every model on ToxiGen and "
                         "ImplicitHate; chapter 06: CEAT, StereoSet, the classifiers and generations; chapter 07: "
@@ -450,13 +453,14 @@ def _device_of(args: argparse.Namespace) -> str:
         return args.device
     from helpers import book
 
-    return book.profile_device(args.profile)
+    return book.profile_device(args.profile, args.book_dir or book.BOOK_DIR)
 
 
 def _cmd_book(args: argparse.Namespace) -> None:
     from helpers import book
 
-    book.build(profile=args.profile, execute_only=args.no_build, prefill_only=args.prefill_only)
+    book.build(profile=args.profile, execute_only=args.no_build, prefill_only=args.prefill_only,
+               book_dir=args.book_dir or book.BOOK_DIR)
 
 
 @contextlib.contextmanager

@@ -130,34 +130,95 @@ def test_skip_by_language_uses_stopwords_iso_and_punctuation(tiny_bert, loaded_f
         fill.top_k(lm, TEMPLATES, k=3, skip="de")
 
 
-def test_causal_whole_words_in_rounds_equal_brute_force_over_every_piece(tiny_gpt2, loaded_factory, monkeypatch):
+def _causal_brute_force(lm, template: str, k: int, max_pieces: int) -> list[tuple[str, float]]:
     """Every word-starting piece continued greedily one forward pass at a time, the best path
-    per word kept, sorted: the batched rounds with their stopping rule give the same k words."""
-    lm = loaded_factory(tiny_gpt2, "causal")
+    per word kept, sorted: the k best words."""
     tok, model = lm.tokenizer, lm.model
     starts = fill.word_starts(tok)
+    prefix = tok(template.split("[MASK]")[0].rstrip())["input_ids"]
+    first = _softmax_at(model, prefix, len(prefix) - 1)
+    best: dict[str, float] = {}
+    for i in np.flatnonzero(starts):
+        pieces, prob = [int(i)], float(first[i])
+        while len(pieces) < max_pieces:
+            q = _softmax_at(model, prefix + pieces, len(prefix) + len(pieces) - 1)
+            j = int(np.argmax(q))
+            if starts[j] or j in tok.all_special_ids or not any(c.isalnum() for c in tok.decode([j])):
+                break
+            pieces.append(j)
+            prob *= float(q[j])
+        word = tok.decode(pieces).strip()
+        if word and prob > best.get(word, -1.0):
+            best[word] = prob
+    return sorted(best.items(), key=lambda kv: -kv[1])[:k]
+
+
+def test_causal_whole_words_in_rounds_equal_brute_force_over_every_piece(tiny_gpt2, loaded_factory, monkeypatch):
+    """The batched rounds with their stopping rule give the brute force's k words."""
+    lm = loaded_factory(tiny_gpt2, "causal")
     monkeypatch.setattr(fill, "_ROUND", 1)                       # rounds of k + 4 = 9 pieces
     got = fill.top_k(lm, TEMPLATES, k=5, max_pieces=3, cache=False)
     for n, t in enumerate(TEMPLATES):
-        prefix = tok(t.split("[MASK]")[0].rstrip())["input_ids"]
-        first = _softmax_at(model, prefix, len(prefix) - 1)
-        best: dict[str, float] = {}
-        for i in np.flatnonzero(starts):
-            pieces, prob = [int(i)], float(first[i])
-            while len(pieces) < 3:
-                q = _softmax_at(model, prefix + pieces, len(prefix) + len(pieces) - 1)
-                j = int(np.argmax(q))
-                if starts[j] or j in tok.all_special_ids or not any(c.isalnum() for c in tok.decode([j])):
-                    break
-                pieces.append(j)
-                prob *= float(q[j])
-            word = tok.decode(pieces).strip()
-            if word and prob > best.get(word, -1.0):
-                best[word] = prob
-        ref = sorted(best.items(), key=lambda kv: -kv[1])[:5]
+        ref = _causal_brute_force(lm, t, 5, 3)
         mine = got[got["template_id"] == n]
         assert list(mine["word"]) == [w for w, _ in ref]
         np.testing.assert_allclose(mine["probability"], [p for _, p in ref], rtol=1e-6)
+
+
+def test_causal_prefixes_of_one_length_run_together_and_equal_brute_force(tiny_gpt2, loaded_factory, monkeypatch):
+    """Templates whose text before the blank has the same number of tokens share their batches
+    (prefix pass and every continuation step, several at a time); each still gets the brute
+    force's words, and the same as when it runs alone."""
+    lm = loaded_factory(tiny_gpt2, "causal")
+    words = sorted({w for s in SENTENCES for w in s.split() if w.isalpha()})
+    length = {w: len(lm.tokenizer(f"{w} are")["input_ids"]) for w in words}
+    common = max(set(length.values()), key=list(length.values()).count)
+    templates = [f"{w} are [MASK] ." for w in [w for w in words if length[w] == common][:5]
+                 + [w for w in words if length[w] != common][:1]]
+    assert len(templates) == 6                  # five prefixes of one length, one of another
+    groups = []
+    real = fill._causal_group
+    monkeypatch.setattr(fill, "_causal_group", lambda lm_, prefixes, *a: groups.append(len(prefixes))
+                        or real(lm_, prefixes, *a))
+    monkeypatch.setattr(fill, "_PREFIXES_TOGETHER", 2)               # and a group split in two
+    together = fill.top_k(lm, templates, k=5, max_pieces=3, cache=False)
+    assert sorted(groups) == [1, 1, 2, 2]
+    monkeypatch.setattr(fill, "_PREFIXES_TOGETHER", 1)
+    alone = fill.top_k(lm, templates, k=5, max_pieces=3, cache=False)
+    assert list(together["word"]) == list(alone["word"])
+    np.testing.assert_allclose(together["probability"], alone["probability"], rtol=1e-5)
+    for n, t in enumerate(templates):
+        ref = _causal_brute_force(lm, t, 5, 3)
+        mine = together[together["template_id"] == n]
+        assert list(mine["word"]) == [w for w, _ in ref]
+        np.testing.assert_allclose(mine["probability"], [p for _, p in ref], rtol=1e-5)
+
+
+def test_continuing_pieces_of_several_prefixes_in_one_batch_equals_each_prefix_alone(tiny_gpt2, loaded_factory,
+                                                                                   monkeypatch):
+    """:func:`fill._continue` with ``rows``: each item continues from its own prefix's row of a
+    cache of several prefixes. With no token ending a word (none starts one, none counts as
+    punctuation) every piece is continued to ``max_pieces``, so every step depends on the prefix."""
+    monkeypatch.setattr(fill, "_is_punctuation", lambda word: False)
+    lm = loaded_factory(tiny_gpt2, "causal")
+    tok, model = lm.tokenizer, lm.model
+    prefixes = [tok(f"{w} are")["input_ids"] for w in ("women", "men")]
+    prefixes = [p[:min(map(len, prefixes))] for p in prefixes]
+    assert prefixes[0] != prefixes[1]
+    starts = np.zeros(len(tok), dtype=bool)
+    items = [(5, 0.5), (7, 0.25), (9, 0.125)]
+
+    def cache_of(rows):
+        with torch.inference_mode():
+            return model(input_ids=torch.as_tensor(rows), use_cache=True).past_key_values
+
+    both = fill._continue(lm, cache_of(prefixes), items + items, starts, 4, rows=[0, 0, 0, 1, 1, 1])
+    for n, prefix in enumerate(prefixes):
+        alone = fill._continue(lm, cache_of([prefix]), items, starts, 4)
+        mine = both[3 * n:3 * n + 3]
+        assert [pieces for pieces, _ in mine] == [pieces for pieces, _ in alone]
+        np.testing.assert_allclose([p for _, p in mine], [p for _, p in alone], rtol=1e-6)
+    assert [pieces for pieces, _ in both[:3]] != [pieces for pieces, _ in both[3:]]    # the prefix matters
 
 
 def _masked_brute_force(lm, template: str, k: int, max_pieces: int, skip: set[str]):

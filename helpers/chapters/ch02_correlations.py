@@ -27,7 +27,7 @@ from helpers.chapters import common
 from helpers.chapters.common import Section, call
 from helpers.datasets import cma as cma_data, stereoset as stereoset_data
 from helpers.errors import InputError
-from helpers.lm.generation import generate
+from helpers.lm.generation import BATCH_SIZE as GENERATION_BATCH, generate
 from helpers.metrics import cma, regard, safety, stereoset
 from helpers.models import text_classifiers
 
@@ -136,12 +136,8 @@ def cma_total_effects(handle, params: dict) -> pd.DataFrame:
     return _named(runner.cached_result(handle, "cma", s, compute), handle.name)
 
 
-#: Prompts per generate() call. Sampling draws depend on the batch composition, so the batch size
-#: is part of the cached result's settings (64: ~1.5x faster than 16 on 2 CPU cores for 140 prompts).
-GENERATION_BATCH = 64
-
-
 def generation_settings(params: dict) -> dict:
+    """What generates the regard statements; the draws depend on the batch size, so it is a setting."""
     return {"samples_per_prompt": params["samples_per_prompt"], "max_new_tokens": params["max_new_tokens"],
             "temperature": params["temperature"], "top_k": params["top_k"], "top_p": params["top_p"],
             "seed": params["generation_seed"], "batch_size": GENERATION_BATCH}

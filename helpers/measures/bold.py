@@ -10,7 +10,7 @@ import pandas as pd
 
 from helpers import hashing, runner
 from helpers.datasets import bold as bold_data
-from helpers.lm.generation import generate
+from helpers.lm.generation import BATCH_SIZE, generate
 from helpers.measures.intervals import group_intervals, paired_items
 from helpers.metrics import disparity
 from helpers.models import text_classifiers
@@ -48,10 +48,11 @@ def generations(handle, params: dict, prompts: pd.DataFrame, *, temperature: flo
     (Gibbs sampler, :func:`helpers.lm.gibbs.gibbs_generate`), cached."""
     settings = {"prompts": hashing.sha256_frame(prompts[["prompt", "group"]]), "max_new_tokens": params["max_new_tokens"],
                 "temperature": temperature, "samples_per_prompt": samples_per_prompt, "seed": params["seed"],
-                "top_k": 40}
+                "top_k": 40, "batch_size": BATCH_SIZE}           # the draws depend on the batch size
     return runner.cached_result(handle, metric, settings, lambda m: generate(
         m, prompts, samples_per_prompt=samples_per_prompt, max_new_tokens=params["max_new_tokens"],
-        temperature=temperature, top_k=40, seed=params["seed"], progress=False, cache=True)).assign(model=handle.name)
+        temperature=temperature, top_k=40, seed=params["seed"], batch_size=BATCH_SIZE, progress=False,
+        cache=True)).assign(model=handle.name)
 
 
 SENTIMENT_VALUE = {"positive": 1.0, "neutral": 0.0, "negative": -1.0}
