@@ -47,7 +47,7 @@ KINDS = [
     ("model load", r"from_pretrained|load_state_dict|safetensors"),
     ("generation", r"generate \(|GenerationMixin"),
     ("training", r"backward|optimizer|fine_tune|distill|heal \("),
-    ("bootstrap / permutation", r"bootstrap|permutation_test|_resample|paired_difference"),
+    ("bootstrap / permutation", r"^(?!(Thread\.)?_bootstrap).*(bootstrap|permutation_test|_resample|paired_difference)"),
     ("plotting", r"matplotlib|seaborn"),
     ("tokenization", r"tokeniz|encode_batch|_batch_encode|convert_ids_to_tokens|word_starts|continuations"),
     ("forward passes and log-probabilities",
@@ -106,7 +106,14 @@ def where_in_suite(frames) -> str:
     return "subprocess: " + re.sub(r"\S*/(python[\d.]*)\b", r"\1", commands[-1])[:60]
 
 
+#: A thread other than the main one with none of the package's code on its stack: in a notebook
+#: kernel its channels and pollers waiting (py-spy samples them as running).
+WAITING = "helper threads (kernel channels, pollers)"
+
+
 def kind(frames) -> str:
+    if any(re.match(r"(Thread\.)?_bootstrap \(", f) for f in frames) and not any("helpers/" in f for f in frames):
+        return WAITING
     return next((name for name, pattern in KINDS if any(re.search(pattern, f) for f in frames)), "other")
 
 
@@ -120,6 +127,27 @@ def table(paths, place=None) -> pd.DataFrame:
     df = df[[k for k, _ in KINDS if k in df.columns] + [c for c in df.columns if c not in dict(KINDS)]]
     df["total"] = df.sum(axis=1)
     return df.sort_index().round(0)
+
+
+_HELPERS = re.compile(r"^(\S+) \((?:.*/)?helpers/(\S+?)\.py")
+
+
+def by_function(paths, top: int = 8) -> str:
+    """Per chapter, the CPU seconds of its heaviest calls: the chapter's function the notebook
+    called, and the innermost function of the package below it (e.g. ``measure -> generations@bold``)."""
+    seconds = collections.Counter()
+    for frames, n in samples(paths):
+        place = where(frames)
+        mine = [m for m in map(_HELPERS.match, frames) if m]
+        outer = next((m.group(1) for m in mine if m.group(2).startswith("chapters/")), "-")
+        inner = next((f"{m.group(1)}@{m.group(2).rpartition('/')[2]}" for m in reversed(mine)
+                      if not m.group(2).startswith(("chapters/", "cache", "runner", "progress"))), "-")
+        seconds[place, f"{outer} -> {inner}"] += n / RATE
+    lines = []
+    for place in sorted({p for p, _ in seconds}):
+        calls = sorted(((c, v) for (p, c), v in seconds.items() if p == place), key=lambda cv: -cv[1])[:top]
+        lines.append(f"- {place}: " + "; ".join(f"{c} {v:.0f} s" for c, v in calls))
+    return "\n".join(lines) + "\n"
 
 
 def markdown(df: pd.DataFrame) -> str:
@@ -143,12 +171,15 @@ def main() -> None:
     ap.add_argument("--stacks", nargs="+", type=Path, help="summarise these raw stack files instead of building")
     ap.add_argument("--suite", action="store_true", help="profile `make test`'s pytest run instead of a build")
     ap.add_argument("--junit", type=Path, help="with --stacks --suite: the run's JUnit XML, for wall seconds")
+    ap.add_argument("--by-function", action="store_true", help="with --stacks: each chapter's heaviest calls too")
     args = ap.parse_args()
     if args.stacks:
         if args.suite:
             print(suite_markdown(table(args.stacks, where_in_suite), args.junit))
         else:
             print(markdown(table(args.stacks)))
+        if args.by_function:
+            print(by_function(args.stacks))
         return
     spy = shutil.which("py-spy")
     if spy is None:

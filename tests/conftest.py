@@ -226,3 +226,25 @@ def data_dir_with_hatexplain(tmp_path_factory) -> Path:
                 (root / entry.name).symlink_to(entry.resolve())
     write_hatexplain(root / "hatexplain")
     return root
+
+
+@pytest.fixture(scope="session")
+def ci_book(tmp_path_factory):
+    """The whole book in the reduced "ci" profile, built once per session (zoo: its own tiny one;
+    papermill execution of every notebook; Jupyter Book): ``src`` (the book directory, executed
+    chapters in ``src / book.EXECUTED``), ``results`` (HARMS_RESULTS_DIR, a folder per chapter) and
+    ``html``. test_book checks chapter 01 and the pages in it, test_book_all_chapters every chapter."""
+    from types import SimpleNamespace
+
+    from helpers import book
+
+    tmp = tmp_path_factory.mktemp("ci_book")
+    src = tmp / "book"
+    src.mkdir()
+    for f in ("_config.yml", "intro.md", "teaching.md", "profiles.yml"):
+        shutil.copy(book.BOOK_DIR / f, src / f)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("HARMS_RESULTS_DIR", str(tmp / "results"))      # inherited by the kernels
+        mp.delenv("HARMS_ZOO_DIR", raising=False)                # the ci profile picks zoo-ci
+        html = book.build("ci", book_dir=src)
+    return SimpleNamespace(src=src, results=tmp / "results", html=html)

@@ -1,9 +1,9 @@
-"""End to end: notebook 01 executed by papermill in the "ci" profile, the book built from it
-with Jupyter Book, and the built chapter checked in headless Chromium. The executed chapter
+"""End to end: notebook 01 executed by papermill in the "ci" profile, the book built with Jupyter
+Book, and the built chapter checked in headless Chromium (the "ci" book of conftest.ci_book,
+built once per session and shared with test_book_all_chapters). The executed chapter
 follows the chapter contract (tests/chapter_contract.py): no standard-error output outside cells
 tagged ``stderr-expected``, and every table shown beside the call that produced it.
 
-The executed notebook is shared by the tests of this module (one papermill run, ~2-3 min).
 Results go to a temporary HARMS_RESULTS_DIR; the score cache is the usual HARMS_CACHE_DIR.
 """
 
@@ -36,31 +36,16 @@ CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic
 
 
 @pytest.fixture(scope="module")
-def executed(tmp_path_factory):
-    """Notebook 01 executed with the "ci" profile into <tmp>/book/notebooks/."""
-    tmp = tmp_path_factory.mktemp("book_e2e")
-    old = os.environ.get("HARMS_RESULTS_DIR")
-    os.environ["HARMS_RESULTS_DIR"] = str(tmp / "results")  # inherited by the kernel
-    try:
-        params = book.parameters_for(NOTEBOOK, "ci")
-        out = tmp / "book" / book.EXECUTED / NOTEBOOK.name
-        seconds = book.execute(NOTEBOOK, out, params, progress=False)
-    finally:
-        if old is None:
-            os.environ.pop("HARMS_RESULTS_DIR", None)
-        else:
-            os.environ["HARMS_RESULTS_DIR"] = old
-    return SimpleNamespace(tmp=tmp, notebook=out, params=params, seconds=seconds,
-                           results=tmp / "results" / "01_safety_scores")
+def executed(ci_book):
+    """Notebook 01 as the "ci" book executed it (conftest.ci_book: the whole book, built once)."""
+    return SimpleNamespace(notebook=ci_book.src / book.EXECUTED / NOTEBOOK.name,
+                           params=book.parameters_for(NOTEBOOK, "ci"), results=ci_book.results / "01_safety_scores")
 
 
 @pytest.fixture(scope="module")
-def built(executed):
-    """The book (intro + chapter 01) built into <tmp>/book/_build/html."""
-    src = executed.tmp / "book"
-    for f in ("_config.yml", "intro.md"):
-        shutil.copy(book.BOOK_DIR / f, src / f)
-    return book.build_html(src, [executed.notebook])
+def built(ci_book):
+    """The "ci" book's HTML (intro, chapter 01 and the others)."""
+    return ci_book.html
 
 
 # ----------------------------------------------------------------------------- (a) papermill

@@ -6,7 +6,6 @@ its metric call, fails this test; each chapter must write its tidy result tables
 from __future__ import annotations
 
 import re
-import shutil
 
 import nbformat
 import pandas as pd
@@ -18,16 +17,8 @@ from helpers import book, paths
 pytestmark = pytest.mark.book
 
 
-def test_every_chapter_executes_and_the_book_builds(tmp_path, monkeypatch):
-    monkeypatch.setenv("HARMS_RESULTS_DIR", str(tmp_path / "results"))   # inherited by the kernels
-    monkeypatch.delenv("HARMS_ZOO_DIR", raising=False)                   # the ci profile picks zoo-ci
-    src = tmp_path / "book"
-    src.mkdir()
-    for f in ("_config.yml", "intro.md", "teaching.md", "profiles.yml"):
-        shutil.copy(book.BOOK_DIR / f, src / f)
-
-    html = book.build("ci", book_dir=src)
-
+def test_every_chapter_executes_and_the_book_builds(ci_book):
+    src, html, results = ci_book.src, ci_book.html, ci_book.results     # built once (conftest.ci_book)
     chapters = book.notebooks(book.NOTEBOOKS_DIR)
     assert len(chapters) >= 4
     assert (html / "teaching.html").is_file()                            # "Teaching with this book"
@@ -42,7 +33,7 @@ def test_every_chapter_executes_and_the_book_builds(tmp_path, monkeypatch):
         # of a parameter whose value is None in the parameters table
         shown_nan = [c for c in cells if c in ("nan", "NaN", "<NA>", "NaT")]
         assert not shown_nan, f"{nb_path.name}: {len(shown_nan)} table cells print {shown_nan[0]!r}, not '—'"
-        tables = list((tmp_path / "results" / nb_path.stem).glob("*.csv"))
+        tables = list((results / nb_path.stem).glob("*.csv"))
         assert tables, f"{nb_path.name} wrote no result table"
         assert any(len(pd.read_csv(t)) for t in tables), f"{nb_path.name}: every result table is empty"
         for t in tables:

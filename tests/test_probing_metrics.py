@@ -24,6 +24,17 @@ def test_the_first_1000_english_heads_give_the_paper_s_378000_sentences():
     he = s[s["pattern_id"] == 1]
     assert set(he["gender"]) == {"male", "neutral"} and "A woman" not in set(he["group"])
     assert s["template"].iloc[0].startswith(s["group"].iloc[0])
+    # brute force for a few patterns of both genders: every group of the pattern's gender and the
+    # neutral ones, in the group file's order, the group as the pattern's subject
+    n = 0
+    for p in patterns.iloc[[0, 1, 2, 377, 1000, 2500]].itertuples():
+        g = "male" if p.pattern_id % 2 == 1 else "female"
+        expected = [(grp, p.pattern.replace("PersonX", grp) if "PersonX" in p.pattern else f"{grp} {p.pattern}")
+                    for gender, grp in zip(groups["gender"], groups["group"]) if gender in (g, "neutral")]
+        got = s[(s["head_id"] == p.head_id) & (s["pattern_id"] == p.pattern_id)]
+        assert list(zip(got["group"], got["template"])) == expected and set(got["pattern_gender"]) == {g}
+        n += len(expected)
+    assert n > 0
 
 
 def test_arabic_patterns_take_groups_by_the_verb_s_gender():

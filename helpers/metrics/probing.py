@@ -84,11 +84,13 @@ def build_sentences(patterns: pd.DataFrame, groups: pd.DataFrame) -> pd.DataFram
     :data:`SENTENCE_COLUMNS`, one template with one blank each."""
     _need(patterns, ["language", "head_id", "pattern_id", "pattern"], "patterns")
     _need(groups, ["gender", "group"], "groups")
+    pairs = list(zip(groups["gender"], groups["group"]))
+    of_gender = {g: [q for q in pairs if q[0] in (g, "neutral")] for g in ("male", "female")}   # in their order
     rows = []
-    for p in patterns.itertuples(index=False):
-        g = pattern_gender(p.language, int(p.pattern_id))
-        for q in groups[groups["gender"].isin([g, "neutral"])].itertuples(index=False):
-            rows.append((p.language, p.head_id, p.pattern_id, g, q.gender, q.group, with_group(p.pattern, q.group)))
+    for language, head, pid, pattern in zip(patterns["language"], patterns["head_id"], patterns["pattern_id"],
+                                            patterns["pattern"]):
+        g = pattern_gender(language, int(pid))
+        rows += [(language, head, pid, g, gender, group, with_group(pattern, group)) for gender, group in of_gender[g]]
     return pd.DataFrame(rows, columns=SENTENCE_COLUMNS)
 
 
