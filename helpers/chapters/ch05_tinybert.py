@@ -209,12 +209,6 @@ def train_classifiers(params: dict, data: dict[str, TaskData]) -> Classifiers:
     return found
 
 
-def _manifest(model_dir: Path) -> dict:
-    import json
-
-    return json.loads((Path(model_dir) / "manifest.json").read_text())
-
-
 def _positive(task: str, clf, texts) -> np.ndarray:
     """P(positive class) of each text (toxic for hate, positive for sentiment)."""
     return clf.cached_predict_proba(texts)[:, clf.classes_.index(POSITIVE[task])]
@@ -234,7 +228,7 @@ def task_quality(params: dict, data: dict[str, TaskData], found: Classifiers) ->
             speed = min(64, len(d.test)) / max(time.time() - t0, 1e-9)
             p = _positive(task, clf, d.test["text"])
             metrics = classifier.classification_metrics(y, (p >= 0.5).astype(int), labels=[0, 1])
-            man = _manifest(clf.folder)
+            man = classifier.read_manifest(clf.folder)
             rows.append({"task": task, "model": role, **dict(zip(metrics["metric"], metrics["value"])),
                          "parameters": _parameters(clf.folder), "examples_per_second": round(speed, 1),
                          "training_seconds": man.get("seconds_last_call")})
@@ -290,7 +284,7 @@ def gate_sentence(gates: pd.DataFrame) -> str:
 
 
 def _parameters(model_dir: Path) -> int:
-    man = _manifest(model_dir)
+    man = classifier.read_manifest(model_dir)
     if "parameters" in man:
         return int(man["parameters"]["student"])
     from transformers import AutoModelForSequenceClassification
@@ -458,7 +452,7 @@ def seat_tests(params: dict, found: Classifiers) -> tuple[pd.DataFrame, pd.DataF
         effect = {}
         for role in ("teacher", "student"):
             model_dir = getattr(found, role)[task].folder
-            key = {"kind": "seat", "version": 2, "model": _manifest(model_dir)["key"], "pooling": "cls",
+            key = {"kind": "seat", "version": 2, "model": classifier.read_manifest(model_dir)["key"], "pooling": "cls",
                    "tests": hashing.sha256_frame(tests), "seed": params["seed"], "permutations": SEAT_PERMUTATIONS,
                    "p_method": "auto"}
 

@@ -568,10 +568,10 @@ def _cache_argument(model) -> str:
 
 
 def _continue(loaded, cache, items: list[tuple[int, float]], starts: np.ndarray,
-              max_pieces: int, rows: list[int] | None = None) -> list[tuple[list[int], float]]:
+              max_pieces: int, rows: list[int]) -> list[tuple[list[int], float]]:
     """Greedy continuation (module docstring) of each ``(first piece, p)`` to the word's end,
     one batched forward pass per added piece on a copy of the prefixes' key/value ``cache``;
-    ``rows``: each item's prefix (its row of the cache; None: the cache holds one prefix);
+    ``rows``: each item's prefix (its row of the cache);
     ``starts``: :func:`word_starts`."""
     import copy
 
@@ -592,10 +592,7 @@ def _continue(loaded, cache, items: list[tuple[int, float]], starts: np.ndarray,
 
     while active and len(pieces[active[0]]) < max_pieces:
         past = copy.deepcopy(cache)
-        if rows is None:
-            past.batch_repeat_interleave(len(active))
-        else:
-            past.batch_select_indices(torch.as_tensor([rows[a] for a in active], device=batching.device(model)))
+        past.batch_select_indices(torch.as_tensor([rows[a] for a in active], device=batching.device(model)))
         ids = torch.as_tensor([pieces[a] for a in active], device=batching.device(model))
         with torch.inference_mode():
             logits = model(input_ids=ids, **{_cache_argument(model): past}, use_cache=True,

@@ -320,6 +320,11 @@ def _frame(texts, labels, what: str, min_classes: int = 2) -> pd.DataFrame:
     return pd.DataFrame({"text": checked, "label": y}, index=getattr(texts, "index", None))
 
 
+def read_manifest(model_dir) -> dict:
+    """The ``manifest.json`` of a trained model folder (what trained it: its ``key``, settings, metrics)."""
+    return json.loads((Path(model_dir) / "manifest.json").read_text())
+
+
 class FineTuned(TextClassifier):
     """An encoder fine-tuned with a sequence-classification head (:func:`fine_tune`), behind the
     package's contract: ``fit(texts, labels, validation=(texts, labels))`` trains into ``out_dir``
@@ -373,8 +378,7 @@ class FineTuned(TextClassifier):
         if self.folder is None:
             raise InputError(f"{self.name}: not fitted yet")
         texts = list(texts)
-        key = {"kind": "classifier-predict", "version": 1,
-               "model": json.loads((Path(self.folder) / "manifest.json").read_text())["key"],
+        key = {"kind": "classifier-predict", "version": 1, "model": read_manifest(self.folder)["key"],
                "texts": hashing.sha256_json(texts), "max_length": self.max_length}
         return cache.memoize(key, lambda: self.predict_proba(texts))
 
