@@ -150,14 +150,17 @@ def by_function(paths, top: int = 8) -> str:
     return "\n".join(lines) + "\n"
 
 
+def shares(row: pd.Series, at_least: float) -> str:
+    """A place's kinds of work as shares of its ``total``, largest first, those under ``at_least`` left out."""
+    parts = sorted(((k, v) for k, v in row.drop("total").items() if v >= at_least * row["total"]), key=lambda kv: -kv[1])
+    return ", ".join(f"{k} {100 * v / row['total']:.0f} %" for k, v in parts)
+
+
 def markdown(df: pd.DataFrame) -> str:
     """Per place the total and each kind's share of it (kinds under 2 % of the place left out)."""
     lines = ["| where | CPU s | what it spends it on |", "|---|---|---|"]
     for place, row in df.iterrows():
-        parts = [(k, v) for k, v in row.drop("total").items() if v >= 0.02 * row["total"]]
-        parts.sort(key=lambda kv: -kv[1])
-        lines.append(f"| {place} | {row['total']:.0f} | "
-                     + ", ".join(f"{k} {100 * v / row['total']:.0f} %" for k, v in parts) + " |")
+        lines.append(f"| {place} | {row['total']:.0f} | {shares(row, 0.02)} |")
     total = df.drop(columns="total").sum()
     lines.append(f"| all | {total.sum():.0f} | "
                  + ", ".join(f"{k} {100 * v / total.sum():.0f} %" for k, v in total.sort_values(ascending=False).items()
@@ -206,7 +209,7 @@ def main() -> None:
         fh.write(text)
 
 
-def test_walls(junit: Path) -> pd.Series:
+def wall_seconds_per_test(junit: Path) -> pd.Series:
     """Wall seconds per test (setup + call + teardown) from pytest's JUnit XML."""
     import xml.etree.ElementTree as ET
 
@@ -221,7 +224,7 @@ def suite_markdown(cpu: pd.DataFrame, junit: Path | None, top: int = 20) -> str:
     """The slowest tests by wall time with what their CPU went to, then CPU per test file."""
     out = []
     if junit is not None:
-        walls = test_walls(junit)
+        walls = wall_seconds_per_test(junit)
         out += [f"Tests: {len(walls)}, wall {walls.sum():.0f} s summed over tests.\n",
                 "| test | wall s | CPU s | what the CPU went to |", "|---|---|---|---|"]
         for name, wall in walls.head(top).items():
@@ -235,10 +238,7 @@ def suite_markdown(cpu: pd.DataFrame, junit: Path | None, top: int = 20) -> str:
             if row["total"] <= 0:
                 out.append(f"| {name} | {wall:.0f} | 0 | (its processes, below) |")
                 continue
-            parts = sorted(((k, v) for k, v in row.drop("total").items() if v >= 0.05 * row["total"]),
-                           key=lambda kv: -kv[1])
-            out.append(f"| {name} | {wall:.0f} | {row['total']:.0f} | "
-                       + ", ".join(f"{k} {100 * v / row['total']:.0f} %" for k, v in parts) + " |")
+            out.append(f"| {name} | {wall:.0f} | {row['total']:.0f} | {shares(row, 0.05)} |")
         out.append("")
     by_file = cpu.groupby(lambda i: i.split("::")[0]).sum().sort_values("total", ascending=False)
     out.append("CPU per test file (and the book kernels and subprocesses the tests start):\n")
