@@ -24,6 +24,7 @@ per step (:mod:`helpers.progress`). Wall time per step is printed and appended t
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import datetime as dt
 import importlib
@@ -466,8 +467,29 @@ def build(profile: str = "default", execute_only: bool = False, *, prefill_only:
 
     chapters_dir = Path(book_dir) / EXECUTED
     chapters_dir.mkdir(parents=True, exist_ok=True)
-    if cfg["zoo_dir"] and "HARMS_ZOO_DIR" not in os.environ:   # inherited by the notebook kernels
-        os.environ["HARMS_ZOO_DIR"] = str(cache_dir() / cfg["zoo_dir"])
+    with _profile_zoo(cfg):
+        return _build(cfg, profile, timed, chapters_dir, execute_only, prefill_only, notebooks_dir, book_dir)
+
+
+@contextlib.contextmanager
+def _profile_zoo(cfg: dict):
+    """The profile's own zoo directory (``zoo_dir``) as HARMS_ZOO_DIR for this build and the
+    notebook kernels it starts, unless the caller set one; the environment is restored after."""
+    if not cfg["zoo_dir"] or "HARMS_ZOO_DIR" in os.environ:
+        yield
+        return
+    os.environ["HARMS_ZOO_DIR"] = str(cache_dir() / cfg["zoo_dir"])
+    try:
+        yield
+    finally:
+        os.environ.pop("HARMS_ZOO_DIR", None)
+
+
+def _build(cfg, profile, timed, chapters_dir, execute_only, prefill_only, notebooks_dir, book_dir):
+    """:func:`build`'s steps under the profile's zoo directory."""
+    from helpers.distributed import worker
+
+    writer = worker.is_main()
     needs_zoo = not prefill_only or any(m.startswith("zoo-") for m in prefilled_models(cfg, notebooks_dir))
     if writer and cfg["zoo"] and needs_zoo and importlib.util.find_spec("helpers.training.zoo") is not None:
         from helpers.training import zoo

@@ -245,6 +245,6 @@ def ci_book(tmp_path_factory):
         shutil.copy(book.BOOK_DIR / f, src / f)
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("HARMS_RESULTS_DIR", str(tmp / "results"))      # inherited by the kernels
-        mp.delenv("HARMS_ZOO_DIR", raising=False)                # the ci profile picks zoo-ci
+        mp.delenv("HARMS_ZOO_DIR", raising=False)                # the ci profile picks zoo-ci (unset after)
         html = book.build("ci", book_dir=src)
     return SimpleNamespace(src=src, results=tmp / "results", html=html)

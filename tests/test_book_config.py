@@ -210,6 +210,36 @@ def test_zoo_removes_temporaries_and_writes_its_summary_atomically(tmp_path, mon
     assert [p.name for p in root.iterdir() if ".harms-tmp-" in p.name] == []
 
 
+def test_a_profiles_own_zoo_reaches_the_kernels_and_is_unset_after_the_build(tmp_path, monkeypatch):
+    """``zoo_dir`` is HARMS_ZOO_DIR while the notebooks run (the kernels inherit it) and the
+    caller's environment is as it was afterwards, even when a notebook fails; a zoo the caller
+    set wins."""
+    monkeypatch.setenv("HARMS_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("HARMS_ZOO_DIR", raising=False)
+    (tmp_path / "profiles.yml").write_text("profiles:\n  small:\n    zoo: false\n    zoo_dir: zoo-small\n")
+    nbs = tmp_path / "notebooks"
+    nbs.mkdir()
+    nbformat.write(nbformat.v4.new_notebook(), nbs / "01_a.ipynb")
+    seen = []
+
+    def execute(src, dst, params, fail=False):
+        seen.append(os.environ.get("HARMS_ZOO_DIR"))
+        if fail:
+            raise RuntimeError("a failing chapter")
+
+    monkeypatch.setattr(book, "execute", execute)
+    assert book.build("small", execute_only=True, notebooks_dir=nbs, book_dir=tmp_path) == tmp_path / book.EXECUTED
+    assert seen == [str(tmp_path / "cache" / "zoo-small")] and "HARMS_ZOO_DIR" not in os.environ
+    monkeypatch.setattr(book, "execute", lambda *a: execute(*a, fail=True))
+    with pytest.raises(RuntimeError):
+        book.build("small", execute_only=True, notebooks_dir=nbs, book_dir=tmp_path)
+    assert "HARMS_ZOO_DIR" not in os.environ
+    monkeypatch.setenv("HARMS_ZOO_DIR", str(tmp_path / "mine"))
+    monkeypatch.setattr(book, "execute", execute)
+    book.build("small", execute_only=True, notebooks_dir=nbs, book_dir=tmp_path)
+    assert seen[-1] == os.environ["HARMS_ZOO_DIR"] == str(tmp_path / "mine")
+
+
 # ----------------------------------------------------------------------------- table of contents, config
 
 
