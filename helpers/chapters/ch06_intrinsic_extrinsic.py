@@ -76,7 +76,7 @@ PARAMETERS = ("models", "contexts_per_word", "ceat_samples", "stereoset_clusters
               "toxd_fine_tuning", "hatex_fine_tuning", "stereotype_encoder", "stereotype_train",
               "stereotype_fine_tuning", "temperature_generations", "noise_texts", "ddof", "seed", "device", "min_ratio",
               "classifier_margin")
-DEFAULTS = dict(models="offline+encoders", contexts_per_word=4, ceat_samples=1000, stereoset_clusters_per_target=4,
+DEFAULTS = dict(models="core+encoders", contexts_per_word=2, ceat_samples=1000, stereoset_clusters_per_target=2,
                 prompts_per_group=6, max_new_tokens=20, bold_exclude=[], classifier="probe", classifier_train=400,
                 toxd_per_identity=30, toxd_fine_tuning={"epochs": 2, "lr": 2e-05},
                 hatex_fine_tuning={"epochs": 2, "lr": 2e-05}, stereotype_encoder="minilm-l6", stereotype_train=2000,

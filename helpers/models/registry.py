@@ -226,6 +226,20 @@ def offline_models() -> list[str]:
     return names
 
 
+#: The zoo's students in :func:`core_models`: the depth pair healed with the LM loss, and L24 distilled
+#: (chapter 08's pair with its teacher).
+CORE_STUDENTS = ("zoo-smollm2-L24-lm", "zoo-smollm2-L18-lm", "zoo-smollm2-L24-kd")
+
+
+def core_models() -> list[str]:
+    """The package models and those of :data:`CORE_STUDENTS` the zoo holds: what chapters 02, 06 and 07
+    measure by default. The other students are near copies of the same teacher, so they add little to
+    a comparison across models and cost about as much as SmolLM2 each (benchmarks/RESULTS.md, issue
+    38); :func:`offline_models` has them all."""
+    zoo = paths.zoo_dir()
+    return package_models() + [n for n in CORE_STUDENTS if (zoo / n / "manifest.json").is_file()]
+
+
 def spec(name: str) -> ModelSpec:
     """The registry entry of ``name`` (registry name or registered hub id), else a zoo model."""
     s = REGISTRY.get(name) or BY_HUB_ID.get(name) or zoo_spec(name)
