@@ -214,7 +214,7 @@ def test_zoo_models_listed_and_loaded(tiny_gpt2, tmp_path):
 
 
 def test_core_models_are_the_packages_and_the_three_students_the_zoo_holds(tiny_gpt2, tmp_path):
-    """``"core"`` (chapters 02, 06 and 07 by default): every package model, then those of
+    """``"core"`` (chapters 02 and 06 by default): every package model, then those of
     ``CORE_STUDENTS`` the zoo has (a student the zoo lacks is left out, not named), in that order."""
     zoo = tmp_path / "zoo"
     assert runner.resolve_models("core") == models.package_models()          # an empty zoo

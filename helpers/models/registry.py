@@ -232,7 +232,7 @@ CORE_STUDENTS = ("zoo-smollm2-L24-lm", "zoo-smollm2-L18-lm", "zoo-smollm2-L24-kd
 
 
 def core_models() -> list[str]:
-    """The package models and those of :data:`CORE_STUDENTS` the zoo holds: what chapters 02, 06 and 07
+    """The package models and those of :data:`CORE_STUDENTS` the zoo holds: what chapters 02 and 06
     measure by default. The other students are near copies of the same teacher, so they add little to
     a comparison across models and cost about as much as SmolLM2 each (benchmarks/RESULTS.md, issue
     38); :func:`offline_models` has them all."""
