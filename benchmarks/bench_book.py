@@ -6,10 +6,10 @@
 A cold build starts from an empty cache directory (no zoo, no scores, no converted GGUF
 weights); the warm build repeats it on the same cache (a chapter whose inputs did not change is
 not executed again: ``helpers.book.chapter_inputs``), and a third build with ``--rerun`` executes
-every chapter on that cache (what a change to the package costs: everything read from the cache). With ``--kill-during-scoring`` the
-cold build is killed (SIGKILL to its process group) once the score cache holds some
-chunks, then started again: the script checks that every chunk written before the kill is
-still there and was not rewritten (nothing already scored is lost or recomputed).
+every chapter on that cache (what a change to the package costs: everything read from the cache).
+With ``--kill-during-scoring`` the cold build is killed (SIGKILL to its process group) once the
+score cache holds some chunks, then started again: the script checks that every chunk written
+before the kill is still there and was not rewritten (nothing already scored is lost or recomputed).
 Per-step times come from ``results/book_timings.csv``; a section is appended to
 benchmarks/RESULTS.md.
 """

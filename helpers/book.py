@@ -448,8 +448,9 @@ def _folder_digest(root: Path, leave_out=lambda relative: False) -> str:
     from helpers import hashing
 
     root = Path(root)
-    files = sorted(f for f in (root.rglob("*") if root.is_dir() else []) if f.is_file() and "__pycache__" not in f.parts
-                   and ".harms-tmp-" not in f.name and not leave_out(f.relative_to(root).as_posix()))
+    found = root.rglob("*") if root.is_dir() else []
+    files = sorted(f for f in found if f.is_file() and "__pycache__" not in f.parts and ".harms-tmp-" not in f.name
+                   and not leave_out(f.relative_to(root).as_posix()))
     return hashing.sha256_json([[f.relative_to(root).as_posix(), hashing.sha256_file(f)] for f in files])
 
 
@@ -525,7 +526,7 @@ def changed(executed: Path, inputs: dict | None) -> list[str]:
     digests differ from its record's, ``"its executed notebook or tables"`` when they are no
     longer as that execution left them; empty when nothing did (it need not be executed again)."""
     if inputs is None:
-        return ["the hub can be reached (or --rerun)"]
+        return ["the Hugging Face hub can be reached: its models and data may have changed"]
     try:
         record = json.loads(_record(executed).read_text())
     except (OSError, ValueError):
@@ -596,7 +597,7 @@ def _build(cfg, profile, timed, chapters_dir, execute_only, prefill_only, rerun,
         params, executed = parameters_for(nb, cfg), chapters_dir / nb.name
         inputs = None if rerun else chapter_inputs(nb, params, earlier)
         earlier.append(nb.stem)
-        why = changed(executed, inputs)
+        why = ["--rerun"] if rerun else changed(executed, inputs)
         if not why:
             timed(nb.stem, lambda: _UNCHANGED)
             continue

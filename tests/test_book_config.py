@@ -334,6 +334,7 @@ def test_a_chapter_whose_inputs_are_unchanged_is_not_executed_again(two_chapters
     (tmp / book.EXECUTED / "01_a.ipynb").unlink()
     assert b.build("other") == ["01_a"]                              # its executed copy; 01's table is as it was
     assert b.build("other", rerun=True) == ["01_a", "02_b"]
+    assert "(--rerun)" in capsys.readouterr().out
     assert b.build("third") == ["01_a", "02_b"]           # 01's parameters changed its table, which 02 reads
 
     def failing(src, dst, params):
@@ -348,6 +349,7 @@ def test_a_chapter_whose_inputs_are_unchanged_is_not_executed_again(two_chapters
     assert b.build("other") == ["01_a", "02_b"]                      # no record survives a failure
     monkeypatch.setattr(hub, "hub_offline_reason", lambda: None)
     assert b.build("other") == ["01_a", "02_b"]                      # the hub's models may have changed
+    assert "(the Hugging Face hub can be reached" in capsys.readouterr().out
 
 
 # ----------------------------------------------------------------------------- table of contents, config
