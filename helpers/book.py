@@ -481,22 +481,20 @@ def _hub_caches() -> list[Path]:
     return sorted(root.glob("*/refs/*")) if root.is_dir() else []
 
 
-def chapter_inputs(notebook: Path, params: dict, earlier: list[str]) -> dict[str, str] | None:
+def chapter_inputs(notebook: Path, params: dict, earlier: list[str]) -> dict[str, str]:
     """The digests of everything an executed chapter and its tables depend on: the notebook, its
     parameters under the profile, the package's files (:data:`PACKAGE_DIR`), every data directory
     (:func:`helpers.paths.data_dirs`, the repository's ``data/``), the zoo, every installed
     distribution and its version (the libraries and the packaged models), the HARMS_* settings,
     Python's version, the revisions in the hub cache, and the tables of the chapters before it
     (``earlier``: they may read them), one per kind (the build says which changed). The zoo's
-    training checkpoints are left out (a killed training's state, not a model). None when the
-    Hugging Face hub can be reached: its models and data can change under the same names, so a
-    chapter is then always executed."""
+    training checkpoints are left out (a killed training's state, not a model). Complete only
+    offline: while the Hugging Face hub can be reached its models and data can change under the
+    same names, so :func:`build` then executes every chapter."""
     from importlib import metadata
 
-    from helpers import hashing, hub, paths
+    from helpers import hashing, paths
 
-    if hub.hub_offline_reason() is None:
-        return None
     dists = sorted({f"{d.metadata['Name']}=={d.version}" for d in metadata.distributions() if d.metadata["Name"]})
     parts = {
         "notebook": hashing.sha256_file(notebook), "parameters": params,
@@ -579,6 +577,7 @@ def build(profile: str = "default", execute_only: bool = False, *, prefill_only:
 
 def _build(cfg, profile, timed, chapters_dir, execute_only, prefill_only, rerun, notebooks_dir, book_dir):
     """:func:`build`'s steps under the profile's zoo directory."""
+    from helpers import hub
     from helpers.distributed import worker
 
     writer = worker.is_main()
@@ -593,9 +592,10 @@ def _build(cfg, profile, timed, chapters_dir, execute_only, prefill_only, rerun,
     if prefill_only or not writer:
         return None
     earlier: list[str] = []
+    offline = hub.hub_offline_reason() is not None                  # one probe of the hub per build
     for nb in notebooks(notebooks_dir):
         params, executed = parameters_for(nb, cfg), chapters_dir / nb.name
-        inputs = None if rerun else chapter_inputs(nb, params, earlier)
+        inputs = chapter_inputs(nb, params, earlier) if offline else None   # recorded after --rerun too
         earlier.append(nb.stem)
         why = ["--rerun"] if rerun else changed(executed, inputs)
         if not why:

@@ -335,6 +335,7 @@ def test_a_chapter_whose_inputs_are_unchanged_is_not_executed_again(two_chapters
     assert b.build("other") == ["01_a"]                              # its executed copy; 01's table is as it was
     assert b.build("other", rerun=True) == ["01_a", "02_b"]
     assert "(--rerun)" in capsys.readouterr().out
+    assert b.build("other") == []                                    # a rerun leaves its records
     assert b.build("third") == ["01_a", "02_b"]           # 01's parameters changed its table, which 02 reads
 
     def failing(src, dst, params):
