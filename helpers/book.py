@@ -481,30 +481,37 @@ def _hub_caches() -> list[Path]:
     return sorted(root.glob("*/refs/*")) if root.is_dir() else []
 
 
-def chapter_inputs(notebook: Path, params: dict, earlier: list[str]) -> dict[str, str]:
-    """The digests of everything an executed chapter and its tables depend on: the notebook, its
-    parameters under the profile, the package's files (:data:`PACKAGE_DIR`), every data directory
-    (:func:`helpers.paths.data_dirs`, the repository's ``data/``), the zoo, every installed
-    distribution and its version (the libraries and the packaged models), the HARMS_* settings,
-    Python's version, the revisions in the hub cache, and the tables of the chapters before it
-    (``earlier``: they may read them), one per kind (the build says which changed). The zoo's
-    training checkpoints are left out (a killed training's state, not a model). Complete only
-    offline: while the Hugging Face hub can be reached its models and data can change under the
-    same names, so :func:`build` then executes every chapter."""
+def build_inputs() -> dict[str, str]:
+    """The digests of what every chapter of a build depends on, one per kind: the package's files
+    (:data:`PACKAGE_DIR`), every data directory (:func:`_data_digests`), every installed
+    distribution and its version (the libraries and the packaged models) with Python's, the
+    HARMS_* settings and the revisions in the hub cache. Complete only offline: while the Hugging
+    Face hub can be reached its models and data can change under the same names, so :func:`build`
+    then executes every chapter. Computed once per build (none of it changes while it runs)."""
     from importlib import metadata
 
-    from helpers import hashing, paths
+    from helpers import hashing
 
     dists = sorted({f"{d.metadata['Name']}=={d.version}" for d in metadata.distributions() if d.metadata["Name"]})
-    parts = {
-        "notebook": hashing.sha256_file(notebook), "parameters": params,
-        "package files": _folder_digest(PACKAGE_DIR), "data": _data_digests(),
-        "zoo": _folder_digest(paths.zoo_dir(), lambda rel: rel.startswith("_checkpoints/")),
-        "installed distributions": [dists, sys.version],
-        "HARMS_* settings": {k: v for k, v in sorted(os.environ.items()) if k.startswith("HARMS_")},
-        "hub cache": [[str(f), f.read_text(errors="replace")] for f in _hub_caches()],
-        "earlier chapters' tables": [[c, _folder_digest(results_dir(c))] for c in earlier]}
+    parts = {"package files": _folder_digest(PACKAGE_DIR), "data": _data_digests(),
+             "installed distributions": [dists, sys.version],
+             "HARMS_* settings": {k: v for k, v in sorted(os.environ.items()) if k.startswith("HARMS_")},
+             "hub cache": [[str(f), f.read_text(errors="replace")] for f in _hub_caches()]}
     return {k: hashing.sha256_json(v) for k, v in parts.items()}
+
+
+def chapter_inputs(notebook: Path, params: dict, earlier: list[str], shared: dict[str, str]) -> dict[str, str]:
+    """The digests of everything an executed chapter and its tables depend on, one per kind (the
+    build says which changed): ``shared`` (:func:`build_inputs`), the notebook, its parameters
+    under the profile, the zoo (which chapter 04 may train during the build; its training
+    checkpoints left out: a killed training's state, not a model), and the tables of the chapters
+    before it (``earlier``: they may read them)."""
+    from helpers import hashing, paths
+
+    parts = {"notebook": hashing.sha256_file(notebook), "parameters": params,
+             "zoo": _folder_digest(paths.zoo_dir(), lambda rel: rel.startswith("_checkpoints/")),
+             "earlier chapters' tables": [[c, _folder_digest(results_dir(c))] for c in earlier]}
+    return {**shared, **{k: hashing.sha256_json(v) for k, v in parts.items()}}
 
 
 def _outputs(executed: Path) -> dict:
@@ -593,9 +600,10 @@ def _build(cfg, profile, timed, chapters_dir, execute_only, prefill_only, rerun,
         return None
     earlier: list[str] = []
     offline = hub.hub_offline_reason() is not None                  # one probe of the hub per build
+    shared = build_inputs() if offline else None
     for nb in notebooks(notebooks_dir):
         params, executed = parameters_for(nb, cfg), chapters_dir / nb.name
-        inputs = chapter_inputs(nb, params, earlier) if offline else None   # recorded after --rerun too
+        inputs = chapter_inputs(nb, params, earlier, shared) if offline else None   # recorded after --rerun too
         earlier.append(nb.stem)
         why = ["--rerun"] if rerun else changed(executed, inputs)
         if not why:
