@@ -136,8 +136,12 @@ def test_xlnet_generates_left_to_right_after_the_text_not_after_its_cls(tiny_xln
 # ----------------------------------------------------------------------------- resumable, batch by batch
 
 def _by_hand(lm, prompts: list[str], *, seed: int, batch_size: int, max_new_tokens: int) -> list[str]:
-    """One seeded stream, batch after batch, left-padded: model.generate as a reader would call it."""
+    """One seeded stream, batch after batch, left-padded: model.generate as a reader would call it,
+    drawing from the 40 best tokens (TopKSampler, checked against transformers' warpers above)."""
     import torch
+    from transformers import LogitsProcessorList
+
+    from helpers.lm.generation import TopKSampler
 
     tok = lm.tokenizer
     tok.pad_token = tok.pad_token or tok.eos_token
@@ -147,7 +151,8 @@ def _by_hand(lm, prompts: list[str], *, seed: int, batch_size: int, max_new_toke
     try:
         for k in range(0, len(prompts), batch_size):
             enc = tok(prompts[k:k + batch_size], return_tensors="pt", padding=True)
-            new = lm.model.generate(**enc, max_new_tokens=max_new_tokens, do_sample=True, top_k=40,
+            new = lm.model.generate(**enc, max_new_tokens=max_new_tokens, do_sample=False,
+                                    logits_processor=LogitsProcessorList([TopKSampler(40)]),
                                     pad_token_id=tok.pad_token_id)[:, enc["input_ids"].shape[1]:]
             out += tok.batch_decode(new, skip_special_tokens=True)
     finally:
@@ -221,3 +226,48 @@ def test_the_step_cache_reports_a_corrupt_step_and_recomputes_it(tmp_path, monke
     assert len(list(folder.glob("step-*.json"))) == 4
     with pytest.raises(ValueError, match="steps must be a whole number"):
         cache.cached_steps(key, -1, step)
+
+
+# ----------------------------------------------------------------------------- top-k sampling
+
+
+@pytest.mark.parametrize("k, temperature, top_p", [(5, 1.0, None), (40, 0.7, None), (8, 1.3, 0.6), (3, 1.0, 1.0)])
+def test_the_top_k_sampler_draws_from_the_distribution_of_transformers_warpers(k, temperature, top_p):
+    """TopKSampler against transformers' own temperature, top-k and top-p warpers (the
+    ``do_sample=True`` path): 40,000 draws of one row of logits fall only on the tokens the warpers
+    keep, with the warpers' probabilities (to 0.01)."""
+    import torch
+    from transformers import TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper
+
+    from helpers.lm.generation import TopKSampler
+
+    torch.manual_seed(0)
+    scores = torch.randn(1, 300) * 2
+    warped = TemperatureLogitsWarper(temperature)(None, scores.clone())
+    warped = TopKLogitsWarper(k)(None, warped)
+    if top_p is not None:
+        warped = TopPLogitsWarper(top_p)(None, warped)
+    want = torch.softmax(warped, -1)[0]
+    out = TopKSampler(k, temperature, top_p)(None, scores.repeat(40_000, 1))
+    assert torch.isfinite(out).sum(-1).eq(1).all()              # one token left per row, at 0
+    drawn = torch.bincount(out.argmax(-1), minlength=300) / 40_000
+    assert set(drawn.nonzero().flatten().tolist()) <= set(want.nonzero().flatten().tolist())
+    assert (drawn - want).abs().max() < 0.01
+
+
+@pytest.mark.parametrize("args, message", [((0,), "top_k must be a positive"), ((5, 0.0), "temperature must be > 0"),
+                                           ((5, 1.0, 1.5), r"top_p must be in \(0, 1\]")])
+def test_the_top_k_sampler_refuses_nonsense_settings_in_one_line(args, message):
+    from helpers.lm.generation import TopKSampler
+
+    with pytest.raises(InputError, match=message):
+        TopKSampler(*args)
+
+
+def test_generate_samples_only_among_the_k_best_tokens(tiny_gpt2, loaded_factory):
+    """With top_k = 1 sampling is greedy decoding: the two paths agree token for token."""
+    lm = loaded_factory(tiny_gpt2, "causal")
+    p = regard.prompts(["women", "men"], regard.TEMPLATES[:3])
+    sampled = generate(lm, p, max_new_tokens=6, top_k=1, seed=5, progress=False)
+    greedy = generate(lm, p, max_new_tokens=6, sample=False, progress=False)
+    assert sampled["continuation"].tolist() == greedy["continuation"].tolist()

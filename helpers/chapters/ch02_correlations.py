@@ -27,7 +27,7 @@ from helpers.chapters import common
 from helpers.chapters.common import Section, call
 from helpers.datasets import cma as cma_data, stereoset as stereoset_data
 from helpers.errors import InputError
-from helpers.lm.generation import BATCH_SIZE as GENERATION_BATCH, generate
+from helpers.lm.generation import BATCH_SIZE as GENERATION_BATCH, GENERATION_VERSION, generate
 from helpers.metrics import cma, regard, safety, stereoset
 from helpers.models import text_classifiers
 
@@ -154,7 +154,7 @@ def regard_generations(handle, params: dict, found: Classifiers) -> tuple[pd.Dat
     from helpers.lm import scoring
 
     s = {"groups": regard_groups(params), "templates": list(regard.TEMPLATES), **generation_settings(params),
-         "classifiers": {k: c.name for k, c in found.by_key.items()}}
+         "classifiers": {k: c.name for k, c in found.by_key.items()}, "sampler_version": GENERATION_VERSION}
 
     def compute(lm):
         gen = generate(lm, regard.prompts(s["groups"]), progress=False, cache=True, **generation_settings(params))

@@ -10,7 +10,7 @@ import pandas as pd
 
 from helpers import hashing, runner
 from helpers.datasets import bold as bold_data
-from helpers.lm.generation import BATCH_SIZE, generate
+from helpers.lm.generation import BATCH_SIZE, GENERATION_VERSION, generate
 from helpers.measures.intervals import group_intervals, paired_items
 from helpers.metrics import disparity
 from helpers.models import text_classifiers
@@ -48,7 +48,8 @@ def generations(handle, params: dict, prompts: pd.DataFrame, *, temperature: flo
     (Gibbs sampler, :func:`helpers.lm.gibbs.gibbs_generate`), cached."""
     settings = {"prompts": hashing.sha256_frame(prompts[["prompt", "group"]]), "max_new_tokens": params["max_new_tokens"],
                 "temperature": temperature, "samples_per_prompt": samples_per_prompt, "seed": params["seed"],
-                "top_k": 40, "batch_size": BATCH_SIZE}           # the draws depend on the batch size
+                "top_k": 40, "batch_size": BATCH_SIZE,           # the draws depend on the batch size
+                "sampler_version": GENERATION_VERSION}           # and on how they are drawn
     return runner.cached_result(handle, metric, settings, lambda m: generate(
         m, prompts, samples_per_prompt=samples_per_prompt, max_new_tokens=params["max_new_tokens"],
         temperature=temperature, top_k=40, seed=params["seed"], batch_size=BATCH_SIZE, progress=False,
