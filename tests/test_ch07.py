@@ -119,7 +119,8 @@ def test_every_section_follows_the_contract(tiny_gpt2, private_dirs):
     are its facts, and the probed sentences, the fill-ins and the tables are what later sections get."""
     from chapter_contract import check_section
 
-    params, _ = ch.start(dict(languages=["en"], models=[str(tiny_gpt2)], n_heads=1, per_group=1, k=[1, 3]))
+    params, _ = ch.start(dict(languages=["en"], models=[str(tiny_gpt2)], n_heads=1, per_group=1, k=[1, 3],
+                              probe_unusable=True))
     classifiers = check_section(ch.classifier_section(params))
     sentences = check_section(ch.sentences_section(params, classifiers))
     assert sentences.facts["sentences"] == {"en": 378} and sentences.facts["probed"] == {"en": len(sentences.data["en"])}
@@ -132,6 +133,32 @@ def test_every_section_follows_the_contract(tiny_gpt2, private_dirs):
     assert "published.table('002', 'table5')" in map(str, fills.calls) and "no %@k at k = 3" in fills.markdown
     for section in (ch.group_section, ch.words_section, ch.annotation_section):
         check_section(section(params, fills))
+
+
+def test_the_models_that_fail_their_languages_gate_are_not_probed_unless_asked(tiny_gpt2, private_dirs, monkeypatch):
+    """Issue 38: a model whose gate fails in a language is listed with the reason and not probed there
+    (its fill-ins would be shown, not interpreted); a model the gate could not measure is still
+    handed to the probe; ``probe_unusable = True`` probes every model, its rows not interpreted."""
+    gates = pd.DataFrame({"model": ["a", "b", "c"], "usable": [True, False, np.nan]})
+    assert ch.probed_models({"probe_unusable": False}, gates) == ["a", "c"]
+    assert ch.probed_models({"probe_unusable": True}, gates) == ["a", "b", "c"]
+    probed = []
+    real_probe = ch.probe
+    monkeypatch.setattr(ch, "probe", lambda p, lang, s, c, models=None: probed.append(models) or real_probe(p, lang, s, c,
+                                                                                                          models))
+    for unusable in (False, True):
+        params, _ = ch.start(dict(languages=["en"], models=[str(tiny_gpt2)], n_heads=1, per_group=1, k=[1],
+                                  probe_unusable=unusable))
+        classifiers = ch.classifier_section(params)
+        fills = ch.fill_section(params, classifiers, ch.sentences_section(params, classifiers))
+        assert not fills.tables["quality_gate"]["usable"].any()                # a tiny model fails its gate
+        assert probed[-1] == ([str(tiny_gpt2)] if unusable else [])
+        assert (f"Not probed: {tiny_gpt2} (English), which fail" in fills.markdown) != unusable
+        assert fills.data.empty != unusable
+        if unusable:
+            assert not fills.tables["table5_percent_at_k"]["interpreted"].any()
+    with pytest.raises(InputError, match="probe_unusable = 'no': True or False"):
+        ch.start(dict(probe_unusable="no"))
 
 
 def test_each_languages_classifier_is_gated_on_its_held_out_split(private_dirs, monkeypatch):
