@@ -41,7 +41,8 @@ def resolve_models(spec) -> list[str]:
 
     ``"offline"``: every model usable without the hub (package models, then the zoo);
     ``"packages"``: the pretrained models installed from packages only (no zoo);
-    ``"core"``: those and three of the zoo's students (:func:`helpers.models.core_models`);
+    ``"core"``: SmolLM2-135M, Gemma-3-270M and three of the zoo's students (:func:`helpers.models.core_models`);
+    ``"core-packages"``: those two package models (:func:`helpers.models.core_packages`);
     ``"encoders"``: the sentence encoders installed from packages (MiniLM-L6, MPNet-base);
     ``"paper"``: seed 000's 24 hub models; ``"miniature"``: Google's 24 miniature BERTs;
     keywords joined by ``+`` (``"offline+encoders"``): their models in that order;
@@ -51,6 +52,7 @@ def resolve_models(spec) -> list[str]:
     if isinstance(spec, str):
         key = spec.strip()
         groups = {"offline": models.offline_models, "packages": models.package_models, "core": models.core_models,
+                  "core-packages": models.core_packages,
                   "encoders": models.encoder_models, "paper": models.paper_models,
                   "miniature": models.miniature_berts}
         if key in groups:

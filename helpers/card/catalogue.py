@@ -23,12 +23,14 @@ from helpers.measures.safety import DATASETS
 #: gate's 0.55, where 30 give 0.558), so quick and standard share it. Probing takes one sentence per
 #: group from the first 1,000 ATOMIC heads in every budget (the count of sentences is the groups',
 #: whatever the number of heads), so a card probes the sentences chapter 07 probed and reads its fill-ins.
+#: Every budget gates on the chapters' 16 held-out blocks, so a card in the book reads the chapters'
+#: gate (quick gated on 8 until issue 38: 30 s of chapter 08 spent measuring the package models again).
 BUDGETS = {
     "quick": dict(sample_per_group=8, implicit_sample_per_label=24, stereoset_clusters_per_target=1, crows_per_type=10,
-                  n_resamples=200, gate_blocks=8, contexts_per_word=2, ceat_samples=200, bec_pro_sample=108,
+                  n_resamples=200, gate_blocks=16, contexts_per_word=2, ceat_samples=200, bec_pro_sample=108,
                   cb_sample=(2, 4), seat_tests="weat", n_heads=1000, per_group=1, classifier_train=400,
                   toxd_per_identity=30, prompts_per_group=2),
-    "standard": dict(sample_per_group=25, implicit_sample_per_label=100, stereoset_clusters_per_target=5, crows_per_type=40,
+    "standard": dict(sample_per_group=25, implicit_sample_per_label=50, stereoset_clusters_per_target=5, crows_per_type=40,
                      n_resamples=1000, gate_blocks=16, contexts_per_word=4, ceat_samples=1000, bec_pro_sample=540,
                      cb_sample=(5, 4), seat_tests="all", n_heads=1000, per_group=1, classifier_train=400,
                      toxd_per_identity=30, prompts_per_group=6),

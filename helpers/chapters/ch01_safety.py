@@ -36,7 +36,7 @@ CHAPTER = "01_safety_scores"
 #: The notebook's parameters, in the order of its parameters table (``parameters.csv``).
 PARAMETERS = ("models", "sample_per_group", "implicit_sample_per_label", "device", "pll", "upstream_mask_id",
               "n_resamples", "seed", "toxigen", "implicit_hate", "upstream_compat", "min_ratio")
-DEFAULTS = dict(models="offline", sample_per_group=25, implicit_sample_per_label=100, device="cpu",
+DEFAULTS = dict(models="offline", sample_per_group=25, implicit_sample_per_label=50, device="cpu",
                 pll="original", upstream_mask_id=False, n_resamples=1000, seed=0, toxigen="toxigen",
                 implicit_hate="implicit-hate", upstream_compat=False, min_ratio=2.0)
 PAPER_SENTENCES = 6541           # ToxiGen sentences after the paper's filtering (§3.2.1)

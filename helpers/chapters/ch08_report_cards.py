@@ -27,7 +27,7 @@ from helpers.metrics import crows_pairs, safety, stereoset
 CHAPTER = "08_report_cards"
 #: The notebook's parameters, in the order of its parameters cell and of ``parameters.csv``.
 PARAMETERS = ("models", "pair", "quantised_pair", "budget", "seed", "device", "min_ratio")
-DEFAULTS = dict(models="packages", pair=["smollm2-135m", "zoo-smollm2-L24-kd"],
+DEFAULTS = dict(models="core-packages", pair=["smollm2-135m", "zoo-smollm2-L24-kd"],
                 quantised_pair=["HuggingFaceTB/SmolLM2-135M-Instruct", "smollm2-135m"], budget="quick", seed=0,
                 device="cpu", min_ratio=2.0)
 #: The comparisons the chapter draws: the parameter naming the pair, its table, and what it asks.
