@@ -201,7 +201,7 @@ def cached_rows(key: dict, texts: Sequence[str], compute: Callable[[list[str]], 
                 chunk_size: int | None = None, enabled: bool = True, progress: bool = True,
                 save_every: float | None = None, clock: Callable[[], float] = time.monotonic,
                 desc: str = "scoring", default_chunk_size: int = DEFAULT_CHUNK_SIZE,
-                longest_first: bool = False) -> list[list]:
+                longest_first: bool = False, prepare: Callable[[], object] | None = None) -> list[list]:
     """Per-text results of ``texts`` under ``key`` (each a JSON list), read from the cache or computed.
 
     ``compute(list_of_texts)`` returns one list per text, same order. Texts missing from the
@@ -210,8 +210,12 @@ def cached_rows(key: dict, texts: Sequence[str], compute: Callable[[list[str]], 
     :data:`SAVE_EVERY_SECONDS`, measured with ``clock``); each chunk is stored as soon as it is
     computed, so an interrupted run loses at most one chunk. ``longest_first``: the missing texts
     are computed longest first (stable), so that a chunk holds texts of similar lengths and its
-    batches pad little. ``enabled=False`` neither reads nor writes the cache. Ctrl-C raises
-    :class:`helpers.errors.Interrupted`.
+    batches pad little. ``prepare`` (e.g. loading a lazy model) is called once, untimed, before the
+    first chunk is computed: a chunk's measured speed sizes the next chunks, and the chunks decide
+    which texts share a batch, on which a float32 result can depend in its last bits; a load timed
+    with the first chunk (a GGUF conversion: 35 s) shrank the chunks after it, so that a model's
+    scores differed from build to build (issue 38). ``enabled=False`` neither reads nor writes the
+    cache. Ctrl-C raises :class:`helpers.errors.Interrupted`.
     """
     largest = chunk_size_from_env(default_chunk_size) if chunk_size is None else chunk_size
     if largest < 1:
@@ -242,6 +246,8 @@ def cached_rows(key: dict, texts: Sequence[str], compute: Callable[[list[str]], 
         def compute_share(items: list[tuple[str, str]]) -> dict[str, list]:
             """Rows of ``items`` computed chunk by chunk, each chunk stored as soon as it is done."""
             done: dict[str, list] = {}
+            if items and prepare is not None:
+                prepare()
             with progress_bar(total=len(items), unit="sentence", desc=desc,
                               enabled=progress and bool(items) and worker.is_main()) as bar:
                 start, size = 0, largest
@@ -272,7 +278,8 @@ def cached_rows(key: dict, texts: Sequence[str], compute: Callable[[list[str]], 
 
 def cached_scores(key: dict, texts: Sequence[str], compute: Callable[[list[str]], pd.DataFrame], *,
                   chunk_size: int | None = None, enabled: bool = True, progress: bool = True,
-                  save_every: float | None = None, clock: Callable[[], float] = time.monotonic) -> pd.DataFrame:
+                  save_every: float | None = None, clock: Callable[[], float] = time.monotonic,
+                  prepare: Callable[[], object] | None = None) -> pd.DataFrame:
     """Per-sentence scores of ``texts`` under ``key``, read from the cache or computed
     (:func:`cached_rows`; one row ``[n_tokens, log_likelihood]`` per sentence).
 
@@ -287,7 +294,7 @@ def cached_scores(key: dict, texts: Sequence[str], compute: Callable[[list[str]]
         return [[int(n), float(ll)] for n, ll in zip(out["n_tokens"].to_numpy(), out["log_likelihood"].to_numpy())]
 
     values = cached_rows(key, texts, rows, chunk_size=chunk_size, enabled=enabled, progress=progress,
-                         save_every=save_every, clock=clock)
+                         save_every=save_every, clock=clock, prepare=prepare)
     return _frame([v[0] for v in values], [v[1] for v in values])
 
 

@@ -43,6 +43,7 @@ def resolve_models(spec) -> list[str]:
     ``"packages"``: the pretrained models installed from packages only (no zoo);
     ``"core"``: SmolLM2-135M, Gemma-3-270M and three of the zoo's students (:func:`helpers.models.core_models`);
     ``"core-packages"``: those two package models (:func:`helpers.models.core_packages`);
+    ``"zoo"``: the zoo's models (:func:`helpers.models.zoo_models`);
     ``"encoders"``: the sentence encoders installed from packages (MiniLM-L6, MPNet-base);
     ``"paper"``: seed 000's 24 hub models; ``"miniature"``: Google's 24 miniature BERTs;
     keywords joined by ``+`` (``"offline+encoders"``): their models in that order;
@@ -52,7 +53,7 @@ def resolve_models(spec) -> list[str]:
     if isinstance(spec, str):
         key = spec.strip()
         groups = {"offline": models.offline_models, "packages": models.package_models, "core": models.core_models,
-                  "core-packages": models.core_packages,
+                  "core-packages": models.core_packages, "zoo": models.zoo_models,
                   "encoders": models.encoder_models, "paper": models.paper_models,
                   "miniature": models.miniature_berts}
         if key in groups:
@@ -142,7 +143,8 @@ def cached_per_row(handle, metric: str, settings: dict, frame: pd.DataFrame, col
         return [[float(v)] for v in values]
     key = {"metric": metric, "version": version, "model": handle.identity, "settings": settings}
     got = cache.cached_rows(key, items, rows, enabled=enabled, progress=False, desc=metric,
-                            default_chunk_size=ROWS_PER_CHUNK, longest_first=True)
+                            default_chunk_size=ROWS_PER_CHUNK, longest_first=True,
+                            prepare=handle.load if hasattr(handle, "load") else None)
     return np.array([r[0] for r in got], dtype=float)
 
 

@@ -310,6 +310,31 @@ def test_chunk_size_follows_the_measured_speed_both_ways(monkeypatch):
     assert chunk_sizes(c) == [32, 3, 3, 32, 6, 2]
 
 
+def test_a_model_load_before_the_first_chunk_is_not_timed_so_the_chunks_do_not_depend_on_it():
+    """Issue 38: a load timed with the first chunk (a 40-s GGUF conversion inside the first call)
+    shrinks the chunks after it, and with them which texts share a batch; ``prepare`` loads before
+    the first chunk, untimed, once, and not at all when every text is cached."""
+    loads = []
+
+    def load_in_first_call(k):
+        return 0.01 + (40.0 / 32 if k == 0 else 0.0)            # 40 s of loading inside the first chunk
+    clock = FakeClock()
+    c = timed(clock, load_in_first_call)
+    cache.cached_scores(KEY, sentences(70), c, clock=clock, progress=False)
+    assert chunk_sizes(c) == [32, 23, 15]                       # 40.3 s for 32 -> 23: the load shrank them
+    clock2 = FakeClock()
+    c2 = timed(clock2, lambda k: 0.01)
+
+    def prepare():
+        loads.append(1)
+        clock2.now += 40.0
+    out = cache.cached_scores({**KEY, "run": 2}, sentences(70), c2, clock=clock2, progress=False, prepare=prepare)
+    assert chunk_sizes(c2) == [32, 32, 6] and loads == [1]      # the chunks of a model loaded beforehand
+    np.testing.assert_array_equal(out["log_likelihood"].to_numpy(), expected(sentences(70))[1])
+    cache.cached_scores({**KEY, "run": 2}, sentences(70), c2, clock=clock2, progress=False, prepare=prepare)
+    assert loads == [1]                                         # all cached: nothing loaded
+
+
 def test_environment_chunk_size_overrides_the_32_and_the_clock_still_applies(monkeypatch):
     monkeypatch.setenv("HARMS_CACHE_CHUNK_SIZE", "5")
     clock = FakeClock()

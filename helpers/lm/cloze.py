@@ -339,7 +339,8 @@ def cloze_logprobs(loaded, templates: Sequence[str], candidates, *, masked: str 
         return pd.DataFrame({"n_tokens": [len(p.candidate_positions) for p in pairs], "log_likelihood": lp})
 
     if cache:
-        scored = cached_scores(cache_key(loaded, masked=masked, lowercase=lowercase), keys, compute, progress=progress)
+        scored = cached_scores(cache_key(loaded, masked=masked, lowercase=lowercase), keys, compute, progress=progress,
+                               prepare=loaded.load if isinstance(loaded, LazyModel) else None)
     else:
         scored = compute(keys)
     method = [_method(loaded.objective, masked, t) for _, t, _, _ in rows]

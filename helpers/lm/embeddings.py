@@ -56,7 +56,8 @@ def _cached_vectors(loaded, kind: str, settings: dict, items: list[str],
 
     key = {"model": dict(loaded.identity), "embedding": {"kind": kind, "version": EMBEDDING_VERSION, **settings}}
     rows = cached_rows(key, items, lambda chunk: [[_pack(v)] for v in run(chunk)], default_chunk_size=EMBEDDING_CHUNK,
-                       longest_first=True, progress=progress, desc=f"{kind} embeddings")
+                       longest_first=True, progress=progress, desc=f"{kind} embeddings",
+                       prepare=loaded.load if isinstance(loaded, LazyModel) else None)
     return np.stack([_unpack(r[0]) for r in rows])
 
 

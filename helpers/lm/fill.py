@@ -290,7 +290,8 @@ def top_k(loaded, templates: Sequence[str], k: int = 10, *, whole_words: bool = 
         return [[[" ".join(tok.convert_ids_to_tokens(ids)), w, p] for ids, w, p in f] for f in found]
 
     key = cache_key(loaded, k=k, whole_words=whole_words, skip=skipped, max_pieces=max_pieces, lowercase=lowercase)
-    found = cached_rows(key, templates, compute, enabled=cache, progress=progress, desc="top-k")
+    found = cached_rows(key, templates, compute, enabled=cache, progress=progress, desc="top-k",
+                        prepare=loaded.load if isinstance(loaded, LazyModel) else None)
     rows = [{"template_id": n, "template": t, "rank": r + 1, "token": token, "word": w, "probability": p,
              "log_prob": float(np.log(p)) if p > 0 else -np.inf}
             for n, (t, f) in enumerate(zip(templates, found)) for r, (token, w, p) in enumerate(f)]

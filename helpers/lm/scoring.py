@@ -426,5 +426,6 @@ def score(loaded, texts, *, pll="original", batch_tokens=None, upstream_mask_id=
     key = cache_key(loaded, pll=pll, upstream_mask_id=upstream_mask_id, stride=stride)
     if engine is not None:
         key["engine"] = engine.cache_key()
-    return cached_scores(key, texts, compute, enabled=cache, progress=progress)
+    return cached_scores(key, texts, compute, enabled=cache, progress=progress,
+                         prepare=loaded.load if isinstance(loaded, LazyModel) else None)
 
