@@ -228,6 +228,9 @@ def test_core_models_are_two_packages_and_the_three_students_the_zoo_holds(tiny_
     assert core == packages + ["zoo-smollm2-L18-lm", "zoo-smollm2-L24-kd"]
     assert set(core) < set(models.offline_models()) and "zoo-smollm2-L27-lm" in models.offline_models()
     assert runner.resolve_models("core+encoders") == core + models.encoder_models()
+    students = ["zoo-smollm2-L18-lm", "zoo-smollm2-L24-kd", "zoo-smollm2-L27-lm"]     # sorted by name
+    assert runner.resolve_models("zoo") == students                  # chapter 07's English: core-packages+zoo
+    assert runner.resolve_models("core-packages+zoo") == packages + students
 
 def _smollm_installed() -> bool:
     import importlib.util
@@ -267,6 +270,11 @@ def test_smollm2_from_gguf_and_its_converted_copy(tmp_path, monkeypatch):
         assert lm.tokenizer.pad_token is not None
     assert first.tokenizer(texts)["input_ids"] == second.tokenizer(texts)["input_ids"]
     assert torch.isfinite(logits[0]).all() and torch.equal(logits[0], logits[1])
+    import transformers                            # a copy's tokenizer is parsed once per process (issue 38)
+    monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained",
+                        lambda *a, **k: pytest.fail("the converted copy's tokenizer was parsed again"))
+    third = models.load("smollm2-135m")
+    assert third.tokenizer is second.tokenizer and third.model is not second.model
     shutil.rmtree(converted[0])                  # 0.5 GB; pytest keeps old tmp dirs
 
 

@@ -58,7 +58,7 @@ PARAMETERS = ("languages", "models", "n_heads", "per_group", "k", "skip", "max_p
               "test_fraction", "english_data", "seed", "n_annotation", "min_ratio", "classifier_margin", "device",
               "probe_unusable")
 DEFAULTS = dict(languages=["en", "fr", "ar"],
-                models={"en": "offline", "fr": "packages", "ar": "packages"},
+                models={"en": "core-packages+zoo", "fr": "core-packages", "ar": "core-packages"},
                 n_heads=1000, per_group=1, k=[1, 5, 10], skip="punctuation", max_pieces=4, upstream_compat=False,
                 test_fraction=0.2, english_data=list(abusive.DEFAULT_MIX),
                 seed=0, n_annotation=100, min_ratio=2.0, classifier_margin=0.05, device="cpu", probe_unusable=False)

@@ -417,8 +417,9 @@ def _one_line(e: BaseException) -> str:
     return f"{type(e).__name__}: {lines[0] if lines else ''}"
 
 
-def _from_pretrained(loc: str, objective: str | None, dtype, dev_kw: dict, **kw):
-    """(objective, model, tokenizer) from a hub id / directory; ``kw`` goes to every call."""
+def _from_pretrained(loc: str, objective: str | None, dtype, dev_kw: dict, tokenizer=None, **kw):
+    """(objective, model, tokenizer) from a hub id / directory; ``kw`` goes to every call;
+    ``tokenizer``: one already loaded from ``loc`` (not loaded again)."""
     from transformers import AutoConfig, AutoTokenizer
 
     obj, config = objective, None
@@ -428,7 +429,8 @@ def _from_pretrained(loc: str, objective: str | None, dtype, dev_kw: dict, **kw)
         config = AutoConfig.from_pretrained(loc, **kw)
         obj = obj or infer_objective(config)
     model = _model_class(obj, config).from_pretrained(loc, dtype=dtype, **dev_kw, **kw)
-    tokenizer = AutoTokenizer.from_pretrained(loc, **kw)
+    if tokenizer is None:
+        tokenizer = AutoTokenizer.from_pretrained(loc, **kw)
     return obj, model, tokenizer
 
 
@@ -738,6 +740,13 @@ def _each_gguf_parsed_once():
         gguf.GGUFReader = original
 
 
+#: Tokenizers of converted copies, parsed once per process under (copy, SHA-256 of its manifest): a
+#: copy is immutable and verified at every load, and a chapter loads each model once per loop over
+#: the models (chapter 07: Gemma-3-270M's 262,144-entry tokenizer.json, about 3 s, five times). The
+#: loads share the tokenizer object and the per-tokenizer tables computed on it.
+_CONVERTED_TOKENIZERS: dict[tuple[str, str], Any] = {}
+
+
 def _load_gguf(f: Path, fingerprint: str, objective, dtype, dev_kw):
     """A GGUF file, dequantized once and kept as a save_pretrained copy (fp32 safetensors +
     tokenizer + a manifest of checksums) in ``cache_dir()/gguf/converted/<stem>-<sha256
@@ -748,7 +757,11 @@ def _load_gguf(f: Path, fingerprint: str, objective, dtype, dev_kw):
 
     conv = converted_path(f, fingerprint)
     if usable_converted(conv, f.name):
-        return _from_pretrained(str(conv), objective, dtype, dev_kw, local_files_only=True)
+        key = (str(conv), hashing.sha256_file(conv / CONVERSION_MANIFEST))
+        obj, model, tok = _from_pretrained(str(conv), objective, dtype, dev_kw, local_files_only=True,
+                                           tokenizer=_CONVERTED_TOKENIZERS.get(key))
+        _CONVERTED_TOKENIZERS[key] = tok
+        return obj, model, tok
     from helpers.progress import progress_bars_of_libraries
 
     with _each_gguf_parsed_once(), progress_bars_of_libraries():

@@ -216,20 +216,22 @@ def package_models() -> list[str]:
     return [n for n in PACKAGE_MODELS if installed(REGISTRY[n])]
 
 
+def zoo_models() -> list[str]:
+    """The zoo models present in ``paths.zoo_dir()`` (directories holding a ``manifest.json``), sorted."""
+    zoo = paths.zoo_dir()
+    return sorted(d.name for d in zoo.iterdir() if (d / "manifest.json").is_file()) if zoo.is_dir() else []
+
+
 def offline_models() -> list[str]:
     """Models loadable on this machine without the hub: installed package models, then the
     zoo models present in ``paths.zoo_dir()`` (directories holding a ``manifest.json``)."""
-    names = package_models()
-    zoo = paths.zoo_dir()
-    if zoo.is_dir():
-        names += sorted(d.name for d in zoo.iterdir() if (d / "manifest.json").is_file())
-    return names
+    return package_models() + zoo_models()
 
 
 #: The package models in :func:`core_models`: all but Qwen2.5-Coder-0.5B, a code model that costs 3.7
 #: times SmolLM2-135M's compute per token for a held-out ratio below SmolLM2's (33 against 43 on the
 #: book's English text): in chapters 02 and 06 it took a third of the time (benchmarks/RESULTS.md,
-#: issue 38). Chapters 01 and 03 measure it, and ``models = "offline"`` anywhere.
+#: issue 38). Chapters 01 and 03 measure it by default, and ``models = "offline"`` anywhere.
 CORE_PACKAGES = ("smollm2-135m", "gemma3-270m")
 
 #: The zoo's students in :func:`core_models`: the depth pair healed with the LM loss, and L24 distilled
@@ -238,7 +240,7 @@ CORE_STUDENTS = ("zoo-smollm2-L24-lm", "zoo-smollm2-L18-lm", "zoo-smollm2-L24-kd
 
 
 def core_packages() -> list[str]:
-    """The installed package models of :data:`CORE_PACKAGES` (chapter 08's cards by default)."""
+    """The installed package models of :data:`CORE_PACKAGES` (chapters 07 and 08 by default)."""
     return [n for n in CORE_PACKAGES if n in package_models()]
 
 
