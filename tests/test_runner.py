@@ -62,6 +62,27 @@ def test_for_each_model_lists_unavailable_models_and_releases_weights(tiny_gpt2)
     assert table.columns.tolist() == ["model", "reason"] and len(table) == 1
 
 
+def test_released_weights_are_freed_and_the_collector_runs_only_for_a_cycle(tiny_gpt2, monkeypatch):
+    """Issue 38: release() drops the weights; gc.collect (0.2-1 s in a busy process) runs only when
+    something still holds the model, here a reference cycle through it, which it then frees."""
+    import gc
+    import weakref
+
+    collected = []
+    real_collect = gc.collect
+    monkeypatch.setattr(gc, "collect", lambda *a: collected.append(1) or real_collect(*a))
+    handle = models.lazy(str(tiny_gpt2))
+    weights = weakref.ref(handle.load().model)
+    handle.release()
+    assert weights() is None and collected == []                   # freed by its last reference
+    model = handle.load().model
+    model._cycle = model                                          # noqa: SLF001 (a cycle through the module)
+    weights = weakref.ref(model)
+    del model
+    handle.release()
+    assert weights() is None and collected == [1]
+
+
 def _settings(data, **over) -> dict:
     return {"dataset": str(data), "sample_per_group": None, "seed": 0, "pll": "original", "upstream_mask_id": False,
             **over}
