@@ -1,5 +1,7 @@
 """helpers.stats against independent computations (scipy, numpy, Fisher z by hand)."""
 
+import math
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -34,6 +36,26 @@ def test_spearman_is_pearson_of_ranks(xy):
     out = stats.correlation(x, y, method="spearman")
     assert out["r"] == pytest.approx(np.corrcoef(sps.rankdata(x), sps.rankdata(y))[0, 1], abs=1e-12)
     assert out["ci_low"] < out["r"] < out["ci_high"]
+
+
+@pytest.mark.parametrize("n", [4, 5, 7])
+def test_spearman_p_of_a_few_pairs_is_exact_and_a_perfect_one_has_no_interval(n):
+    """Up to 8 pairs, Spearman's p counts every ordering of y (brute force here); a perfect rank
+    agreement of 5 models has p = 2/120, not scipy's t approximation (1e-24), and no interval."""
+    import itertools
+
+    rng = np.random.default_rng(n)
+    x, y = rng.normal(size=n), rng.normal(size=n)
+    out = stats.correlation(x, y, method="spearman")
+    rx, ry = sps.rankdata(x), sps.rankdata(y)
+    rho = np.corrcoef(rx, ry)[0, 1]
+    perms = [np.corrcoef(rx, ry[list(p)])[0, 1] for p in itertools.permutations(range(n))]
+    assert out["p_value"] == pytest.approx(np.mean(np.abs(perms) >= abs(rho) - 1e-12), rel=1e-9)
+    perfect = stats.correlation(x, x ** 3, method="spearman")
+    assert perfect["r"] == pytest.approx(1.0) and perfect["p_value"] == pytest.approx(2 / math.factorial(n))
+    assert np.isnan(perfect["ci_low"]) and np.isnan(perfect["ci_high"])
+    line = stats.correlation(x, 2 * x + 1)                        # Pearson: r = 1, no interval either
+    assert line["r"] == pytest.approx(1.0) and np.isnan(line["ci_low"]) == (n > 3)
 
 
 def test_nan_pairs_dropped_and_degenerate_cases():
