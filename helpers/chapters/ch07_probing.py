@@ -50,8 +50,8 @@ from helpers.published import table as published_table
 from helpers.training.classifier import TfidfLogistic, classification_metrics
 
 __all__ = ["CHAPTER", "PARAMETERS", "DEFAULTS", "start", "parameters", "prefill", "classifier_section",
-           "sentences_section", "probed_models", "fill_section", "group_section", "words_section", "annotation_section", "table5_vs_paper",
-           "table5_sentence", "paper_words", "animals_vs_paper", "kappa_table"]
+           "sentences_section", "probed_models", "fill_section", "group_section", "words_section",
+           "annotation_section", "table5_vs_paper", "table5_sentence", "paper_words", "animals_vs_paper", "kappa_table"]
 
 CHAPTER = "07_toxicity_probing"
 PARAMETERS = ("languages", "models", "n_heads", "per_group", "k", "skip", "max_pieces", "upstream_compat",

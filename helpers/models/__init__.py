@@ -28,7 +28,8 @@ from helpers.models.registry import (REGISTRY, ModelSpec, Objective, bert_mlm_pa
 
 
 __all__ = ["REGISTRY", "ModelSpec", "Objective", "LoadedModel", "LazyModel", "load", "lazy", "spec",
-           "paper_models", "miniature_berts", "offline_models", "core_models", "core_packages", "package_models", "zoo_models",
+           "paper_models", "miniature_berts", "offline_models", "core_models", "core_packages", "package_models",
+           "zoo_models",
            "encoder_models", "bert_mlm_params", "infer_objective",
            "weights_fingerprint", "tokenizer_fingerprint", "config_max_length", "gguf_metadata",
            "verify_converted", "hub_offline_reason", "package_folder", "encoder_source"]
