@@ -7,6 +7,8 @@ Every statistic that compares models reports n and an interval or p-value
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 from scipy import stats
@@ -51,8 +53,6 @@ def correlation(x, y, *, method: str = "pearson", confidence_level: float = 0.95
         rho = float(res.statistic)
         out["r"], out["p_value"] = rho, float(res.pvalue)
         if n <= EXACT_SPEARMAN_N:
-            import math
-
             exact = stats.pearsonr(stats.rankdata(x), stats.rankdata(y),
                                    method=stats.PermutationMethod(n_resamples=math.factorial(n)))
             out["p_value"] = float(exact.pvalue)

@@ -241,7 +241,8 @@ CORE_STUDENTS = ("zoo-smollm2-L24-lm", "zoo-smollm2-L18-lm", "zoo-smollm2-L24-kd
 
 def core_packages() -> list[str]:
     """The installed package models of :data:`CORE_PACKAGES` (chapters 07 and 08 by default)."""
-    return [n for n in CORE_PACKAGES if n in package_models()]
+    installed_ = package_models()
+    return [n for n in CORE_PACKAGES if n in installed_]
 
 
 def core_models() -> list[str]:
@@ -249,8 +250,8 @@ def core_models() -> list[str]:
     measure by default. The other students are near copies of the same teacher, so they add little to
     a comparison across models and cost about as much as SmolLM2 each (benchmarks/RESULTS.md, issue
     38); :func:`offline_models` has them all, and Qwen2.5-Coder-0.5B."""
-    zoo = paths.zoo_dir()
-    return core_packages() + [n for n in CORE_STUDENTS if (zoo / n / "manifest.json").is_file()]
+    present = zoo_models()
+    return core_packages() + [n for n in CORE_STUDENTS if n in present]
 
 
 def spec(name: str) -> ModelSpec:
