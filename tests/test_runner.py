@@ -76,7 +76,7 @@ def test_released_weights_are_freed_and_the_collector_runs_only_for_a_cycle(tiny
     handle.release()
     assert weights() is None and collected == []                   # freed by its last reference
     model = handle.load().model
-    model._cycle = model                                          # noqa: SLF001 (a cycle through the module)
+    model.held_by = [model]                                       # a reference cycle through the module
     weights = weakref.ref(model)
     del model
     handle.release()
