@@ -56,6 +56,13 @@ def test_fine_tuning_is_deterministic_resumable_and_keeps_the_best_epoch(tiny_be
     stamp = (a / "manifest.json").stat().st_mtime_ns                       # same inputs: reused
     classifier.fine_tune(tiny_bert, train, val, out_dir=a, **kw)
     assert (a / "manifest.json").stat().st_mtime_ns == stamp
+    assert json.loads((a / "manifest.json").read_text())["optimizer"] == "adamw-fused"
+    monkeypatch.setattr(classifier, "adamw_name", lambda: "adamw")         # another optimizer: trained again
+    classifier.fine_tune(tiny_bert, train, val, out_dir=tmp_path / "d", epochs=1, lr=5e-3, batch_size=4, seed=0)
+    d_key = json.loads((tmp_path / "d" / "manifest.json").read_text())["key"]
+    monkeypatch.undo()
+    classifier.fine_tune(tiny_bert, train, val, out_dir=tmp_path / "d", epochs=1, lr=5e-3, batch_size=4, seed=0)
+    assert json.loads((tmp_path / "d" / "manifest.json").read_text())["key"] != d_key
     p = classifier.predict_proba(a, val["text"], batch_size=3)
     np.testing.assert_allclose(p.sum(1), 1.0, atol=1e-9)
     np.testing.assert_allclose(p, classifier.predict_proba(a, val["text"], batch_size=1), atol=1e-6)   # padding
@@ -236,3 +243,28 @@ def test_a_folder_whose_weights_change_is_trained_again_and_a_causal_lm_gets_a_p
     second = json.loads((out / "manifest.json").read_text())
     assert first["encoder"]["tokenizer"] == second["encoder"]["tokenizer"]
     assert first["encoder"]["weights"] != second["encoder"]["weights"] and first["key"] != second["key"]
+
+
+def test_adamw_is_the_per_tensor_update_with_the_fused_kernel():
+    """helpers.training.adamw: the fused kernel where torch has one (torch 2.13 on CPU does), the same
+    parameters after 5 steps as torch's per-tensor AdamW loop up to float32 rounding; the name in the
+    cache keys of what it trains says which."""
+    from helpers import training
+
+    assert training.fused_adamw_available() and training.adamw_name() == "adamw-fused"
+    torch.manual_seed(0)
+    start = [torch.randn(7, 5), torch.randn(5)]
+    grads = [[torch.randn_like(p) for p in start] for _ in range(5)]
+    after = {}
+    for kind in ("loop", "ours"):
+        params = [p.clone().requires_grad_() for p in start]
+        opt = torch.optim.AdamW(params, lr=1e-2, foreach=False) if kind == "loop" else training.adamw(params, lr=1e-2)
+        assert bool(opt.defaults["fused"]) is (kind == "ours")
+        for step in grads:
+            for p, g in zip(params, step):
+                p.grad = g.clone()
+            opt.step()
+        after[kind] = [p.detach() for p in params]
+    for a, b, s in zip(after["loop"], after["ours"], start):
+        assert not torch.equal(a, s)
+        torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-7)

@@ -29,6 +29,7 @@ import pandas as pd
 from helpers import hashing, tables
 from helpers.classifiers import TextClassifier, check_texts_and_labels
 from helpers.errors import InputError
+from helpers.training import adamw, adamw_name
 
 __all__ = ["fine_tune", "encoder_identity", "predict_proba", "classification_metrics", "TfidfLogistic", "FineTuned",
            "EmbeddingProbe", "check_split"]
@@ -178,6 +179,7 @@ def fine_tune(encoder, train: pd.DataFrame, validation: pd.DataFrame, *, out_dir
     out = Path(out_dir)
     settings = dict(encoder=encoder_identity(encoder), epochs=epochs, lr=lr, batch_size=batch_size, max_length=max_length,
                          seed=seed, patience=patience, metric=metric, labels=[str(n) for n in names],
+                         optimizer=adamw_name(),
                          **({"class_weight": class_weight} if class_weight else {}),
                          train=hashing.sha256_frame(train[[text, label]]),
                          validation=hashing.sha256_frame(validation[[text, label]]))
@@ -199,7 +201,7 @@ def fine_tune(encoder, train: pd.DataFrame, validation: pd.DataFrame, *, out_dir
     texts, y = train[text].tolist(), torch.as_tensor([index[v] for v in train[label]])
     weight = balanced_weights(y.numpy(), len(names)) if class_weight else None
     steps_per_epoch = -(-len(texts) // batch_size)
-    opt = torch.optim.AdamW(model.parameters(), lr=lr)
+    opt = adamw(model.parameters(), lr=lr)
     sched = get_linear_schedule_with_warmup(opt, int(0.1 * steps_per_epoch * epochs), steps_per_epoch * epochs)
     state = {"epoch": 0, "step": 0, "history": [], "best": None, "since_best": 0}
     ckpt = work / CHECKPOINT

@@ -55,6 +55,7 @@ from helpers.errors import InputError
 from helpers.lm.conventions import pack_blocks  # noqa: F401  (re-exported)
 from helpers.metrics.quality import heldout_perplexity, mask_tokens  # noqa: F401  (moved; re-exported)
 from helpers.progress import progress as progress_bar
+from helpers.training import adamw
 
 Arch = Literal["gpt2", "bert"]
 PHASES = {"pretrain": 0, "distill": 1, "teacher": 2, "heal-lm": 3, "heal-kd": 3}
@@ -254,10 +255,7 @@ def train(model, blocks: torch.Tensor, cfg: TrainConfig, *, arch: Arch, tokenize
     decay = [p for n, p in model.named_parameters() if p.ndim >= 2]
     no_decay = [p for n, p in model.named_parameters() if p.ndim < 2]
     groups = [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
-    try:                                     # the fused kernel (as the transformers Trainer's default)
-        opt = torch.optim.AdamW(groups, lr=cfg.lr, fused=True)
-    except (RuntimeError, TypeError):
-        opt = torch.optim.AdamW(groups, lr=cfg.lr)
+    opt = adamw(groups, lr=cfg.lr)            # the fused kernel where torch has it
     sched = get_linear_schedule_with_warmup(opt, int(cfg.warmup * cfg.steps), cfg.steps)
     step, losses, seconds = 0, [], 0.0
     ckpt = Path(checkpoint) if checkpoint else None

@@ -56,6 +56,7 @@ import pandas as pd
 from helpers import hashing
 from helpers.errors import InputError
 from helpers.lm.batching import check_texts
+from helpers.training import adamw, adamw_name
 from helpers.training import augment as augmentation
 from helpers.training import classifier as clf
 
@@ -274,6 +275,7 @@ def distill_classifier(teacher, train: pd.DataFrame, validation: pd.DataFrame, *
                     intermediate_epochs=intermediate_epochs, prediction_epochs=prediction_epochs,
                     general_epochs=general_epochs if general else 0, lr=lr, batch_size=batch_size,
                     max_length=max_length, temperature=temperature, attention=attention, init=init, seed=seed,
+                    optimizer=adamw_name(),
                     mapping=mapping, train=hashing.sha256_frame(train[[text, label]]),
                     validation=hashing.sha256_frame(validation[[text, label]]),
                     general=hashing.sha256_json(general) if general else None)
@@ -300,7 +302,7 @@ def distill_classifier(teacher, train: pd.DataFrame, validation: pd.DataFrame, *
     student.config._attn_implementation = "eager"
     projection = torch.nn.Linear(cfg.hidden_size, t_model.config.hidden_size)
     params = list(student.parameters()) + list(projection.parameters())
-    opt = torch.optim.AdamW(params, lr=lr)
+    opt = adamw(params, lr=lr)
     stages = [("general", general, general_epochs if general else 0),
               ("intermediate", texts, intermediate_epochs),
               ("prediction", texts, prediction_epochs)]
