@@ -53,6 +53,20 @@ def test_aggregate_hand_example():
     assert per_term.loc["mother", "lms"] == pytest.approx(75.0) and per_term.loc["mother", "n_clusters"] == 2
 
 
+def test_resampled_scores_equal_the_aggregate_of_the_drawn_clusters(dev):
+    """A bootstrap draw's SS and LMS from arrays equal, to the last bit, aggregate() of a frame
+    holding each drawn cluster's sentences once per draw (ties in the scores included)."""
+    rng = np.random.default_rng(1)
+    df = st.select_clusters(dev["intrasentence"], 2)
+    scored = df.assign(score=rng.integers(0, 3, len(df)) + rng.choice([0.0, 0.5], len(df)))
+    wide = st.clusters(scored)
+    for draw in (np.arange(len(wide)), *rng.integers(0, len(wide), (20, len(wide)))):
+        copies = pd.concat([scored[scored["cluster_id"] == wide["cluster_id"][i]].assign(cluster_id=k)
+                            for k, i in enumerate(draw)])
+        expected = st.aggregate(copies, by=None).iloc[0]
+        assert st.resampled_scores(wide, draw) == (expected["ss"], expected["lms"])
+
+
 def test_aggregate_rejects_incomplete_cluster():
     rows = _cluster("c1", "mother", 0.9, 0.5, 0.1)[:2]
     with pytest.raises(InputError):

@@ -619,18 +619,18 @@ def stereoset_icat(params: dict, lms: LanguageModels) -> tuple[pd.DataFrame, pd.
             rows.append(stereoset.aggregate(res).assign(task=task, model=name, role=lms.roles[name],
                                                         usable=name in lms.usable))
         clusters = df["cluster_id"].drop_duplicates().to_numpy()
+        wide = {name: stereoset.clusters(res).set_index("cluster_id").loc[clusters].reset_index()
+                for name, res in scored.items()}          # one row per cluster, in the data's order
 
-        def ss_lms_of(res, rows_, clusters=clusters):
-            picked = pd.DataFrame({"cluster_id": clusters[rows_], "draw": np.arange(len(rows_))})
-            boot = picked.merge(res, on="cluster_id").assign(cluster_id=lambda d: d["draw"])
-            overall = stereoset.aggregate(boot, by=None).iloc[0]
-            return np.array([abs(float(overall["ss"]) - 50), float(overall["lms"])])
+        def ss_lms_of(name, rows_):
+            ss, lm_score = stereoset.resampled_scores(wide[name], rows_)
+            return np.array([abs(ss - 50), lm_score])
 
         for name in lms.names[1:]:
             if name not in scored or teacher not in scored:
                 continue
             b = bootstrap(params, _digest(scored[teacher], scored[name]) + f"StereoSet ({task}) |SS - 50|, LMS",
-                          lambda r, n_=name: (ss_lms_of(scored[teacher], r), ss_lms_of(scored[n_], r)), len(clusters),
+                          lambda r, n_=name: (ss_lms_of(teacher, r), ss_lms_of(n_, r)), len(clusters),
                           n_resamples=min(params["n_resamples"], 200))
             part = [{k: float(b[k][i]) for k in ("teacher", "student", "difference", "ci_low", "ci_high")} for i in (0, 1)]
             interpreted = teacher in lms.usable and name in lms.usable

@@ -270,6 +270,23 @@ def clusters(scored: pd.DataFrame, *, by: str = "bias_type") -> pd.DataFrame:
     return _clusters(scored, list(dict.fromkeys(["cluster_id", "target", by])), "stereoset.clusters")
 
 
+def resampled_scores(wide: pd.DataFrame, rows) -> tuple[float, float]:
+    """SS and LMS of the clusters at positions ``rows`` of ``wide`` (:func:`clusters`), each
+    position a cluster of its own (a bootstrap's repeated draws count twice): :func:`aggregate`'s
+    overall row of those clusters' sentences, in upstream's arithmetic (per-term means, × 100,
+    averaged over the terms in order of first appearance), from arrays instead of a frame per
+    resample (tested equal)."""
+    rows = np.asarray(rows, dtype=int)
+    codes, _ = pd.factorize(wide["target"].to_numpy()[rows])
+    counts = np.bincount(codes)
+
+    def over_terms(column: str) -> float:
+        per_term = np.bincount(codes, weights=wide[column].to_numpy(float)[rows]) / counts * 100
+        return float(np.mean(per_term))
+
+    return over_terms("pro"), over_terms("related")
+
+
 def ss_intervals(wide: pd.DataFrame, *, by: str = "bias_type", n_resamples: int = 1000, seed: int = 0,
                  confidence_level: float = 0.95) -> pd.DataFrame:
     """SS per ``by`` value and overall (upstream's: the mean over target terms of each term's share
