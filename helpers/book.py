@@ -541,6 +541,20 @@ def changed(executed: Path, inputs: dict | None) -> list[str]:
     return out + (["its executed notebook or tables"] if record.get("outputs") != _outputs(executed) else [])
 
 
+def log_findings(chapter: str) -> list[str]:
+    """Print a chapter's findings (``results/<chapter>/findings.csv``, its Findings box) as the log's
+    lines about it; returns them (none when the chapter wrote no findings table)."""
+    from helpers import tables
+    from helpers.report import FINDINGS_TABLE
+
+    path = results_dir(chapter) / f"{FINDINGS_TABLE}.csv"
+    if not path.is_file():
+        return []
+    lines = [f"  - {f}" for f in tables.read_csv_checked(path, ["finding"], "findings table")["finding"]]
+    print("\n".join([f"[book] {chapter} findings:", *lines]), flush=True)
+    return lines
+
+
 def build(profile: str = "default", execute_only: bool = False, *, prefill_only: bool = False, rerun: bool = False,
           notebooks_dir: Path = NOTEBOOKS_DIR, book_dir: Path = BOOK_DIR) -> Path | None:
     """Ensure the zoo, execute every notebook with papermill, build the book.
@@ -608,10 +622,12 @@ def _build(cfg, profile, timed, chapters_dir, execute_only, prefill_only, rerun,
         why = ["--rerun"] if rerun else changed(executed, inputs)
         if not why:
             timed(nb.stem, lambda: _UNCHANGED)
+            log_findings(nb.stem)
             continue
         _record(executed).unlink(missing_ok=True)         # a failed or killed execution leaves no record
         print(f"[book] executing {nb.name} with {params or 'its defaults'} ({'; '.join(why)})", flush=True)
         timed(nb.stem, lambda nb=nb, params=params, executed=executed: execute(nb, executed, params))
+        log_findings(nb.stem)
         if inputs is not None:
             atomic_write(_record(executed), json.dumps({"inputs": inputs, "outputs": _outputs(executed)}, indent=1))
     if execute_only:

@@ -9,9 +9,13 @@ table is :func:`helpers.chapters.common.parameters_table`.
 from __future__ import annotations
 
 import math
+import re
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+
+from helpers import stats
 
 
 class Text(str):
@@ -112,6 +116,22 @@ def correlation_sentence(res: dict, what: str) -> str:
         text += (f" The interval includes 0: these {n} models do not establish even the sign of the "
                  "correlation.")
     return text
+
+
+def families_sentence(lineages: dict, *, strong: float = 0.8) -> str:
+    """How many independent model families a correlation across the models of ``lineages``
+    ({model: its lineage}, :func:`helpers.models.lineage`) rests on, and whether they are enough to
+    tell a correlation of ``strong`` from none at 80 % power (:func:`helpers.stats.pairs_for_correlation`;
+    a family: a model and every model pruned or distilled from it)."""
+    n, families = len(lineages), len(set(lineages.values()))
+    need = stats.pairs_for_correlation(strong)
+    rest = (f"n = {n} model{'s' if n != 1 else ''} from {families} independent "
+            f"famil{'ies' if families != 1 else 'y'} (a model and those pruned or distilled from it)")
+    if families >= need:
+        return f"These correlations rest on {rest}: enough to detect a true correlation of {strong:g} with 80 % power."
+    return (f"These correlations rest on {rest}. Telling a true correlation of {strong:g} from none with 80 % "
+            f"power takes {need} independent families, so none of them can: read each as a description of these "
+            "models, and the within-family models as a dose-response (does pruning move both metrics together?).")
 
 
 def safety_summary(measured: pd.DataFrame, published: pd.DataFrame, *, labels: dict | None = None,
@@ -338,8 +358,141 @@ def table_view(df: pd.DataFrame, name: str = "", *, why: dict | None = None, dig
     whole = [c for c in numeric if pd.api.types.is_float_dtype(df[c]) and df[c].dropna().mod(1).eq(0).all()
              and df[c].abs().max() < 1e15]       # counts made float by a missing cell: no decimals
     styler = df.style.format(precision=digits, na_rep=NOT_APPLICABLE).set_table_attributes('class="dataframe"')
+    if name:
+        styler = styler.set_uuid(table_anchor(name).removeprefix("T_"))   # a finding links to #T_<name>
     if whole:
         styler = styler.format("{:.0f}", subset=whole, na_rep=NOT_APPLICABLE)
     if df.index.name is None and not isinstance(df.index, pd.MultiIndex):
         styler = styler.hide(axis="index")
     return styler.set_caption(caption) if caption else styler
+
+
+# --------------------------------------------------------------------------- a page a reader can follow
+#: What every chapter page is held to (issue 46; tests/test_book_reads.py over the ci book's executed
+#: notebooks and each chapter's tests read these, nothing else states them): a generated paragraph at
+#: most ``max_paragraph_words`` words; one sentence shape (numbers aside) at most ``max_shape_repeats``
+#: times a chapter; a Findings box of ``findings`` (fewest, most) bullets.
+READING = {"max_paragraph_words": 120, "max_shape_repeats": 2, "findings": (3, 6)}
+
+#: Text that only an exception, a warning or a log line writes: never on a page.
+NOISE = ("Traceback (most recent call last)", "Error:", "Warning:", "Exception:", "ConnectionError",
+         "(HTTPError", "offline? copy")
+
+_NUMBER = re.compile(r"[−+-]?\d[\d,]*(?:\.\d+)?(?:e[−+-]?\d+)?")
+_LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z`*\[])")
+
+
+def paragraphs(markdown: str) -> list[str]:
+    """The prose paragraphs of ``markdown``: blocks between blank lines, each list item a paragraph
+    of its own; headings, tables, code and HTML blocks left out."""
+    out, in_code = [], False
+    for block in re.split(r"\n\s*\n", markdown):
+        lines = block.strip().splitlines()
+        if not lines:
+            continue
+        if lines[0].lstrip().startswith("```") or in_code:
+            in_code = (block.count("```") % 2 == 1) != in_code
+            continue
+        if lines[0].lstrip().startswith(("#", "|", "<", ":::")):
+            continue
+        items, current = [], []
+        for line in lines:
+            if re.match(r"\s*(?:[-*+]|\d+\.)\s", line) and current:
+                items.append(" ".join(current))
+                current = []
+            current.append(line.strip())
+        items.append(" ".join(current))
+        out += [re.sub(r"^(?:[-*+]|\d+\.)\s+", "", item) for item in items]
+    return out
+
+
+def word_count(text: str) -> int:
+    """Words a reader reads: a link counts by its text, not its address."""
+    return len(_LINK.sub(r"\1", text).split())
+
+
+def sentences(markdown: str) -> list[str]:
+    """The sentences of the prose paragraphs of ``markdown``."""
+    return [s.strip() for p in paragraphs(markdown) for s in _SENTENCE_END.split(_LINK.sub(r"\1", p)) if s.strip()]
+
+
+def sentence_shape(sentence: str) -> str:
+    """A sentence with its numbers aside: numbers as ``#``, case and spacing folded. Two sentences
+    that differ only in their numbers have one shape."""
+    return " ".join(_NUMBER.sub("#", sentence).lower().split())
+
+
+def reading_problems(markdown: str, *, reading: dict = READING) -> list[str]:
+    """What keeps ``markdown`` (a chapter's generated prose, all of it) from reading as a report:
+    each paragraph over the word limit, each sentence shape written more than the limit, each piece
+    of exception or warning text. Empty when it reads well."""
+    problems = [f"a paragraph of {word_count(p)} words (at most {reading['max_paragraph_words']}): "
+                f"{p[:80]!r}…" for p in paragraphs(markdown) if word_count(p) > reading["max_paragraph_words"]]
+    shapes: dict[str, int] = {}
+    for s in sentences(markdown):
+        if word_count(s) >= 4:                       # "Yes." or a caption fragment is no sentence shape
+            shapes[sentence_shape(s)] = shapes.get(sentence_shape(s), 0) + 1
+    problems += [f"one sentence shape {n} times (at most {reading['max_shape_repeats']}): {shape[:80]!r}"
+                 for shape, n in shapes.items() if n > reading["max_shape_repeats"]]
+    problems += [f"exception or warning text on the page: {word!r}" for word in NOISE if word in markdown]
+    return problems
+
+
+def table_anchor(name: str) -> str:
+    """The HTML id of result table ``name`` where :func:`table_view` shows it (pandas' Styler
+    writes ``T_`` and its uuid): a finding links to it."""
+    return "T_" + re.sub(r"[^A-Za-z0-9_-]", "_", name)
+
+
+def plain(markdown: str) -> str:
+    """Markdown as a terminal shows it: links by their text, no emphasis or code marks."""
+    return re.sub(r"\*\*|(?<!\w)\*(?!\s)|(?<!\s)\*(?!\w)|`", "", _LINK.sub(r"\1", markdown))
+
+
+def _inline_html(markdown: str) -> str:
+    """The inline Markdown a finding uses (links, ``**bold**``, ``*italic*``, ```code```) as HTML."""
+    import html
+
+    text = html.escape(markdown, quote=False)
+    text = re.sub(r"`([^`]+)`", r"<code>\1</code>", text)
+    text = re.sub(r"\[([^\]]+)\]\(([^)\s]+)\)", r'<a href="\2">\1</a>', text)
+    text = re.sub(r"\*\*([^*]+)\*\*", r"<strong>\1</strong>", text)
+    return re.sub(r"(?<![\w*])\*([^*\s][^*]*)\*(?![\w*])", r"<em>\1</em>", text)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One finding of a chapter: a sentence computed from this build's numbers (a value with its
+    interval, the model or group it is about), and the result table it comes from, linked
+    (``label``: how the link reads, e.g. "Table 1"; default the table's name)."""
+
+    text: str
+    table: str
+    label: str = ""
+
+    @property
+    def markdown(self) -> str:
+        return f"{self.text} ([{self.label or self.table}](#{table_anchor(self.table)}))"
+
+
+#: The name of a chapter's findings table (``results/<chapter>/findings.csv``).
+FINDINGS_TABLE = "findings"
+
+
+class Findings(Text):
+    """A chapter's Findings box: its :class:`Finding` bullets, shown as an admonition in the book
+    (HTML) and as a Markdown list in Jupyter."""
+
+    TITLE = "Findings"
+
+    def __new__(cls, items):
+        items = tuple(items)
+        self = super().__new__(cls, f"**{cls.TITLE}**\n\n" + "\n".join(f"- {f.markdown}" for f in items))
+        self.items = items
+        return self
+
+    def _repr_html_(self) -> str:
+        bullets = "".join(f"<li><p>{_inline_html(f.markdown)}</p></li>" for f in self.items)
+        return (f'<div class="admonition tip findings"><p class="admonition-title">{self.TITLE}</p>'
+                f'<ul class="simple">{bullets}</ul></div>')

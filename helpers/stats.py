@@ -338,6 +338,46 @@ def wald(difference: float, variance: float, *, confidence_level: float = 0.95) 
 POWER = 0.8
 
 
+def correlation_density(x, r: float, n: int):
+    """The exact density of Pearson's sample correlation ``x`` over ``n`` bivariate-normal pairs with
+    true correlation ``r`` (Fisher 1915; Hotelling 1953, eq. 6, with its Gauss hypergeometric series)."""
+    from scipy import special
+
+    x = np.asarray(x, dtype=float)
+    log_c = (np.log(n - 2) + special.gammaln(n - 1) - special.gammaln(n - 0.5) - 0.5 * np.log(2 * np.pi)
+             + (n - 1) / 2 * np.log1p(-r * r))
+    return (np.exp(log_c + (n - 4) / 2 * np.log1p(-x * x) - (n - 1.5) * np.log1p(-r * x))
+            * special.hyp2f1(0.5, 0.5, n - 0.5, (1 + r * x) / 2))
+
+
+def correlation_power(r: float, n: int, *, alpha: float = 0.05) -> float:
+    """The probability that the two-sided test of no correlation at level ``alpha`` (Pearson's t test,
+    as :func:`correlation`) rejects over ``n`` independent bivariate-normal pairs whose true
+    correlation is ``r``: the exact distribution of the sample correlation (:func:`correlation_density`)
+    integrated beyond the test's critical value, as G*Power's exact test (Faul et al. 2009); Fisher's z
+    approximation (R pwr's ``pwr.r.test``) underestimates it for few pairs (0.48 against 0.56 at
+    r = 0.8, n = 6). NaN for n < 3."""
+    from scipy import integrate
+
+    if n < 3 or not np.isfinite(r):
+        return np.nan
+    r = float(np.clip(r, -_PERFECT, _PERFECT))
+    t = stats.t.ppf(1 - alpha / 2, n - 2)
+    critical = t / np.sqrt(t * t + n - 2)
+    tail = lambda a, b: integrate.quad(correlation_density, a, b, args=(r, n))[0]   # noqa: E731
+    return float(min(1.0, tail(critical, 1) + tail(-1, -critical)))
+
+
+def pairs_for_correlation(r: float, *, power: float = POWER, alpha: float = 0.05) -> int:
+    """The fewest independent pairs (models, or independent families of models) with which a
+    two-sided test at ``alpha`` detects a true correlation ``r`` with probability ``power``:
+    the smallest n with :func:`correlation_power` at least ``power`` (9 for r = 0.8, 84 for r = 0.3)."""
+    n = 4
+    while correlation_power(r, n, alpha=alpha) < power:
+        n += 1
+    return n
+
+
 def detectable_difference(se: float, *, alpha: float = 0.05, power: float = POWER, df: float | None = None) -> float:
     """The smallest true difference a two-sided test at level ``alpha`` with standard error ``se``
     detects with probability ``power`` (Card et al. 2020, "With Little Power Comes Great

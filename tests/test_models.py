@@ -402,3 +402,21 @@ def test_registry_identical_to_the_code_it_replaced():
     assert [s.name for s in list(models.REGISTRY.values())[len(before):]] == [
         "qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b", "minilm-l6", "mpnet-base"]
     assert hashing.sha256_json([asdict(s) for s in before]) == _REGISTRY_BEFORE_SHA256
+
+
+def test_lineage_follows_teachers_to_the_independent_family(tmp_path, monkeypatch):
+    """A zoo student's manifest names its teacher; a student of a student has the root's lineage;
+    DistilGPT-2 is GPT-2's; separately pretrained models are lineages of their own."""
+    from helpers.models import lineage
+
+    monkeypatch.setenv("HARMS_ZOO_DIR", str(tmp_path))
+    for name, teacher in (("zoo-a", "smollm2-135m"), ("zoo-b", "zoo-a"), ("zoo-loop", "zoo-loop")):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "manifest.json").write_text(json.dumps({"name": name, "objective": "causal",
+                                                                   "teacher": teacher}))
+    assert lineage("zoo-b") == lineage("zoo-a") == lineage("smollm2-135m") == "smollm2-135m"
+    assert lineage("distilgpt2") == lineage("gpt2") == "gpt2"
+    assert lineage("distilbert-base-uncased") == "bert-base-uncased"
+    assert lineage("qwen2.5-coder-0.5b") != lineage("qwen2.5-coder-1.5b")
+    assert lineage("bert-large-uncased") != lineage("bert-base-uncased")
+    assert lineage("zoo-loop") == "zoo-loop" and lineage("someone/else") == "someone/else"

@@ -232,3 +232,70 @@ def test_headline_differences_draws_one_strip_per_metric_on_its_own_scale():
     assert axes[1].get_xlim()[1] > 9 > axes[0].get_xlim()[1]                 # each strip its own scale
     assert "98.3 %" in axes[0].get_title()
     assert all(any(line.get_xdata()[0] == 0 for line in a.get_lines()) for a in axes)
+
+
+# ----------------------------------------------------------------------------- a page a reader can follow
+
+def test_paragraphs_leave_out_headings_tables_and_code_and_split_lists():
+    md = ("# Title\n\nOne two three.\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n```python\nx = 1\n\ny = 2\n```\n\n"
+          "- first item\n- second item\n  continued")
+    assert report.paragraphs(md) == ["One two three.", "first item", "second item continued"]
+
+
+def test_reading_problems_find_long_paragraphs_repeated_shapes_and_exception_text():
+    limit = report.READING["max_paragraph_words"]
+    assert report.reading_problems(" ".join(["word"] * limit) + ".") == []
+    assert len(report.reading_problems(" ".join(["word"] * (limit + 1)) + ".")) == 1
+    same = " ".join(f"Model {i} scores {i / 10:.2f} on group {i}." for i in range(report.READING["max_shape_repeats"] + 1))
+    assert any("shape" in p for p in report.reading_problems(same))
+    assert report.reading_problems(same.rsplit(" Model", 1)[0]) == []      # at the limit: fine
+    # a link counts by its text: a long address is one word
+    assert report.word_count("see [Table 1](#T_a_very_long_anchor_name_indeed)") == 3
+    assert report.reading_problems("cannot download (ConnectionError); offline? copy the folder")
+
+
+def test_sentence_shape_sets_numbers_aside():
+    assert report.sentence_shape("S = 0.41 [0.35, 0.47] for 13 groups.") == \
+        report.sentence_shape("S = 0.52 [−0.1, 1e-3] for 2 groups.")
+    assert report.sentence_shape("S is low.") != report.sentence_shape("S is high.")
+
+
+def test_findings_render_links_to_their_tables_and_escape_html():
+    from helpers.chapters.common import findings_section
+
+    items = [report.Finding("A **bold** <claim>", "table1_safety_scores", "Table 1"),
+             report.Finding("Second `code`", "figure2"), report.Finding("Third", "table9")]
+    box = report.Findings(items)
+    html = box._repr_html_()
+    assert html.count("<li>") == 3 and 'href="#T_table1_safety_scores">Table 1</a>' in html
+    assert "<strong>bold</strong> &lt;claim&gt;" in html and "<code>code</code>" in html
+    assert str(box).startswith("**Findings**") and "(#T_figure2)" in str(box)
+    assert report.plain("A **bold** [x](#y) `c`") == "A bold x c"
+    with pytest.raises(ValueError):
+        findings_section("00_test", items[:2])
+
+
+def test_findings_section_writes_the_findings_table_the_book_log_prints(tmp_path, monkeypatch, capsys):
+    from helpers import book
+    from helpers.chapters.common import findings_section
+
+    monkeypatch.setenv("HARMS_RESULTS_DIR", str(tmp_path))
+    items = [report.Finding(f"Finding **{i}** of three.", "t") for i in range(3)]
+    section = findings_section("00_test", items)
+    assert section.facts["findings"] == [f"Finding {i} of three." for i in range(3)]
+    assert pd.read_csv(tmp_path / "00_test" / "findings.csv")["table"].tolist() == ["t"] * 3
+    assert book.log_findings("00_test") == [f"  - Finding {i} of three." for i in range(3)]
+    assert capsys.readouterr().out.startswith("[book] 00_test findings:\n  - Finding 0 of three.")
+    assert book.log_findings("00_none") == []
+
+
+def test_table_view_gives_a_named_table_its_anchor():
+    df = pd.DataFrame({"model": ["a"], "value": [0.5]})
+    assert f'id="{report.table_anchor("table1 x")}"' in report.table_view(df, "table1 x").to_html()
+
+
+def test_families_sentence_counts_lineages_and_says_what_they_can_detect():
+    few = report.families_sentence({"smollm2": "smollm2", "L24": "smollm2", "gemma": "gemma"})
+    assert "n = 3 models from 2 independent families" in few and "takes 9 independent families" in few
+    many = report.families_sentence({f"m{i}": f"f{i}" for i in range(9)})
+    assert "enough to detect" in many

@@ -24,7 +24,7 @@ from helpers.measures.stereotypes import stereoset_sentences
 from helpers.report import Text
 
 __all__ = ["Section", "Call", "Var", "call", "gate_call", "gate_section", "start", "check_namespace",
-           "safety_settings", "output_dir", "save", "save_figure", "parameters_table", "setup_display"]
+           "findings_section", "safety_settings", "output_dir", "save", "save_figure", "parameters_table", "setup_display"]
 
 
 class Var(str):
@@ -119,7 +119,7 @@ class Section:
             import matplotlib.pyplot as plt
 
             plt.close(item)
-        self.items.append((kind, name, Text(item) if kind == "markdown" else item))
+        self.items.append((kind, name, Text(item) if kind == "markdown" and not isinstance(item, Text) else item))
         return self
 
     def _all(self, kind: str) -> list:
@@ -183,6 +183,20 @@ def save_figure(fig, chapter: str, name: str, *, dpi: int = 120):
     """Save ``fig`` as ``results/<chapter>/<name>.png`` and return it (a :class:`Section` shows it)."""
     fig.savefig(output_dir(chapter) / f"{name}.png", dpi=dpi)
     return fig
+
+
+def findings_section(chapter: str, findings: list[report.Finding]) -> Section:
+    """The chapter's Findings box (:class:`helpers.report.Findings`), shown right after its introduction:
+    its bullets, each a sentence computed from this build's numbers with a link to the table it comes
+    from, also written as ``results/<chapter>/findings.csv`` (``harms book`` prints them in its log).
+    Facts: ``findings`` (the sentences as plain text)."""
+    low, high = report.READING["findings"]
+    if not low <= len(findings) <= high:
+        raise ValueError(f"chapter {chapter}: {len(findings)} findings, not {low} to {high}")
+    table = pd.DataFrame({"finding": [report.plain(f.text) for f in findings],
+                          "table": [f.table for f in findings]})
+    save(table, chapter, report.FINDINGS_TABLE)
+    return Section(report.Findings(findings), facts={"findings": list(table["finding"])})
 
 
 def parameters_table(params: dict) -> pd.DataFrame:

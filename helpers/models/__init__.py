@@ -23,13 +23,13 @@ from helpers.models.loading import (LazyModel, LoadedModel, config_max_length, e
                                     tokenizer_fingerprint,
                                     verify_converted, weights_fingerprint)
 from helpers.models.registry import (REGISTRY, ModelSpec, Objective, bert_mlm_params, core_models, core_packages,
-                                     encoder_models, miniature_berts, offline_models, package_models, paper_models,
+                                     encoder_models, lineage, miniature_berts, offline_models, package_models, paper_models,
                                      spec, zoo_models)
 
 
 __all__ = ["REGISTRY", "ModelSpec", "Objective", "LoadedModel", "LazyModel", "load", "lazy", "spec",
            "paper_models", "miniature_berts", "offline_models", "core_models", "core_packages", "package_models",
-           "zoo_models",
+           "zoo_models", "lineage",
            "encoder_models", "bert_mlm_params", "infer_objective",
            "weights_fingerprint", "tokenizer_fingerprint", "config_max_length", "gguf_metadata",
            "verify_converted", "hub_offline_reason", "package_folder", "encoder_source"]

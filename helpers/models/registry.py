@@ -254,6 +254,34 @@ def core_models() -> list[str]:
     return core_packages() + [n for n in CORE_STUDENTS if n in present]
 
 
+#: Published models distilled from another model of the registry (Sanh et al. 2019: DistilBERT from
+#: BERT-base, DistilRoBERTa from RoBERTa-base, DistilGPT-2 from GPT-2): one lineage with their teacher.
+DISTILLED_FROM = {"distilbert-base-uncased": "bert-base-uncased", "distilbert-base-cased": "bert-base-cased",
+                  "distilroberta-base": "roberta-base", "distilgpt2": "gpt2"}
+
+
+def lineage(name: str) -> str:
+    """The independent model family ``name`` belongs to, named by its root: a model and every model
+    pruned or distilled from it (a zoo student's manifest names its teacher; :data:`DISTILLED_FROM`
+    for the published ones) share one lineage, and count once where a statistic needs independent
+    models (a correlation across models). Separately pretrained models (BERT-base and BERT-large,
+    Qwen2.5-Coder 0.5B and 1.5B) are lineages of their own; an unknown model is its own."""
+    seen = set()
+    while name not in seen:
+        seen.add(name)
+        s = REGISTRY.get(name) or BY_HUB_ID.get(name)
+        if s is not None:
+            name = s.name
+            parent = DISTILLED_FROM.get(name)
+        else:
+            z = zoo_spec(name)
+            parent = (z.extra.get("manifest") or {}).get("teacher") if z is not None else None
+        if not parent:
+            return name
+        name = parent
+    return name
+
+
 def spec(name: str) -> ModelSpec:
     """The registry entry of ``name`` (registry name or registered hub id), else a zoo model."""
     s = REGISTRY.get(name) or BY_HUB_ID.get(name) or zoo_spec(name)
