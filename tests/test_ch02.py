@@ -290,8 +290,18 @@ def test_within_family_is_the_teacher_and_its_students_by_size(families):
     # the safety interval of the teacher is [s - 0.1, s + 0.1]: which students lie inside it, by hand
     s = m["Safety score"]
     inside = sum(abs(s[x] - s["teacher"]) <= 0.1 for x in ("student-big", "student-small"))
-    assert f"{inside} of the 2 students' Women safety scores lie inside" in section.markdown
+    change = s[["student-big", "student-small"]] - s["teacher"]
+    assert (f"differ from their teacher's by {change.min():+.3f} to {change.max():+.3f}; {inside} of 2 lie inside"
+            in section.markdown)
     assert section.facts["families"] == ["teacher"]
+    # the default build: the shared safety result has no interval (runner.safety_per_group), so the table
+    # shows none and the text says that no change can be told from noise, over the sentences it counts
+    measured.tables["safety_per_group"] = measured.tables["safety_per_group"].assign(
+        ci_low=np.nan, ci_high=np.nan, n_harmful=26, n_benign=26)
+    bare = ch.within_family_section(measured, ch.Classifiers({}, pd.DataFrame()))
+    assert "safety_ci_low" not in bare.tables["table4_within_family"]
+    assert bare.tables["table4_within_family"][["n_harmful", "n_benign", "n_statements"]].eq([26, 26, 10]).all(axis=None)
+    assert "carry no interval here" in bare.markdown and "over 26 harmful and 26 benign sentences" in bare.markdown
     alone = measured.metrics[~measured.metrics["model"].str.startswith("student")]
     empty = ch.within_family_section(ch.Measured(alone, measured.tables), ch.Classifiers({}, pd.DataFrame()))
     assert not empty.tables and "no within-family comparison" in empty.markdown
@@ -332,7 +342,7 @@ def test_findings_are_computed_linked_and_read_well(families):
     assert "fewer than the 9 needed" in text[0]
     agree = sections[5].tables["table4_sign_agreement"]["students_same_sign"]
     count = f"{agree.min()}" if agree.min() == agree.max() else f"{agree.min()} to {agree.max()}"
-    assert f"change for {count} of the 2 students" in text[1] and "Within the teacher family" in text[1]
+    assert f"that change for {count} of the 2 students" in text[1] and "Within the teacher family" in text[1]
     pub = sections[-1].tables["published_women_correlations"].set_index("x")
     assert f"r = {pub.loc['SS', 'r']:.2f}" in text[-2] and f"prints {pub.loc['SS', 'r_published']:.2f}" in text[-2]
     assert text[-1].startswith("Offline, all 1 regard and toxicity classifiers are stand-ins")
@@ -353,4 +363,4 @@ def test_chapter_on_tiny_models_has_findings_and_reads_well(tiny_gpt2, tiny_bert
     for finding, name in ((text[0], "table4"), (text[1], "table3")):          # the paper's strongest, beside
         paper = published.table("000", name).query("y == 'Safety score'")
         top = paper.loc[paper["r"].abs().idxmax()]
-        assert f"the strongest r = {top['r']:.2f} between {top['x']} and the safety score" in finding
+        assert f"the strongest being r = {top['r']:.2f} between {top['x']} and the safety score" in finding

@@ -324,12 +324,12 @@ def correlation_why(both: pd.DataFrame) -> dict:
 
 
 def correlation_block(metrics: pd.DataFrame, objective: str | tuple, columns: list[str], published_table: pd.DataFrame,
-                      title: str) -> tuple[pd.DataFrame, str, object]:
+                      title: str, note: str = "") -> tuple[pd.DataFrame, str, object]:
     """Pearson correlations across the measured models of one objective that pass the quality gate
     (:func:`helpers.runner.language_model_quality`), each with n and its independent families, next
     to the paper's (:func:`correlations`); two paragraphs (the gate and the models; how many families
     they rest on, :func:`helpers.report.families_sentence`); the heat map when n >= 3
-    (``tableN_heatmap.png``; else None)."""
+    (``tableN_heatmap.png``, its title ``title``, n, the families and ``note``; else None)."""
     objectives = (objective,) if isinstance(objective, str) else tuple(objective)
     both, part, lin = correlations(metrics, objectives, columns, published_table)
     both.attrs["why"] = correlation_why(both)
@@ -346,7 +346,7 @@ def correlation_block(metrics: pd.DataFrame, objective: str | tuple, columns: li
                  "they are narrower than these models warrant.")
     fig = common.save_figure(plots.correlation_heatmap(both.dropna(subset=["r"]), order=columns,
                                                        title=f"{title} (n = {n}, {families} famil"
-                                                             f"{'ies' if families != 1 else 'y'})"),
+                                                             f"{'ies' if families != 1 else 'y'}){note}"),
                              CHAPTER, f"{title.split(':')[0].lower().replace(' ', '')}_heatmap")
     return both, text, fig
 
@@ -372,7 +372,7 @@ def table3(measured: Measured) -> Section:
 def table4(measured: Measured, found: Classifiers) -> Section:
     """Table 4 (causal models, Women) with a ``note`` naming the classifiers used."""
     both, text, fig = correlation_block(measured.metrics, GENERATING, TABLE4_COLUMNS, published.table("000", "table4"),
-                                        "Table 4: Pearson r, auto-regressive models, Women" + found.note)
+                                        "Table 4: Pearson r, auto-regressive models, Women", found.note)
     both = both.assign(note=found.note.strip(" ()") or "hub classifiers")
     both.attrs["why"] = correlation_why(both)
     return _correlation_section("table4_correlations", common.save(both, CHAPTER, "table4_correlations"), text, fig,
@@ -389,27 +389,45 @@ def _parameters(name: str) -> float:
         return np.nan
 
 
-def _women_interval(measured: Measured) -> pd.DataFrame:
-    per_group = measured.tables.get("safety_per_group")
-    if per_group is None or per_group.empty:
-        return pd.DataFrame(columns=["ci_low", "ci_high"])
-    return per_group[per_group["group"] == "women"].set_index("model")[["ci_low", "ci_high"]]
-
-
 def _pair(both: pd.DataFrame, a: str, b: str) -> pd.Series | None:
     row = both[((both["x"] == a) & (both["y"] == b)) | ((both["x"] == b) & (both["y"] == a))]
     return row.iloc[0] if len(row) else None
 
 
-def within_family(part: pd.DataFrame, columns: list[str], lin: dict, interval: pd.DataFrame,
+def women_counts(measured: Measured) -> pd.DataFrame:
+    """Per model, the Women safety score's ToxiGen sentences (``n_harmful``, ``n_benign``), its 95 %
+    interval where the result has one (``ci_low``, ``ci_high``), and the regard statements about
+    women (``n_statements``, Table 11's ``n``)."""
+    per_group = measured.tables.get("safety_per_group")
+    columns = ["n_harmful", "n_benign", "ci_low", "ci_high"]
+    out = (per_group[per_group["group"] == "women"].set_index("model")[[c for c in columns if c in per_group]]
+           if per_group is not None and len(per_group) else pd.DataFrame(columns=columns))
+    t11 = measured.tables.get("table11")
+    if t11 is not None and len(t11):
+        out = out.join(t11[t11["group"] == "women"].set_index("model")["n"].rename("n_statements"), how="outer")
+    return out
+
+
+def _same_sign_means(metric: str) -> str:
+    """How a change of ``metric`` with the safety score's sign reads as harm (:data:`HIGHER_MEANS`)."""
+    mine = HIGHER_MEANS.get(metric, "")
+    if not mine:
+        return ""
+    return ("both say more harm, or both less" if mine.split()[0] == HIGHER_MEANS["Safety score"].split()[0] else
+            "one says more harm (or bias), the other less")
+
+
+def within_family(part: pd.DataFrame, columns: list[str], lin: dict, counts: pd.DataFrame,
                   both: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Each family of ``part`` whose root (the teacher) was measured with at least one model pruned
-    or distilled from it: its models by size, teacher first, with each metric and the Women safety
-    score's 95 % interval (``interval``, by model); and, per family and metric, how many students
-    changed that metric from the teacher with the sign of their safety-score change, beside the
-    correlation across all models and the paper's (``both``, :func:`correlations`)."""
+    or distilled from it: its models by size, teacher first, with each metric, the Women safety
+    score's sentences and interval and the regard statements about women (``counts``, by model,
+    :func:`women_counts`); and, per family and metric, how many students changed that metric from
+    the teacher with the sign of their safety-score change, beside the correlation across all
+    models and the paper's (``both``, :func:`correlations`)."""
     others = [c for c in columns if c in part and c != "Safety score"]
     rows = part.set_index("model")
+    get = lambda column, m: counts[column].get(m, np.nan) if column in counts else np.nan   # noqa: E731
     levels, agree = [], []
     for root in dict.fromkeys(lin.values()):
         members = [m for m in rows.index if lin[m] == root]
@@ -421,9 +439,9 @@ def within_family(part: pd.DataFrame, columns: list[str], lin: dict, interval: p
         for m in (root, *students):
             levels.append({"family": root, "model": m, "role": "teacher" if m == root else "student",
                            "parameters_millions": size[m] / 1e6, "Safety score": rows.loc[m, "Safety score"],
-                           "safety_ci_low": interval["ci_low"].get(m, np.nan),
-                           "safety_ci_high": interval["ci_high"].get(m, np.nan),
-                           **{c: rows.loc[m, c] for c in others}})
+                           "safety_ci_low": get("ci_low", m), "safety_ci_high": get("ci_high", m),
+                           "n_harmful": get("n_harmful", m), "n_benign": get("n_benign", m),
+                           **{c: rows.loc[m, c] for c in others}, "n_statements": get("n_statements", m)})
         change = rows.loc[students, "Safety score"] - rows.loc[root, "Safety score"]
         for c in others:
             d = rows.loc[students, c] - rows.loc[root, c]
@@ -431,6 +449,7 @@ def within_family(part: pd.DataFrame, columns: list[str], lin: dict, interval: p
             sign = np.sign(d[both_ok].astype(float)) * np.sign(change[both_ok].astype(float))
             pair = _pair(both, c, "Safety score")
             agree.append({"family": root, "metric": c, "higher_means": HIGHER_MEANS.get(c, ""),
+                          "same_sign_means": _same_sign_means(c),
                           "students": int(both_ok.sum()), "students_same_sign": int((sign > 0).sum()),
                           "students_opposite_sign": int((sign < 0).sum()), "students_unchanged": int((sign == 0).sum()),
                           "r_measured": np.nan if pair is None else pair["r"],
@@ -438,17 +457,11 @@ def within_family(part: pd.DataFrame, columns: list[str], lin: dict, interval: p
     return pd.DataFrame(levels), pd.DataFrame(agree)
 
 
-def _statements_about_women(measured: Measured) -> int | None:
-    t11 = measured.tables.get("table11")
-    if t11 is None or t11.empty:
-        return None
-    women = t11.loc[t11["group"] == "women", "n"]
-    return int(women.median()) if len(women) else None
-
-
 def _inside_teacher_interval(levels: pd.DataFrame) -> tuple[int, int]:
     """(students whose Women safety score lies inside their teacher's 95 % interval, students whose
     teacher has an interval)."""
+    if "safety_ci_low" not in levels:
+        return 0, 0
     teacher = levels[levels["role"] == "teacher"].set_index("family")
     inside = total = 0
     for s in levels[levels["role"] == "student"].to_dict("records"):
@@ -459,9 +472,25 @@ def _inside_teacher_interval(levels: pd.DataFrame) -> tuple[int, int]:
     return inside, total
 
 
-def within_family_text(levels: pd.DataFrame, agree: pd.DataFrame, statements: int | None) -> str:
-    """Two paragraphs on the within-family tables: what they ask, and how far the safety score's
-    changes exceed the teacher's interval (and the regard statements behind the other metrics)."""
+def _sentences(levels: pd.DataFrame) -> str:
+    """"26 harmful and 26 benign": the ToxiGen sentences behind the family's Women safety scores."""
+    h, b = levels["n_harmful"].dropna(), levels["n_benign"].dropna()
+    if h.empty or b.empty:
+        return "a sample of"
+    return f"{_span(h)} harmful and {_span(b)} benign"
+
+
+def _safety_changes(levels: pd.DataFrame) -> str:
+    """"by -0.037 to -0.004": how far the students' Women safety scores lie from their teacher's."""
+    teachers = levels[levels["role"] == "teacher"].set_index("family")["Safety score"]
+    students = levels[levels["role"] == "student"]
+    change = (students["Safety score"] - students["family"].map(teachers)).dropna()
+    return f"by {change.min():+.3f} to {change.max():+.3f}" if len(change) > 1 else f"by {change.iloc[0]:+.3f}"
+
+
+def within_family_text(levels: pd.DataFrame, agree: pd.DataFrame) -> str:
+    """Two paragraphs on the within-family tables: what they ask; what the safety score's changes
+    can be told from (the teacher's interval, or none) and the statements behind the regard score."""
     teachers = levels[levels["role"] == "teacher"]
     students = levels[levels["role"] == "student"]
     who = (f"`{teachers['model'].iloc[0]}` and the {len(students)} model{_s(len(students))} pruned or distilled "
@@ -471,37 +500,45 @@ def within_family_text(levels: pd.DataFrame, agree: pd.DataFrame, statements: in
             f"the first table gives {who}, by size. Does pruning move the Women safety score and each other metric "
             "together? A positive correlation across models predicts changes from the teacher of the same sign; the "
             "second table counts, per metric, the students whose change has the sign of their safety-score change, "
-            "beside r across all models and the paper's r.")
+            "beside r across all models and the paper's r. Its columns `higher_means` and `same_sign_means` read each "
+            "count as harm.\n\n")
     inside, total = _inside_teacher_interval(levels)
+    moved = _safety_changes(levels)
     if total:
-        text += (f"\n\n{inside} of the {total} students' Women safety scores lie inside their teacher's 95 % interval: "
-                 "the sign of such a change may be the ToxiGen sample's noise, not the pruning's.")
-        if statements:
-            text += (f" Regard and the toxicities are read from {statements} generated statements about women per "
-                     f"model, so a regard score moves in steps of {1 / statements:.2g}.")
+        text += (f"The students' Women safety scores differ from their teacher's {moved}; {inside} of {total} lie "
+                 "inside the teacher's 95 % interval, where a change may be the ToxiGen sample's noise.")
+    else:
+        text += (f"The students' Women safety scores differ from their teacher's {moved}. These scores carry no "
+                 f"interval here (the cached per-group result is computed without one), so over {_sentences(levels)} "
+                 "sentences no change can be told from sampling noise: the signs describe these models only.")
+    n = levels["n_statements"].dropna() if "n_statements" in levels else pd.Series(dtype=float)
+    if len(n):
+        text += (f" Regard and the toxicities are read from {_span(n)} generated statements about women per model, "
+                 f"so a regard score moves in steps of {1 / n.min():.2g}.")
     return text
 
 
 def within_family_section(measured: Measured, found: Classifiers) -> Section:
     """Table 4's models of one family (a teacher and the students pruned or distilled from it) as a
-    dose-response: ``table4_within_family.csv`` (the models by size, each metric) and
+    dose-response: ``table4_within_family.csv`` (the models by size, each metric with its n) and
     ``table4_sign_agreement.csv`` (per metric, the students whose change from the teacher has the
     safety score's sign)."""
     both, part, lin = correlations(measured.metrics, GENERATING, TABLE4_COLUMNS, published.table("000", "table4"))
-    levels, agree = within_family(part, TABLE4_COLUMNS, lin, _women_interval(measured), both)
+    levels, agree = within_family(part, TABLE4_COLUMNS, lin, women_counts(measured), both)
     if levels.empty:
         return Section("No two usable auto-regressive models here are of one family (a model and those pruned or "
                        "distilled from it): there is no within-family comparison.", facts={"families": []})
+    if levels[["safety_ci_low", "safety_ci_high"]].isna().all(axis=None):          # the shared result has none
+        levels = levels.drop(columns=["safety_ci_low", "safety_ci_high"])
     levels = common.save(levels, CHAPTER, "table4_within_family")
     agree = common.save(agree, CHAPTER, "table4_sign_agreement")
     levels.attrs["why"] = {"parameters_millions": "the size of a model outside the registry and the zoo is unknown",
                            "safety_ci_low": "no interval: a constant sample", "safety_ci_high":
-                           "no interval: a constant sample"} | {c: "not measured for this model"
-                                                                 for c in TABLE4_COLUMNS}
+                           "no interval: a constant sample", "n_statements": "no regard statements were generated"} | {
+        c: "not measured for this model" for c in TABLE4_COLUMNS}
     agree.attrs["why"] = {"r_measured": WHY_CORRELATION, "r_published": "the paper prints no r for this pair"}
-    return Section(within_family_text(levels, agree, _statements_about_women(measured)),
-                   ("table4_within_family", levels), ("table4_sign_agreement", agree),
-                   call=call(registry.lineage, "model"),
+    return Section(within_family_text(levels, agree), ("table4_within_family", levels),
+                   ("table4_sign_agreement", agree), call=call(registry.lineage, "model"),
                    facts={"families": list(levels.loc[levels["role"] == "teacher", "model"]),
                           "agreement": agree.to_dict("records")})
 
@@ -540,7 +577,7 @@ def table12_why(t12: pd.DataFrame, by: str = "group_label") -> dict:
 def _undefined_because(t12: pd.DataFrame) -> str:
     """"no negative statement about it (or only negative ones)": the causes of Table 12's empty cells."""
     causes = set(table12_causes(t12))
-    said = {"no negative": "no negative statement about it", "all negative": "only negative ones",
+    said = {"no negative": "no negative statement about the group", "all negative": "only negative ones",
             "none": "no statement at all", "no perplexity": "statements without a perplexity"}
     return report.and_list([said[c] for c in said if c in causes]).replace(" and ", " or ")
 
@@ -705,7 +742,7 @@ def _correlation_finding(both: pd.DataFrame, part: pd.DataFrame, lin: dict, kind
     if with_safety.empty:
         pub = both[(both["y"] == "Safety score") & both["r_published"].notna()]
         top = pub.loc[pub["r_published"].abs().idxmax()] if len(pub) else None
-        example = (f", the strongest r = {top['r_published']:.2f} between {top['x']} and the safety score"
+        example = (f", the strongest being r = {top['r_published']:.2f} between {top['x']} and the safety score"
                    if top is not None else "")
         return report.Finding(f"No correlation of the Women safety score across {kind} models can be computed here "
                               f"({n} usable model{_s(n)}): {label} shows the paper's values alone{example}.",
@@ -731,11 +768,12 @@ def _family_finding(levels: pd.DataFrame, agree: pd.DataFrame) -> report.Finding
     same = agree["students_same_sign"]
     count = f"{same.min()}" if same.min() == same.max() else f"{same.min()} to {same.max()}"
     inside, total = _inside_teacher_interval(levels)
-    noise = (f"; {inside} of the {total} students' safety scores lie inside the teacher's 95 % interval, so "
-             f"{'these signs' if inside == total else 'their signs'} may be sampling noise" if inside else
-             f"; none of the {total} students' safety scores lies inside the teacher's 95 % interval" if total else "")
-    return report.Finding(f"Within {who}, pruning moved each other metric with the sign of the Women safety score's "
-                          f"change for {count} of the {agree['students'].max()} students, "
+    noise = (f"; {inside} of the {total} lie inside the teacher's 95 % interval, where a change may be sampling noise"
+             if total else "; these scores carry no interval here, so none of these changes can be told from sampling "
+             "noise")
+    return report.Finding(f"Within {who}, the students' Women safety scores differ from the teacher's "
+                          f"{_safety_changes(levels)}, and each other metric moved with the sign of that change for "
+                          f"{count} of the {agree['students'].max()} students, "
                           f"{'whichever' if same.min() == same.max() else 'depending on'} the metric{noise}.",
                           "table4_sign_agreement", "within one family")
 
@@ -747,7 +785,7 @@ def findings(measured: Measured, found: Classifiers) -> Section:
     out = []
     both, part, lin = correlations(measured.metrics, GENERATING, TABLE4_COLUMNS, published.table("000", "table4"))
     out.append(_correlation_finding(both, part, lin, "auto-regressive", "table4_correlations", "Table 4"))
-    levels, agree = within_family(part, TABLE4_COLUMNS, lin, _women_interval(measured), both)
+    levels, agree = within_family(part, TABLE4_COLUMNS, lin, women_counts(measured), both)
     family = _family_finding(levels, agree) if len(agree) else None
     out += [family] if family else []
     b3, p3, l3 = correlations(measured.metrics, "masked", TABLE3_COLUMNS, published.table("000", "table3"))
@@ -758,7 +796,7 @@ def findings(measured: Measured, found: Classifiers) -> Section:
         span = f"{undefined.min()}" if undefined.min() == undefined.max() else f"{undefined.min()} to {undefined.max()}"
         out += [] if not undefined.max() else [report.Finding(
             f"The regard-based safety score (Table 12) is undefined for {span} of the {t12['group'].nunique()} groups "
-            f"per model, because the model wrote {_undefined_because(t12)}.",
+            f"per model: those where the model wrote {_undefined_because(t12)}.",
             "table12_view", "Table 12")]
     pub = published_women_table()
     sure = pub[(pub["ci_low"] > 0) | (pub["ci_high"] < 0)]
