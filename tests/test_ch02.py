@@ -300,7 +300,8 @@ def test_within_family_is_the_teacher_and_its_students_by_size(families):
         ci_low=np.nan, ci_high=np.nan, n_harmful=26, n_benign=26)
     bare = ch.within_family_section(measured, ch.Classifiers({}, pd.DataFrame()))
     assert "safety_ci_low" not in bare.tables["table4_within_family"]
-    assert bare.tables["table4_within_family"][["n_harmful", "n_benign", "n_statements"]].eq([26, 26, 10]).all(axis=None)
+    counts = bare.tables["table4_within_family"][["n_harmful", "n_benign", "n_statements"]]
+    assert counts.eq([26, 26, 10]).all(axis=None)
     assert "carry no interval here" in bare.markdown and "over 26 harmful and 26 benign sentences" in bare.markdown
     alone = measured.metrics[~measured.metrics["model"].str.startswith("student")]
     empty = ch.within_family_section(ch.Measured(alone, measured.tables), ch.Classifiers({}, pd.DataFrame()))
