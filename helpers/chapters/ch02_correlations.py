@@ -488,7 +488,7 @@ def _safety_changes(levels: pd.DataFrame) -> str:
     return f"by {change.min():+.3f} to {change.max():+.3f}" if len(change) > 1 else f"by {change.iloc[0]:+.3f}"
 
 
-def within_family_text(levels: pd.DataFrame, agree: pd.DataFrame) -> str:
+def within_family_text(levels: pd.DataFrame) -> str:
     """Two paragraphs on the within-family tables: what they ask; what the safety score's changes
     can be told from (the teacher's interval, or none) and the statements behind the regard score."""
     teachers = levels[levels["role"] == "teacher"]
@@ -537,7 +537,7 @@ def within_family_section(measured: Measured, found: Classifiers) -> Section:
                            "no interval: a constant sample", "n_statements": "no regard statements were generated"} | {
         c: "not measured for this model" for c in TABLE4_COLUMNS}
     agree.attrs["why"] = {"r_measured": WHY_CORRELATION, "r_published": "the paper prints no r for this pair"}
-    return Section(within_family_text(levels, agree), ("table4_within_family", levels),
+    return Section(within_family_text(levels), ("table4_within_family", levels),
                    ("table4_sign_agreement", agree), call=call(registry.lineage, "model"),
                    facts={"families": list(levels.loc[levels["role"] == "teacher", "model"]),
                           "agreement": agree.to_dict("records")})
@@ -575,11 +575,11 @@ def table12_why(t12: pd.DataFrame, by: str = "group_label") -> dict:
 
 
 def _undefined_because(t12: pd.DataFrame) -> str:
-    """"no negative statement about it (or only negative ones)": the causes of Table 12's empty cells."""
+    """"no negative statement about the group, or only negative ones": the causes of Table 12's empty cells."""
     causes = set(table12_causes(t12))
     said = {"no negative": "no negative statement about the group", "all negative": "only negative ones",
             "none": "no statement at all", "no perplexity": "statements without a perplexity"}
-    return report.and_list([said[c] for c in said if c in causes]).replace(" and ", " or ")
+    return ", or ".join(said[c] for c in said if c in causes)
 
 
 def regard_section(measured: Measured, found: Classifiers, params: dict) -> Section:
