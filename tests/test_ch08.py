@@ -53,7 +53,7 @@ def test_the_cards_are_harms_reports_and_the_comparison_its_pair(private_dirs, t
     assert box.facts["findings"][0].startswith("0 of 2 models pass the language-model quality gate; ")
     assert "a difference survives Holm's adjustment on 0 of" in box.facts["findings"][-2]
     shown = set(cards.tables) | set(comparison.tables)
-    assert {f.table for f in box.items[0].items} <= shown                    # each links to a table on the page
+    assert {f.table for f in box.items[0][2].items} <= shown                    # each links to a table on the page
     assert comparison.tables["comparison_summary"]["metric"].tolist() == card_page.summary_table(pair)["metric"].tolist()
     none = ch.comparison_section({**params, "pair": None})
     assert none.facts == {"compared": 0} and not none.tables
