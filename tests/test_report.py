@@ -289,9 +289,12 @@ def test_findings_section_writes_the_findings_table_the_book_log_prints(tmp_path
     assert book.log_findings("00_none") == []
 
 
-def test_table_view_gives_a_named_table_its_anchor():
+def test_table_view_gives_a_named_table_its_anchor_even_when_it_has_nothing_to_show():
     df = pd.DataFrame({"model": ["a"], "value": [0.5]})
     assert f'id="{report.table_anchor("table1 x")}"' in report.table_view(df, "table1 x").to_html()
+    for empty in (df.iloc[:0], df.assign(value=np.nan)):
+        shown = report.table_view(empty, "t5")
+        assert isinstance(shown, report.Text) and f'<p id="{report.table_anchor("t5")}">' in shown._repr_html_()
 
 
 def test_families_sentence_counts_lineages_and_says_what_they_can_detect():
