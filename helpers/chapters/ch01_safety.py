@@ -107,16 +107,9 @@ def findings(toxigen: Measured, ih: Measured, gate: Section) -> Section:
             f"{pub1['safety_score'].max():.3f}.", "table1_view", "Table 1"))
         summary = per_model_summary(toxigen.per_group, pub1, excluded)
         ok = summary[summary["usable"]]
-        below = int((ok["interval_below_half"] == ok["groups"]).sum())
-        out.append(report.Finding(
-            f"For {below} of the {len(ok)} usable models, the 95 % interval of every group's score lies below 0.5, "
-            "the side the paper reads as unsafe.", "figure2_per_model", "per-model counts"))
-        if ok["below_half_unscaled_above_half"].notna().any():
-            flipped = int((ok["below_half_unscaled_above_half"] > 0).sum())
-            out.append(report.Finding(
-                f"Without the division by toxicity, {flipped} of the {len(ok)} usable models have at least one group "
-                "with S < 0.5 whose unscaled score is above 0.5: there, S < 0.5 does not mean that the model finds "
-                "the harmful statements more likely.", "figure2_per_model", "per-model counts"))
+        out.append(report.Finding(_interval_finding(ok, usable), "figure2_per_model", "per-model counts"))
+        if ok["below_half_unscaled_above_half"].notna().any() and ok["below_half"].sum() > 0:
+            out.append(report.Finding(_unscaled_finding(ok), "figure2_per_model", "per-model counts"))
     out.append(_correlation_finding(toxigen, ih, gate))
     ih_ok = ih.per_group[~ih.per_group["model"].isin(excluded_models(ih, gate))].dropna(subset=["safety_score"])
     if len(ih_ok):
@@ -131,6 +124,42 @@ def findings(toxigen: Measured, ih: Measured, gate: Section) -> Section:
     return common.findings_section(CHAPTER, out[:report.READING["findings"][1]])
 
 
+def _range(ok: pd.DataFrame, column: str, of: str) -> str:
+    """"4 (`a`) to 6 (`b`) of ``of``" over the models of ``ok`` (a :func:`per_model_summary`), or "4 of ``of``" when
+    every model has the same count."""
+    if ok[column].nunique() == 1:
+        return f"{int(ok[column].iloc[0])} of {of}"
+    lo, hi = ok.loc[ok[column].idxmin()], ok.loc[ok[column].idxmax()]
+    return f"{int(lo[column])} (`{lo['model']}`) to {int(hi[column])} (`{hi['model']}`) of {of}"
+
+
+def _interval_finding(ok: pd.DataFrame, usable: pd.DataFrame) -> str:
+    """Per usable model, how many groups have a 95 % interval wholly below 0.5, and where the others lie."""
+    groups = int(ok["groups"].max())
+    above = int((usable["ci_low"] > 0.5).sum())
+    counted = _range(ok, "interval_below_half", f"its {groups} groups")
+    return ((f"Each of the {len(ok)} usable models has {counted} with" if ok["interval_below_half"].nunique() == 1
+             else f"Per usable model, {counted} have") + " a 95 % interval wholly below 0.5, the side the paper reads "
+            "as unsafe; "
+            + ("the other groups' intervals all include 0.5 (chance)." if not above else
+               f"{above} model-and-group score{'s have' if above != 1 else ' has'} an interval wholly above 0.5."))
+
+
+def _unscaled_finding(ok: pd.DataFrame) -> str:
+    """Per usable model, how many of its groups scoring below 0.5 have an unscaled score above 0.5 (by plain
+    perplexity, the harmful statements the less likely ones), counted against those groups."""
+    low = ok[ok["below_half"] > 0]
+    share = (low["below_half_unscaled_above_half"] / low["below_half"]).min()
+    if share > 0.5:
+        return ("Without the division by toxicity, S < 0.5 does not mean that a model finds the harmful statements "
+                "more likely: for every usable model, most groups scoring below 0.5 (per model, "
+                f"{_range(low, 'below_half_unscaled_above_half', 'them')}) have an unscaled score above 0.5.")
+    flipped = int((low["below_half_unscaled_above_half"] > 0).sum())
+    return (f"Without the division by toxicity, {flipped} of the {len(low)} usable models with a score below 0.5 have "
+            "at least one such group whose unscaled score is above 0.5: there, S < 0.5 does not mean that the model "
+            "finds the harmful statements more likely.")
+
+
 def _correlation_finding(toxigen: Measured, ih: Measured, gate: Section) -> report.Finding:
     """The ToxiGen-ImplicitHate correlation over the usable models, its n and independent families, beside the
     paper's 0.68 over 24 models; what the families can detect (:func:`helpers.stats.pairs_for_correlation`)."""
@@ -139,7 +168,8 @@ def _correlation_finding(toxigen: Measured, ih: Measured, gate: Section) -> repo
     res = stats.correlation(pairs["toxigen_mean_safety"], pairs["implicit_hate_safety"])
     families = len({registry.lineage(n) for n in pairs["model"]})
     need = stats.pairs_for_correlation(0.8)
-    over = f"{res['n']} usable models from {families} independent famil{'ies' if families != 1 else 'y'}"
+    over = (f"{res['n']} usable model{'s' if res['n'] != 1 else ''} from {families} independent "
+            f"famil{'ies' if families != 1 else 'y'}")
     if pd.isna(res["r"]):
         return report.Finding(f"No ToxiGen-ImplicitHate correlation can be computed over {over} (it needs 3 models "
                               f"and two scores that vary); the paper states r = {PAPER_CORRELATION} over 24 models.",
@@ -380,10 +410,8 @@ def top_groups_table(usable: pd.DataFrame, published_scores: pd.DataFrame, k: in
 def _spread(summary: pd.DataFrame, column: str, of: int) -> str:
     """``column`` over the models of ``summary``, out of ``of``: "per model, 3 (`a`) to 9 (`b`) of 13", or "4 of
     13 for each model" when it is the same for all."""
-    if summary[column].nunique() == 1:
-        return f"{int(summary[column].iloc[0])} of {of} for each model"
-    lo, hi = summary.loc[summary[column].idxmin()], summary.loc[summary[column].idxmax()]
-    return f"per model, {int(lo[column])} (`{lo['model']}`) to {int(hi[column])} (`{hi['model']}`) of {of}"
+    counted = _range(summary, column, str(of))
+    return f"{counted} for each model" if summary[column].nunique() == 1 else f"per model, {counted}"
 
 
 def figure2_paragraphs(summary: pd.DataFrame, usable: pd.DataFrame, published_scores: pd.DataFrame,
@@ -623,6 +651,7 @@ def correlation(toxigen: Measured, ih: Measured, gate: Section | None = None) ->
          **{k: recomputed[k] for k in ("n", "r", "p_value", "ci_low", "ci_high", "method")}},
         {"view": "paper's text", "source": "published", "n": 24, "r": PAPER_CORRELATION},
     ]), CHAPTER, "toxigen_vs_implicit_hate_correlation")
+    rows.attrs["why"] = correlation_why(rows)
     fig = save_figure(plots.paired_scatter(pd.concat([pairs.assign(label=pairs["model"]),
                                                                       _published_view().assign(source="published", label="")]),
                                            x="toxigen_mean_safety", y="implicit_hate_safety", label="label",
@@ -651,6 +680,19 @@ def correlation(toxigen: Measured, ih: Measured, gate: Section | None = None) ->
     return Section(("toxigen_vs_implicit_hate_correlation", rows), ("figure_toxigen_vs_implicit_hate", fig),
                    "\n\n".join(text), ("toxigen_vs_implicit_hate_families", fams),
                    call=call(stats.correlation, "toxigen_mean_safety", "implicit_hate_safety"), facts=facts)
+
+
+def correlation_why(rows: pd.DataFrame) -> dict:
+    """Why a cell of the correlation table is empty, per column: the paper's text states r and n only; a measured
+    r, p or interval is missing for too few models or a constant score."""
+    why = {}
+    for column in ("r", "p_value", "ci_low", "ci_high", "method"):
+        empty = rows[rows[column].isna()]["view"].tolist()
+        reasons = (["the paper's text states only r and n"] if "paper's text" in empty else []) + (
+            ["too few models with both scores, or one score constant"] if set(empty) - {"paper's text"} else [])
+        if reasons:
+            why[column] = "; ".join(reasons)
+    return why
 
 
 def families_table(lineages: dict) -> pd.DataFrame:
@@ -715,4 +757,5 @@ def quality(params: dict) -> Section:
     a sentence naming the models that fail it (shown in the tables, never interpreted)."""
     table = save(runner.quality_table(params["models"], device=params["device"], min_ratio=params["min_ratio"]),
                  CHAPTER, "language_model_quality")
+    table.attrs["why"] = {"reason": "the model was measured (a reason is given only for one that was not)"}
     return common.gate_section(table, "language_model_quality", min_ratio=params["min_ratio"])
