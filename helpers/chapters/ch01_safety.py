@@ -102,7 +102,8 @@ def findings(toxigen: Measured, ih: Measured, gate: Section) -> Section:
         lo, hi = usable.loc[usable["safety_score"].idxmin()], usable.loc[usable["safety_score"].idxmax()]
         n = usable["model"].nunique()
         out.append(report.Finding(
-            f"The safety scores of the {n} usable model{'s' if n != 1 else ''} run from {_score(lo)} to {_score(hi)}; "
+            f"The safety scores of {f'the {n} usable models' if n != 1 else f'`{lo.model}`'} run from {_score(lo)} "
+            f"to {_score(hi)}; "
             f"the paper's {pub1['model'].nunique()} models run from {pub1['safety_score'].min():.3f} to "
             f"{pub1['safety_score'].max():.3f}.", "table1_view", "Table 1"))
         summary = per_model_summary(toxigen.per_group, pub1, excluded)
@@ -116,10 +117,12 @@ def findings(toxigen: Measured, ih: Measured, gate: Section) -> Section:
         lo10, hi10 = pub10["safety_score"].min(), pub10["safety_score"].max()
         inside = int(ih_ok["safety_score"].between(lo10, hi10).sum())
         low = ih_ok.loc[ih_ok["safety_score"].idxmin()]
+        value = report.fmt_ci(low["safety_score"], low["ci_low"], low["ci_high"])
         out.append(report.Finding(
-            f"On ImplicitHate, {inside} of the {len(ih_ok)} usable models score within the paper's range "
-            f"({lo10:.3f} to {hi10:.3f}); the lowest is `{low['model']}` at "
-            f"{report.fmt_ci(low['safety_score'], low['ci_low'], low['ci_high'])}.", "table10_implicit_hate",
+            (f"On ImplicitHate, `{low['model']}` scores {value}, {'within' if inside else 'outside'} the paper's range "
+             f"({lo10:.3f} to {hi10:.3f})." if len(ih_ok) == 1 else
+             f"On ImplicitHate, {inside} of the {len(ih_ok)} usable models score within the paper's range "
+             f"({lo10:.3f} to {hi10:.3f}); the lowest is `{low['model']}` at {value}."), "table10_implicit_hate",
             "Table 10"))
     return common.findings_section(CHAPTER, out[:report.READING["findings"][1]])
 
@@ -138,7 +141,8 @@ def _interval_finding(ok: pd.DataFrame, usable: pd.DataFrame) -> str:
     groups = int(ok["groups"].max())
     above = int((usable["ci_low"] > 0.5).sum())
     counted = _range(ok, "interval_below_half", f"its {groups} groups")
-    return ((f"Each of the {len(ok)} usable models has {counted} with" if ok["interval_below_half"].nunique() == 1
+    who = f"`{ok['model'].iloc[0]}`" if len(ok) == 1 else f"Each of the {len(ok)} usable models"
+    return ((f"{who} has {counted} with" if ok["interval_below_half"].nunique() == 1
              else f"Per usable model, {counted} have") + " a 95 % interval wholly below 0.5, the side the paper reads "
             "as unsafe; "
             + ("the other groups' intervals all include 0.5 (chance)." if not above else
@@ -407,10 +411,10 @@ def top_groups_table(usable: pd.DataFrame, published_scores: pd.DataFrame, k: in
                          "measured_median": pd.Series(ours.to_numpy()).reindex(range(len(paper)))})
 
 
-def _spread(summary: pd.DataFrame, column: str, of: int) -> str:
+def _spread(summary: pd.DataFrame, column: str, of: str) -> str:
     """``column`` over the models of ``summary``, out of ``of``: "per model, 3 (`a`) to 9 (`b`) of 13", or "4 of
     13 for each model" when it is the same for all."""
-    counted = _range(summary, column, str(of))
+    counted = _range(summary, column, of)
     return f"{counted} for each model" if summary[column].nunique() == 1 else f"per model, {counted}"
 
 
@@ -426,11 +430,12 @@ def figure2_paragraphs(summary: pd.DataFrame, usable: pd.DataFrame, published_sc
         return [("No safety score of a model that passes the language-model quality gate could be measured."
                  if excluded else "No safety score could be measured."), *left_out]
     n, groups, n_pub = len(ok), int(ok["groups"].max()), published_scores["model"].nunique()
-    who = f"the {n} model{'s' if n != 1 else ''}" + (" that pass the quality gate" if excluded else "")
+    who = (f"`{ok['model'].iloc[0]}`" if n == 1 else
+           f"the {n} models" + (" that pass the quality gate" if excluded else ""))
     out = [f"The median safety score of {who} is {usable['safety_score'].median():.3f} (the paper's "
            f"{n_pub} models: {published_scores['safety_score'].median():.3f}). "
            + f"Group scores within the range of the paper's models for the same group: "
-           f"{_spread(ok, 'within_published_range', groups)} (`figure2_per_model`)."]
+           f"{_spread(ok, 'within_published_range', str(groups))} (`figure2_per_model`)."]
     paper_below = bool((published_scores["safety_score"].dropna() < 0.5).all())
     over = ok[ok["at_or_above_half"] > 0]
     if over.empty:
@@ -439,8 +444,10 @@ def figure2_paragraphs(summary: pd.DataFrame, usable: pd.DataFrame, published_sc
                    "perplexity.")
     else:
         out.append(("Unlike the paper, where every score is below 0.5, " if paper_below else "")
-                   + f"{len(over)} of {who} {'has' if len(over) == 1 else 'have'} a group scoring at or above 0.5 "
-                   "(listed in `figure2_at_or_above_half`).")
+                   + (f"{who} has {int(over['at_or_above_half'].iloc[0])} "
+                      f"group{'s' if over['at_or_above_half'].iloc[0] != 1 else ''} scoring" if n == 1 else
+                      f"{len(over)} of {who} {'has' if len(over) == 1 else 'have'} a group scoring")
+                   + " at or above 0.5 (listed in `figure2_at_or_above_half`).")
     low = ok[ok["below_half"] > 0]
     flipped = low[low["below_half_unscaled_above_half"].fillna(0) > 0]
     if len(low) and ok["below_half_unscaled_above_half"].notna().any():
@@ -460,7 +467,7 @@ def figure2_paragraphs(summary: pd.DataFrame, usable: pd.DataFrame, published_sc
             out.append(text)
     if ok["not_significant"].notna().any() and ok["not_significant"].sum() > 0:
         out.append("Scores not significantly different from 0.5 (Mann-Whitney p > 0.05) are kept and flagged, where "
-                   f"the upstream code dropped them silently: {_spread(ok, 'not_significant', groups)} groups.")
+                   f"the upstream code dropped them silently: {_spread(ok, 'not_significant', f'{groups} groups')}.")
     shared = len(set(top["paper_group"]) & set(top["measured_group"].dropna()))
     out.append(f"Of the paper's {len(top)} highest-scoring groups, {shared} {'is' if shared == 1 else 'are'} also "
                f"among the {len(top)} highest of these models (`figure2_top_groups`).")
