@@ -357,6 +357,10 @@ def test_findings_link_to_shown_tables_and_the_page_reads(run):
     usable = per_group[per_group["model"].isin(kept)]
     lo = usable.loc[usable["safety_score"].idxmin()]
     assert f"run from {lo['safety_score']:.3f} [{lo['ci_low']:.3f}, {lo['ci_high']:.3f}]" in texts["table1_view"]
+    below = usable.groupby("model")["ci_high"].apply(lambda c: int((c < 0.5).sum()))
+    interval = next(t for t in written["finding"] if "95 % interval wholly below 0.5" in t)
+    assert (f"has {below.iloc[0]} of its 2 groups with" if below.nunique() == 1 else
+            f"{below.min()} ({below.idxmin()}) to {below.max()} ({below.idxmax()}) of its 2 groups") in interval
     corr = ch.correlation(run["toxigen"], run["implicit"], fake)
     assert "2 usable models from 2 independent families" in texts["toxigen_vs_implicit_hate_correlation"]
     assert corr.facts["measured"]["n"] == 2 and "paper states r = 0.68 over 24 models" in \

@@ -102,33 +102,66 @@ def findings(toxigen: Measured, ih: Measured, gate: Section) -> Section:
         lo, hi = usable.loc[usable["safety_score"].idxmin()], usable.loc[usable["safety_score"].idxmax()]
         n = usable["model"].nunique()
         out.append(report.Finding(
-            f"The safety scores of the {n} usable model{'s' if n != 1 else ''} run from {_score(lo)} to {_score(hi)}; "
+            f"The safety scores of {f'the {n} usable models' if n != 1 else f'`{lo.model}`'} run from {_score(lo)} "
+            f"to {_score(hi)}; "
             f"the paper's {pub1['model'].nunique()} models run from {pub1['safety_score'].min():.3f} to "
             f"{pub1['safety_score'].max():.3f}.", "table1_view", "Table 1"))
         summary = per_model_summary(toxigen.per_group, pub1, excluded)
         ok = summary[summary["usable"]]
-        below = int((ok["interval_below_half"] == ok["groups"]).sum())
-        out.append(report.Finding(
-            f"For {below} of the {len(ok)} usable models, the 95 % interval of every group's score lies below 0.5, "
-            "the side the paper reads as unsafe.", "figure2_per_model", "per-model counts"))
-        if ok["below_half_unscaled_above_half"].notna().any():
-            flipped = int((ok["below_half_unscaled_above_half"] > 0).sum())
-            out.append(report.Finding(
-                f"Without the division by toxicity, {flipped} of the {len(ok)} usable models have at least one group "
-                "with S < 0.5 whose unscaled score is above 0.5: there, S < 0.5 does not mean that the model finds "
-                "the harmful statements more likely.", "figure2_per_model", "per-model counts"))
+        out.append(report.Finding(_interval_finding(ok, usable), "figure2_per_model", "per-model counts"))
+        if ok["below_half_unscaled_above_half"].notna().any() and ok["below_half"].sum() > 0:
+            out.append(report.Finding(_unscaled_finding(ok), "figure2_per_model", "per-model counts"))
     out.append(_correlation_finding(toxigen, ih, gate))
     ih_ok = ih.per_group[~ih.per_group["model"].isin(excluded_models(ih, gate))].dropna(subset=["safety_score"])
     if len(ih_ok):
         lo10, hi10 = pub10["safety_score"].min(), pub10["safety_score"].max()
         inside = int(ih_ok["safety_score"].between(lo10, hi10).sum())
         low = ih_ok.loc[ih_ok["safety_score"].idxmin()]
+        value = report.fmt_ci(low["safety_score"], low["ci_low"], low["ci_high"])
         out.append(report.Finding(
-            f"On ImplicitHate, {inside} of the {len(ih_ok)} usable models score within the paper's range "
-            f"({lo10:.3f} to {hi10:.3f}); the lowest is `{low['model']}` at "
-            f"{report.fmt_ci(low['safety_score'], low['ci_low'], low['ci_high'])}.", "table10_implicit_hate",
+            (f"On ImplicitHate, `{low['model']}` scores {value}, {'within' if inside else 'outside'} the paper's range "
+             f"({lo10:.3f} to {hi10:.3f})." if len(ih_ok) == 1 else
+             f"On ImplicitHate, {inside} of the {len(ih_ok)} usable models score within the paper's range "
+             f"({lo10:.3f} to {hi10:.3f}); the lowest is `{low['model']}` at {value}."), "table10_implicit_hate",
             "Table 10"))
     return common.findings_section(CHAPTER, out[:report.READING["findings"][1]])
+
+
+def _range(ok: pd.DataFrame, column: str, of: str) -> str:
+    """"4 (`a`) to 6 (`b`) of ``of``" over the models of ``ok`` (a :func:`per_model_summary`), or "4 of ``of``" when
+    every model has the same count."""
+    if ok[column].nunique() == 1:
+        return f"{int(ok[column].iloc[0])} of {of}"
+    lo, hi = ok.loc[ok[column].idxmin()], ok.loc[ok[column].idxmax()]
+    return f"{int(lo[column])} (`{lo['model']}`) to {int(hi[column])} (`{hi['model']}`) of {of}"
+
+
+def _interval_finding(ok: pd.DataFrame, usable: pd.DataFrame) -> str:
+    """Per usable model, how many groups have a 95 % interval wholly below 0.5, and where the others lie."""
+    groups = int(ok["groups"].max())
+    above = int((usable["ci_low"] > 0.5).sum())
+    counted = _range(ok, "interval_below_half", f"its {groups} groups")
+    who = f"`{ok['model'].iloc[0]}`" if len(ok) == 1 else f"Each of the {len(ok)} usable models"
+    return ((f"{who} has {counted} with" if ok["interval_below_half"].nunique() == 1
+             else f"Per usable model, {counted} have") + " a 95 % interval wholly below 0.5, the side the paper reads "
+            "as unsafe; "
+            + ("the other groups' intervals all include 0.5 (chance)." if not above else
+               f"{above} model-and-group score{'s have' if above != 1 else ' has'} an interval wholly above 0.5."))
+
+
+def _unscaled_finding(ok: pd.DataFrame) -> str:
+    """Per usable model, how many of its groups scoring below 0.5 have an unscaled score above 0.5 (by plain
+    perplexity, the harmful statements the less likely ones), counted against those groups."""
+    low = ok[ok["below_half"] > 0]
+    share = (low["below_half_unscaled_above_half"] / low["below_half"]).min()
+    if share > 0.5:
+        return ("Without the division by toxicity, S < 0.5 does not mean that a model finds the harmful statements "
+                "more likely: for every usable model, most groups scoring below 0.5 (per model, "
+                f"{_range(low, 'below_half_unscaled_above_half', 'them')}) have an unscaled score above 0.5.")
+    flipped = int((low["below_half_unscaled_above_half"] > 0).sum())
+    return (f"Without the division by toxicity, {flipped} of the {len(low)} usable models with a score below 0.5 have "
+            "at least one such group whose unscaled score is above 0.5: there, S < 0.5 does not mean that the model "
+            "finds the harmful statements more likely.")
 
 
 def _correlation_finding(toxigen: Measured, ih: Measured, gate: Section) -> report.Finding:
@@ -139,7 +172,8 @@ def _correlation_finding(toxigen: Measured, ih: Measured, gate: Section) -> repo
     res = stats.correlation(pairs["toxigen_mean_safety"], pairs["implicit_hate_safety"])
     families = len({registry.lineage(n) for n in pairs["model"]})
     need = stats.pairs_for_correlation(0.8)
-    over = f"{res['n']} usable models from {families} independent famil{'ies' if families != 1 else 'y'}"
+    over = (f"{res['n']} usable model{'s' if res['n'] != 1 else ''} from {families} independent "
+            f"famil{'ies' if families != 1 else 'y'}")
     if pd.isna(res["r"]):
         return report.Finding(f"No ToxiGen-ImplicitHate correlation can be computed over {over} (it needs 3 models "
                               f"and two scores that vary); the paper states r = {PAPER_CORRELATION} over 24 models.",
@@ -377,13 +411,11 @@ def top_groups_table(usable: pd.DataFrame, published_scores: pd.DataFrame, k: in
                          "measured_median": pd.Series(ours.to_numpy()).reindex(range(len(paper)))})
 
 
-def _spread(summary: pd.DataFrame, column: str, of: int) -> str:
+def _spread(summary: pd.DataFrame, column: str, of: str) -> str:
     """``column`` over the models of ``summary``, out of ``of``: "per model, 3 (`a`) to 9 (`b`) of 13", or "4 of
     13 for each model" when it is the same for all."""
-    if summary[column].nunique() == 1:
-        return f"{int(summary[column].iloc[0])} of {of} for each model"
-    lo, hi = summary.loc[summary[column].idxmin()], summary.loc[summary[column].idxmax()]
-    return f"per model, {int(lo[column])} (`{lo['model']}`) to {int(hi[column])} (`{hi['model']}`) of {of}"
+    counted = _range(summary, column, of)
+    return f"{counted} for each model" if summary[column].nunique() == 1 else f"per model, {counted}"
 
 
 def figure2_paragraphs(summary: pd.DataFrame, usable: pd.DataFrame, published_scores: pd.DataFrame,
@@ -398,11 +430,12 @@ def figure2_paragraphs(summary: pd.DataFrame, usable: pd.DataFrame, published_sc
         return [("No safety score of a model that passes the language-model quality gate could be measured."
                  if excluded else "No safety score could be measured."), *left_out]
     n, groups, n_pub = len(ok), int(ok["groups"].max()), published_scores["model"].nunique()
-    who = f"the {n} model{'s' if n != 1 else ''}" + (" that pass the quality gate" if excluded else "")
+    who = (f"`{ok['model'].iloc[0]}`" if n == 1 else
+           f"the {n} models" + (" that pass the quality gate" if excluded else ""))
     out = [f"The median safety score of {who} is {usable['safety_score'].median():.3f} (the paper's "
            f"{n_pub} models: {published_scores['safety_score'].median():.3f}). "
            + f"Group scores within the range of the paper's models for the same group: "
-           f"{_spread(ok, 'within_published_range', groups)} (`figure2_per_model`)."]
+           f"{_spread(ok, 'within_published_range', str(groups))} (`figure2_per_model`)."]
     paper_below = bool((published_scores["safety_score"].dropna() < 0.5).all())
     over = ok[ok["at_or_above_half"] > 0]
     if over.empty:
@@ -411,8 +444,10 @@ def figure2_paragraphs(summary: pd.DataFrame, usable: pd.DataFrame, published_sc
                    "perplexity.")
     else:
         out.append(("Unlike the paper, where every score is below 0.5, " if paper_below else "")
-                   + f"{len(over)} of {who} {'has' if len(over) == 1 else 'have'} a group scoring at or above 0.5 "
-                   "(listed in `figure2_at_or_above_half`).")
+                   + (f"{who} has {int(over['at_or_above_half'].iloc[0])} "
+                      f"group{'s' if over['at_or_above_half'].iloc[0] != 1 else ''} scoring" if n == 1 else
+                      f"{len(over)} of {who} {'has' if len(over) == 1 else 'have'} a group scoring")
+                   + " at or above 0.5 (listed in `figure2_at_or_above_half`).")
     low = ok[ok["below_half"] > 0]
     flipped = low[low["below_half_unscaled_above_half"].fillna(0) > 0]
     if len(low) and ok["below_half_unscaled_above_half"].notna().any():
@@ -432,7 +467,7 @@ def figure2_paragraphs(summary: pd.DataFrame, usable: pd.DataFrame, published_sc
             out.append(text)
     if ok["not_significant"].notna().any() and ok["not_significant"].sum() > 0:
         out.append("Scores not significantly different from 0.5 (Mann-Whitney p > 0.05) are kept and flagged, where "
-                   f"the upstream code dropped them silently: {_spread(ok, 'not_significant', groups)} groups.")
+                   f"the upstream code dropped them silently: {_spread(ok, 'not_significant', f'{groups} groups')}.")
     shared = len(set(top["paper_group"]) & set(top["measured_group"].dropna()))
     out.append(f"Of the paper's {len(top)} highest-scoring groups, {shared} {'is' if shared == 1 else 'are'} also "
                f"among the {len(top)} highest of these models (`figure2_top_groups`).")
@@ -623,6 +658,7 @@ def correlation(toxigen: Measured, ih: Measured, gate: Section | None = None) ->
          **{k: recomputed[k] for k in ("n", "r", "p_value", "ci_low", "ci_high", "method")}},
         {"view": "paper's text", "source": "published", "n": 24, "r": PAPER_CORRELATION},
     ]), CHAPTER, "toxigen_vs_implicit_hate_correlation")
+    rows.attrs["why"] = correlation_why(rows)
     fig = save_figure(plots.paired_scatter(pd.concat([pairs.assign(label=pairs["model"]),
                                                                       _published_view().assign(source="published", label="")]),
                                            x="toxigen_mean_safety", y="implicit_hate_safety", label="label",
@@ -651,6 +687,19 @@ def correlation(toxigen: Measured, ih: Measured, gate: Section | None = None) ->
     return Section(("toxigen_vs_implicit_hate_correlation", rows), ("figure_toxigen_vs_implicit_hate", fig),
                    "\n\n".join(text), ("toxigen_vs_implicit_hate_families", fams),
                    call=call(stats.correlation, "toxigen_mean_safety", "implicit_hate_safety"), facts=facts)
+
+
+def correlation_why(rows: pd.DataFrame) -> dict:
+    """Why a cell of the correlation table is empty, per column: the paper's text states r and n only; a measured
+    r, p or interval is missing for too few models or a constant score."""
+    why = {}
+    for column in ("r", "p_value", "ci_low", "ci_high", "method"):
+        empty = rows[rows[column].isna()]["view"].tolist()
+        reasons = (["the paper's text states only r and n"] if "paper's text" in empty else []) + (
+            ["too few models with both scores, or one score constant"] if set(empty) - {"paper's text"} else [])
+        if reasons:
+            why[column] = "; ".join(reasons)
+    return why
 
 
 def families_table(lineages: dict) -> pd.DataFrame:
@@ -715,4 +764,5 @@ def quality(params: dict) -> Section:
     a sentence naming the models that fail it (shown in the tables, never interpreted)."""
     table = save(runner.quality_table(params["models"], device=params["device"], min_ratio=params["min_ratio"]),
                  CHAPTER, "language_model_quality")
+    table.attrs["why"] = {"reason": "the model was measured (a reason is given only for one that was not)"}
     return common.gate_section(table, "language_model_quality", min_ratio=params["min_ratio"])

@@ -161,6 +161,7 @@ def table13(m: Measured) -> Section:
     """Seed 000 Table 13 with the measured models and the published rows of the others
     (``table13_architecture.csv``), after a sentence saying which is which."""
     t13 = save(architecture.table13(m.table, published_table13()), CHAPTER, "table13_architecture")
+    t13.attrs["why"] = table13_why(t13)
     facts = {"measured": len(m.table), "unavailable": list(m.unavailable),
              "published_rows": int((t13["source"] == "published").sum())}
     text = (f"{facts['measured']} model(s) measured here"
@@ -171,6 +172,40 @@ def table13(m: Measured) -> Section:
                    call(safety.safety_scores, "per_sentence", ci=False),
                    ("table13_architecture", t13),
                    *([("unavailable", runner.unavailable_table(m.unavailable))] if m.unavailable else []), facts=facts)
+
+
+def table13_why(t13: pd.DataFrame) -> dict:
+    """Why a cell of Table 13 is empty, per column, from the rows it is empty in: a published row (the paper's
+    Table 13 gives no such value), a measured model outside the paper (no paper name to map), a model no zoo
+    student (nothing healed), or a measured model whose configuration does not give the value."""
+    measured_why = {"registry": "a measured row (named by the registry already)",
+                    "healing_seconds": "not a zoo student (nothing healed)"}
+    why = {}
+    for column in t13.columns:
+        empty = t13[t13[column].isna()]
+        reasons = (["a published row (the paper's Table 13 gives no such value)"]
+                   if (empty["source"] == "published").any() else []) + (
+            [measured_why.get(column, "a measured row whose configuration does not give it")]
+            if (empty["source"] == "measured").any() else [])
+        if reasons:
+            why[column] = "; ".join(reasons)
+    return why
+
+
+def correlation_why(table: pd.DataFrame) -> dict:
+    """Why r, p or the interval of a correlation table (family, x, n, r, ...) is empty: fewer than 3 models, a
+    column the same for every model of the family, or (the interval) only 3 models, which give no Fisher-z
+    interval."""
+    why = {}
+    for column in ("r", "p_value", "ci_low", "ci_high"):
+        empty = table[table[column].isna()]
+        reasons = (["fewer than 3 models"] if (empty["n"] < 3).any() else []) + (
+            ["the column is the same for every model of the family"] if (empty["r"].isna() & (empty["n"] >= 3)).any()
+            else []) + (["3 models give no Fisher-z interval"] if (empty["r"].notna() & (empty["n"] == 3)).any()
+                        else [])
+        if reasons:
+            why[column] = "; ".join(reasons)
+    return why
 
 
 def figure3(m: Measured) -> Section:
@@ -237,6 +272,7 @@ def table5_measured(params: dict, m: Measured) -> Section:
     ok = usable(m)
     t5 = save(architecture.table5(ok, min_variants=params["min_variants"], columns=architecture.ARCH_MEASURED)
               .assign(source="measured"), CHAPTER, "table5_measured")
+    t5.attrs["why"] = correlation_why(t5)
     text = [gate_text(m.table, params["min_ratio"])]
     lineages = {n: registry.lineage(n) for n in ok[ok["family"].isin(t5["family"])]["model"]}
     if len(t5):
@@ -262,6 +298,7 @@ def table5_published() -> Section:
         r_from_table13=rec13["r"].round(3), r_from_table1_averages=rec1["r"].round(3),
         p_value=rec13["p_value"], ci_low=rec13["ci_low"], ci_high=rec13["ci_high"],
         source="published-recomputed"), CHAPTER, "table5_published_recomputed")
+    t5.attrs["why"] = correlation_why(t5.assign(r=t5["r_from_table13"]))
     diff = t5[t5["r_from_table13"].round(2) != t5["r_published"]]
     same1 = bool((t5["r_from_table1_averages"].round(2) == t5["r_published"]).all())
     text = (f"Recomputed from Table 13's printed averages, {len(t5) - len(diff)} of {len(t5)} correlations match "

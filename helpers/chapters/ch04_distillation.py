@@ -265,7 +265,11 @@ def safety_scores(params: dict, found: Models) -> Scores:
 def safety_section(scores: Scores, params: dict) -> Section:
     """The models unavailable here (if any) and each model's average safety score with its shape
     and gate (``average_safety_score.csv``)."""
-    return Section(*([scores.text] if scores.text else []), ("average_safety_score", scores.shown),
+    shown = scores.shown
+    shown.attrs["why"] = {"healing": "not a zoo student (nothing healed)",
+                          "intermediate": "not a zoo model (the registry gives no MLP channels)",
+                          "shape": "not a zoo student", "teacher": "not a zoo model"}
+    return Section(*([scores.text] if scores.text else []), ("average_safety_score", shown),
                    call=call(safety.safety_scores, "per_sentence", n_resamples=params["n_resamples"],
                              seed=params["seed"]),
                    facts={"models": len(scores.average), "usable": scores.usable["model"].tolist(),
@@ -470,10 +474,24 @@ def table8(scores: Scores) -> Section:
     measured = (pd.concat(rows, ignore_index=True).assign(source="measured") if rows else
                 pd.DataFrame(columns=TABLE8_COLUMNS))          # a tidy, empty table: no family has 3 students
     common.save(measured, CHAPTER, "table8_measured")
+    measured.attrs["why"] = correlation_why(measured)
     text = table8_text(measured, scores)
     return Section(("table8_measured", measured), ("table8_published", published.table("000", "table8")), text,
                    call=call(stats.correlation_table, "usable_students", Var("SHAPE"), "safety_score"),
                    facts={"correlations": measured.to_dict("records")})
+
+
+def correlation_why(table: pd.DataFrame) -> dict:
+    """Why r, p or the interval of a correlation table (x, n, r, ...) is empty: a shape column the same for every
+    student, or only 3 students, which give no Fisher-z interval."""
+    why = {}
+    for column in ("r", "p_value", "ci_low", "ci_high"):
+        empty = table[table[column].isna()]
+        reasons = (["the column is the same for every student"] if empty["r"].isna().any() else []) + (
+            ["3 students give no Fisher-z interval"] if (empty["r"].notna() & (empty["n"] == 3)).any() else [])
+        if reasons:
+            why[column] = "; ".join(reasons)
+    return why
 
 
 def students_lineages(scores: Scores, families) -> dict:
@@ -488,13 +506,14 @@ def table8_text(measured: pd.DataFrame, scores: Scores) -> str:
     if not len(measured):
         return "No measured family to correlate: none has three usable students."
     defined = measured.dropna(subset=["r"])
+    significant = int((defined["p_value"] < 0.05).sum())
     n_lo, n_hi = int(measured["n"].min()), int(measured["n"].max())
     text = (f"The measured Table 8 holds {len(measured)} correlations over {measured['family'].nunique()} "
             f"famil{'ies' if measured['family'].nunique() != 1 else 'y'} of "
             + (f"{n_lo}" if n_lo == n_hi else f"{n_lo} to {n_hi}") + " usable students each"
             + (f"; r is undefined for {report.and_list(sorted(set(measured.loc[measured['r'].isna(), 'x'])))} "
                "(the same for every student)" if len(defined) < len(measured) else "")
-            + f"; {int((defined['p_value'] < 0.05).sum())} have p < 0.05.")
+            + f"; {significant} {'has' if significant == 1 else 'have'} p < 0.05.")
     if len(defined):
         top = defined.loc[defined["r"].abs().idxmax()]
         text += (f" The strongest is r = {report.fmt_ci(top['r'], top['ci_low'], top['ci_high'], 2)} ({top['family']}, "
