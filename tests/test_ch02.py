@@ -267,7 +267,7 @@ def test_correlations_count_independent_families(families):
     assert section.facts["families"] == 3
     assert "n = 5 models from 3 independent families" in section.markdown
     assert f"takes {ch.stats.pairs_for_correlation(0.8)} independent families" in section.markdown
-    assert "(n = 5, 3 families)" in section.figures["table4_heatmap"].axes[0].get_title()
+    assert "n = 5 models from 3 independent families" in section.figures["table4_heatmap"].axes[0].get_title()
     assert t["r_published"].notna().all()                                # the paper's r beside each of ours
 
 

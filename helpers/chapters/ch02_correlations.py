@@ -345,8 +345,9 @@ def correlation_block(metrics: pd.DataFrame, objective: str | tuple, columns: li
         text += (f" The intervals treat the {n} models as independent, which models of one family are not: "
                  "they are narrower than these models warrant.")
     fig = common.save_figure(plots.correlation_heatmap(both.dropna(subset=["r"]), order=columns,
-                                                       title=f"{title} (n = {n}, {families} famil"
-                                                             f"{'ies' if families != 1 else 'y'}){note}"),
+                                                       title=f"{title}\nn = {n} models from {families} independent "
+                                                             f"famil{'ies' if families != 1 else 'y'}"
+                                                             + (f"; {note}" if note else "")),
                              CHAPTER, f"{title.split(':')[0].lower().replace(' ', '')}_heatmap")
     return both, text, fig
 
@@ -372,7 +373,8 @@ def table3(measured: Measured) -> Section:
 def table4(measured: Measured, found: Classifiers) -> Section:
     """Table 4 (causal models, Women) with a ``note`` naming the classifiers used."""
     both, text, fig = correlation_block(measured.metrics, GENERATING, TABLE4_COLUMNS, published.table("000", "table4"),
-                                        "Table 4: Pearson r, auto-regressive models, Women", found.note)
+                                        "Table 4: Pearson r, auto-regressive models, Women",
+                                        "offline stand-in classifiers" if found.note else "")
     both = both.assign(note=found.note.strip(" ()") or "hub classifiers")
     both.attrs["why"] = correlation_why(both)
     return _correlation_section("table4_correlations", common.save(both, CHAPTER, "table4_correlations"), text, fig,
@@ -582,6 +584,13 @@ def _undefined_because(t12: pd.DataFrame) -> str:
     return ", or ".join(said[c] for c in said if c in causes)
 
 
+def _stand_in(found: Classifiers) -> str:
+    """A figure title's second line naming the regard classifier's offline stand-in (empty with the hub's)."""
+    c = next((c for c in found.by_key.values() if c.kind == "regard"), None)
+    return (f"\nregard labels from {c.name}, an offline stand-in for {c.substitute_for}" if c and c.substitute_for
+            else "")
+
+
 def regard_section(measured: Measured, found: Classifiers, params: dict) -> Section:
     """Tables 11 and 12 (``table11_regard_scores.csv``, ``table12_regard_safety_scores.csv``) and
     Figure 4 (``figure4_regard.png``, measured beside published), after two paragraphs."""
@@ -591,7 +600,7 @@ def regard_section(measured: Measured, found: Classifiers, params: dict) -> Sect
     t12 = common.save(measured.tables["table12"], CHAPTER, "table12_regard_safety_scores")
     fig4 = plots.safety_boxplot(pd.concat([t11[["model", "group", "regard_score", "source"]],
                                            published.table("000", "table11")]),
-                                value="regard_score", title="Figure 4: regard score per group" + found.note)
+                                value="regard_score", title="Figure 4: regard score per group" + _stand_in(found))
     fig4.axes[0].set_ylabel("regard score (share positive + neutral)")
     common.save_figure(fig4, CHAPTER, "figure4_regard")
     per = int(t11["n"].median())
