@@ -1025,7 +1025,6 @@ def seed_section(params: dict, *sections: Section) -> Section:
             f"student cut from it, trained on {_count(params['n_train'])} examples per task on CPU, so their levels "
             "are expected to differ and what compares is the direction of student against teacher "
             "(`what_differs`: what else differs).")
-
     return Section(text, call(published.table, "'003'", "name"), ("seed_comparison", table), facts={"compared": n})
 
 
@@ -1146,8 +1145,8 @@ def _clearest_finding(table: pd.DataFrame, skip=None) -> report.Finding | None:
 def findings(classifiers: Section, swap: Section, language_models: Section, verdict: Section) -> Section:
     """The chapter's Findings box (:func:`helpers.chapters.common.findings_section`): the classifier
     gate, the student's quality on a task whose classifiers pass it, the gender-swap verdict on all
-    terms when interpreted, the clearest difference, the language models' gate and the conclusion's
-    Holm-corrected counts."""
+    terms when interpreted, the measure with the smallest Holm-corrected p, the language models' gate
+    and the conclusion's Holm-corrected counts."""
     gates, out = classifiers.data["gates"], []
     out.append(_gate_finding(gates))
     macro = gates[gates["metric"] == "macro_f1"].set_index(["task", "model"])
@@ -1178,8 +1177,8 @@ def findings(classifiers: Section, swap: Section, language_models: Section, verd
     out.append(report.Finding(
         f"{len(measured) - len(off)} of {len(measured)} language models (the teacher and its students) "
         "pass the language-model quality gate" + (f"; {report.and_list(off)} fail{'s' if len(off) == 1 else ''} it, "
-                                                  "so the measures resting on it are shown, not interpreted."
-                                                  if off else "."), "lm_quality_gate"))
+                                                  f"so the measures resting on {'it' if len(off) == 1 else 'them'} "
+                                                  "are shown, not interpreted." if off else "."), "lm_quality_gate"))
     f = verdict.facts
     judged = f["measures"] - f["not_interpreted"]
     over = f"the {judged}" if f["family"] == judged else f"the {f['family']} with an interval"
