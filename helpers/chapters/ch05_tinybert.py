@@ -37,7 +37,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from helpers import cache, hashing, models, paths, report, runner, stats
+from helpers import cache, hashing, models, paths, published, report, runner, stats
 from helpers.chapters import common
 from helpers.chapters.common import Section, Var, call
 from helpers.datasets import load as load_dataset
@@ -988,6 +988,11 @@ def seat_section(params: dict, classifiers: Section) -> Section:
 SEED_COLUMNS = ["seed_table", "task", "model", "measure", "ours", "published", "difference", "what_differs"]
 
 
+def _count(n) -> str:
+    """A sample size as written: ``1,000``, or ``all``."""
+    return f"{n:,}" if isinstance(n, (int, np.integer)) else str(n)
+
+
 def seed_comparison(params: dict, *sections: Section) -> pd.DataFrame:
     """Every value of ours that seed 003 also published (its Tables 1-5 and SEAT aggregates, from the
     sections' ``data["vs_seed"]``), one row each: the seed's table, task, model, measure, ours, the
@@ -1002,7 +1007,7 @@ def seed_comparison(params: dict, *sections: Section) -> pd.DataFrame:
                 measure = measure + ", " + side["tests"].astype(str)
             match = {"word": "whole words (the seed: substrings)"}.get(params["identity_match"],
                                                                         "substrings, as the seed")
-            differs = _DIFFERS[label].format(match=match, madlibs=params["madlibs_sample"])
+            differs = _DIFFERS[label].format(match=match, madlibs=_count(params["madlibs_sample"]))
             frames.append(pd.DataFrame({"seed_table": label, "task": side["task"], "model": side["model"],
                                         "measure": measure, "ours": side["measured"], "published": side["published"],
                                         "difference": side["difference"], "what_differs": differs}))
@@ -1017,11 +1022,9 @@ def seed_section(params: dict, *sections: Section) -> Section:
     n = int(table["published"].notna().sum())
     text = (f"Ours stand next to the {n} values seed 003 published for its BERT-base teacher and TinyBERT-4L-312D "
             f"student, trained on the full data on a GPU; ours come from the {params['teacher']} teacher and a "
-            f"student cut from it, trained on {params['n_train']} examples per task on CPU, so their levels are "
-            "expected to differ and what compares is the direction of student against teacher (`what_differs`: "
-            "what else differs).")
-    from helpers import published
-
+            f"student cut from it, trained on {_count(params['n_train'])} examples per task on CPU, so their levels "
+            "are expected to differ and what compares is the direction of student against teacher "
+            "(`what_differs`: what else differs).")
     return Section(text, call(published.table, "'003'", "name"), ("seed_comparison", table), facts={"compared": n})
 
 
@@ -1133,16 +1136,17 @@ def _clearest_finding(table: pd.DataFrame, skip=None) -> report.Finding | None:
     r = judged.loc[judged["p_holm"].idxmin()]
     d = _digits(r["difference"])
     return report.Finding(
-        f"The smallest Holm-corrected p of the interpreted measures, {r['p_holm']:.2g}, is that of {r['measure']} "
-        f"({r['test']}): student - teacher {report.fmt_ci(r['difference'], r['ci_low'], r['ci_high'], digits=d)} "
-        f"against a teacher at {r['teacher']:.{d}f}, {r['verdict_holm']}.", "verdicts")
+        f"The smallest Holm-corrected p of the interpreted measures, {r['p_holm']:.2g}, is the {r['test']} row "
+        f"`{r['measure']}`: student - teacher {report.fmt_ci(r['difference'], r['ci_low'], r['ci_high'], digits=d)} "
+        f"against a teacher at {r['teacher']:.{d}f}, so the verdict after Holm's correction is {r['verdict_holm']}.",
+        "verdicts")
 
 
 def findings(classifiers: Section, swap: Section, language_models: Section, verdict: Section) -> Section:
     """The chapter's Findings box (:func:`helpers.chapters.common.findings_section`): the classifier
     gate, the student's quality on a task whose classifiers pass it, the gender-swap verdict on all
-    terms when interpreted, the clearest difference, the language models' gate and the conclusion's
-    Holm-corrected counts."""
+    terms when interpreted, the measure with the smallest Holm-corrected p, the language models' gate
+    and the conclusion's Holm-corrected counts."""
     gates, out = classifiers.data["gates"], []
     out.append(_gate_finding(gates))
     macro = gates[gates["metric"] == "macro_f1"].set_index(["task", "model"])
@@ -1173,8 +1177,8 @@ def findings(classifiers: Section, swap: Section, language_models: Section, verd
     out.append(report.Finding(
         f"{len(measured) - len(off)} of {len(measured)} language models (the teacher and its students) "
         "pass the language-model quality gate" + (f"; {report.and_list(off)} fail{'s' if len(off) == 1 else ''} it, "
-                                                  "so the measures resting on it are shown, not interpreted."
-                                                  if off else "."), "lm_quality_gate"))
+                                                  f"so the measures resting on {'it' if len(off) == 1 else 'them'} "
+                                                  "are shown, not interpreted." if off else "."), "lm_quality_gate"))
     f = verdict.facts
     judged = f["measures"] - f["not_interpreted"]
     over = f"the {judged}" if f["family"] == judged else f"the {f['family']} with an interval"
