@@ -308,6 +308,23 @@ def gate_sentence(table: pd.DataFrame, *, min_ratio: float = 2.0) -> str:
             f"{'is' if len(bad) == 1 else 'are'} excluded from correlations and verdicts: {and_list(why)}.")
 
 
+def gate_count_sentence(table: pd.DataFrame, *, min_ratio: float, kept_out_of: str) -> str:
+    """How many of the measured models of ``table`` (model, usable) fail the language-model quality gate,
+    named, and that they stay in the tables, flagged, and out of ``kept_out_of`` (a chapter's short form
+    of :func:`gate_sentence`, whose table beside it gives the perplexities)."""
+    measured = table[table["usable"].map(lambda u: isinstance(u, (bool, np.bool_)))]
+    if measured.empty:
+        return "No model could be measured for the language-model quality gate."
+    bad = measured.loc[~measured["usable"].astype(bool), "model"].tolist()
+    if not bad:
+        return f"All {len(measured)} measured models pass the language-model quality gate."
+    one = len(bad) == 1
+    return (f"{len(bad)} of the {len(measured)} measured models {'fails' if one else 'fail'} the language-model "
+            f"quality gate (held-out perplexity not {min_ratio:g}× better than the unigram baseline of its "
+            f"tokenizer): {and_list([f'`{n}`' for n in bad])}. {'It stays' if one else 'They stay'} in the tables, "
+            f"flagged, and out of {kept_out_of}.")
+
+
 # --------------------------------------------------------------------------- tables as shown
 #: The dash a cell that does not apply shows (never "nan").
 NOT_APPLICABLE = "—"

@@ -100,7 +100,7 @@ def findings(params: dict, m: Measured) -> Section:
     (Table 13), the strongest measured correlation of Table 5 with its interval, the independent families it
     rests on, and the paper's Table 5 recomputed."""
     ok = usable(m)
-    out = [report.Finding(gate_text(m.table, params["min_ratio"]), "table13_architecture", "Table 13")]
+    out = [report.Finding(gate_text(m, params), "table13_architecture", "Table 13")]
     scored = ok.dropna(subset=["avg_safety_score"])
     if len(scored) >= 2:
         lo, hi = scored.loc[scored["avg_safety_score"].idxmin()], scored.loc[scored["avg_safety_score"].idxmax()]
@@ -228,19 +228,10 @@ def usable(m: Measured) -> pd.DataFrame:
     return m.table[m.table["usable"].fillna(False).astype(bool)]
 
 
-def gate_text(table: pd.DataFrame, min_ratio: float) -> str:
-    """How many measured models the quality gate leaves out of Table 5, named; the reasons are in Table 13's gate
-    columns (held-out and unigram perplexity, their ratio)."""
-    measured = table[table["usable"].map(lambda u: isinstance(u, (bool, np.bool_)))]
-    bad = measured[~measured["usable"].astype(bool)]["model"].tolist()
-    if measured.empty:
-        return "No model could be measured for the language-model quality gate."
-    if not bad:
-        return f"All {len(measured)} measured models pass the language-model quality gate."
-    return (f"{len(bad)} of the {len(measured)} measured models {'fails' if len(bad) == 1 else 'fail'} the "
-            f"language-model quality gate (perplexity not {min_ratio:g}× better than the unigram baseline of its "
-            f"tokenizer: {report.and_list([f'`{n}`' for n in bad])}) and {'is' if len(bad) == 1 else 'are'} left "
-            "out of Table 5; Table 13 shows the perplexities.")
+def gate_text(m: "Measured", params: dict) -> str:
+    """How many measured models the quality gate leaves out of Table 5, named (:func:`helpers.report.gate_count_sentence`)."""
+    return report.gate_count_sentence(m.table, min_ratio=params["min_ratio"],
+                                      kept_out_of="Table 5 (Table 13 gives the perplexities)")
 
 
 def correlations_text(t5: pd.DataFrame) -> str:
@@ -273,7 +264,7 @@ def table5_measured(params: dict, m: Measured) -> Section:
     t5 = save(architecture.table5(ok, min_variants=params["min_variants"], columns=architecture.ARCH_MEASURED)
               .assign(source="measured"), CHAPTER, "table5_measured")
     t5.attrs["why"] = correlation_why(t5)
-    text = [gate_text(m.table, params["min_ratio"])]
+    text = [gate_text(m, params)]
     lineages = {n: registry.lineage(n) for n in ok[ok["family"].isin(t5["family"])]["model"]}
     if len(t5):
         text += [correlations_text(t5), report.families_sentence(lineages)]

@@ -106,20 +106,13 @@ def the_models(params: dict) -> Models:
     return Models(names, manifest, teacher_of, pd.DataFrame([shape_of(n, teacher_of) for n in names]))
 
 
-def gate_text(table: pd.DataFrame) -> str:
-    """How many of the models of ``table`` (model, usable, and the gate's perplexity columns) fail the language-model
-    quality gate, named; their perplexities are in the table shown beside it."""
-    measured = table[table["usable"].map(lambda u: isinstance(u, (bool, np.bool_)))]
-    bad = measured[~measured["usable"].astype(bool)]["model"].tolist()
-    if measured.empty:
-        return "No model could be measured for the language-model quality gate."
-    if not bad:
-        return f"All {len(measured)} measured models pass the language-model quality gate."
-    return (f"{len(bad)} of the {len(measured)} measured models {'fails' if len(bad) == 1 else 'fail'} the "
-            "language-model quality gate (held-out perplexity not twice as good as the unigram baseline of its "
-            f"tokens; the table gives both): {report.and_list([f'`{n}`' for n in bad])}. "
-            f"{'It stays' if len(bad) == 1 else 'They stay'} in the tables, flagged, and out of every correlation "
-            "and verdict.")
+#: What a model failing the language-model quality gate is kept out of (:func:`helpers.report.gate_count_sentence`).
+KEPT_OUT = "every correlation and verdict"
+
+
+def zoo_min_ratio() -> float:
+    """The quality gate's ratio the zoo's models were judged by (its config, else the default's)."""
+    return float(zoo.current().get("config", {}).get("min_ratio", zoo.ZooConfig.min_ratio))
 
 
 def zoo_table(found: Models) -> Section:
@@ -136,7 +129,8 @@ def zoo_table(found: Models) -> Section:
              + " ".join(f"The {fam} teacher {t['name']} has held-out perplexity {t['heldout_perplexity']:.1f} "
                         f"against {t['unigram_perplexity']:.0f} for a unigram model of its tokens (ratio "
                         f"{t['perplexity_ratio']:.1f})." for fam, t in teachers.items() if t)),
-            gate_text(m.rename(columns={"name": "model"}))]
+            report.gate_count_sentence(m.rename(columns={"name": "model"}), min_ratio=zoo_min_ratio(),
+                                       kept_out_of=KEPT_OUT)]
     families = zoo.current().get("config", {}).get("families", [])
     if "masked" not in families and zoo.current().get("recipe") == "pruned":
         text.append("This zoo has no masked family: MiniLM-L6 with a masked-LM head trained here passes the gate, but "
@@ -156,7 +150,8 @@ def findings(scores: Scores, params: dict) -> Section:
     avg = scores.average
     out = []
     if len(avg):
-        out.append(report.Finding(gate_text(avg), "average_safety_score", "average safety scores"))
+        out.append(report.Finding(report.gate_count_sentence(avg, min_ratio=params["min_ratio"], kept_out_of=KEPT_OUT),
+                                  "average_safety_score", "average safety scores"))
         st = scores.usable[~scores.usable["teacher"].astype(bool)].dropna(subset=["safety_score"])
         if len(st) >= 2:
             lo, hi = st.loc[st["safety_score"].idxmin()], st.loc[st["safety_score"].idxmax()]
