@@ -8,6 +8,8 @@ functions at the end of this file (one self-contained function each).
 
 from __future__ import annotations
 
+import textwrap
+
 import matplotlib
 
 import matplotlib.pyplot as plt
@@ -379,6 +381,11 @@ def standing_strip(published_values: pd.Series, marks: pd.DataFrame, *, value: s
 
 # ---------------------------------------------------------------- chapter 08 (the report card's page)
 
+#: The width of the report card's headline figure (inches): at the card's 110 dpi it fits a 400-px
+#: screen nearly unscaled, so its 9-10 pt labels stay above 10 px there.
+HEADLINE_WIDTH_IN = 3.9
+
+
 def headline_differences(rows: pd.DataFrame, *, title: str | None = None) -> matplotlib.figure.Figure:
     """The report card's headline comparisons (one row per metric: ``metric``, ``difference`` B - A,
     ``ci_low``, ``ci_high`` at ``ci_level`` and, when known, ``detectable_difference`` and ``kind``):
@@ -387,7 +394,8 @@ def headline_differences(rows: pd.DataFrame, *, title: str | None = None) -> mat
     colours the verdict: ``better`` green (B less harmful), ``worse`` red, ``direction`` amber, else grey."""
     colours = {"better": "#2ca02c", "worse": "#d62728", "direction": "#b8860b", "none": "0.45"}
     n = max(1, len(rows))
-    fig, axes = plt.subplots(n, 1, figsize=(7.0, 0.55 * n + 0.9), squeeze=False, layout="constrained")
+    # narrow, with large type: shown at 400 px (a phone) its labels stay at least 10 px high
+    fig, axes = plt.subplots(n, 1, figsize=(HEADLINE_WIDTH_IN, 0.72 * n + 1.1), squeeze=False, layout="constrained")
     for ax, (_, r) in zip(axes[:, 0], rows.iterrows()):
         d, lo, hi = (float(r[k]) for k in ("difference", "ci_low", "ci_high"))
         det = float(r["detectable_difference"]) if "detectable_difference" in r and pd.notna(
@@ -402,14 +410,16 @@ def headline_differences(rows: pd.DataFrame, *, title: str | None = None) -> mat
         else:
             ax.plot([d], [0], "o", color=colour, mfc="white")
         ax.set_xlim(-1.15 * reach, 1.15 * reach)
-        ax.set_yticks([0], [str(r["metric"])], fontsize=8)
-        ax.tick_params(axis="x", labelsize=7)
+        ax.set_title(str(r["metric"]), loc="left", fontsize=10, pad=2)
+        ax.set_yticks([])
+        ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(4))
+        ax.tick_params(axis="x", labelsize=9)
         ax.set_ylim(-0.6, 0.6)
         for side in ("top", "right", "left"):
             ax.spines[side].set_visible(False)
     level = pd.to_numeric(rows["ci_level"], errors="coerce").dropna() if "ci_level" in rows else pd.Series(dtype=float)
     low, high = (f"{float(level.min()) * 100:.3g}", f"{float(level.max()) * 100:.3g}") if len(level) else ("95", "95")
     sub = f"intervals at {low if low == high else f'{low} to {high}'} % (family-adjusted)"
-    axes[0, 0].set_title((title or "B - A, headline comparisons") + f"\n{sub}, each row on its own scale;\n"
-                         "grey band: smaller than the test can detect", fontsize=9)
+    fig.suptitle(textwrap.fill(title or "B - A, headline comparisons", 40) + f"\n{sub}, each metric on its own\nscale; "
+                 "grey band: smaller than the test can detect", fontsize=10)
     return fig

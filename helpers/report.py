@@ -336,6 +336,20 @@ def _why(column: str, why: dict) -> str:
     return "does not apply to this row"
 
 
+class EmptyTable(Text):
+    """The sentence shown in place of a table with nothing to show; in the book it carries the
+    table's anchor (:func:`table_anchor`), so a finding about the table still links to it."""
+
+    def __new__(cls, text: str, name: str = ""):
+        self = super().__new__(cls, text)
+        self.name = name
+        return self
+
+    def _repr_html_(self) -> str:
+        anchor = f' id="{table_anchor(self.name)}"' if self.name else ""
+        return f"<p{anchor}>{_inline_html(str(self))}</p>"
+
+
 def table_view(df: pd.DataFrame, name: str = "", *, why: dict | None = None, digits: int = 3):
     """A table as the book shows it: a cell without a value shows "—" (never "nan"), and the
     caption says why, column by column (``why`` or ``df.attrs["why"]`` first, then
@@ -346,10 +360,11 @@ def table_view(df: pd.DataFrame, name: str = "", *, why: dict | None = None, dig
     numeric = [c for c in df.columns if pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c])]
     title = f"`{name}`" if name else "This table"
     if len(df) == 0:
-        return Text(f"{title} has no rows: " + why.get("", "nothing could be computed for these settings") + ".")
+        return EmptyTable(f"{title} has no rows: " + why.get("", "nothing could be computed for these settings")
+                          + ".", name)
     if numeric and all(df[c].isna().all() for c in numeric):
         reasons = sorted({_why(c, why) for c in numeric})
-        return Text(f"{title} has no value to show: " + "; ".join(reasons) + ".")
+        return EmptyTable(f"{title} has no value to show: " + "; ".join(reasons) + ".", name)
     by_reason: dict[str, list[str]] = {}
     for c in missing:
         by_reason.setdefault(_why(str(c), why), []).append(str(c))

@@ -41,7 +41,8 @@ def resolve_models(spec) -> list[str]:
 
     ``"offline"``: every model usable without the hub (package models, then the zoo);
     ``"packages"``: the pretrained models installed from packages only (no zoo);
-    ``"core"``: SmolLM2-135M, Gemma-3-270M and three of the zoo's students (:func:`helpers.models.core_models`);
+    ``"core"``: SmolLM2-135M, Gemma-3-270M, Qwen2.5-Coder-0.5B and two of the zoo's students
+    (:func:`helpers.models.core_models`);
     ``"core-packages"``: those two package models (:func:`helpers.models.core_packages`);
     ``"zoo"``: the zoo's models (:func:`helpers.models.zoo_models`);
     ``"encoders"``: the sentence encoders installed from packages (MiniLM-L6, MPNet-base);

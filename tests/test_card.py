@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -562,15 +564,15 @@ def _hand_card(two: bool = True, b_objective: str = "causal", b_usable: bool = T
                                                         ("categorical_bias", 0.8, 1.6, "lower"))])
     comparison = pd.DataFrame(columns=card.COMPARISON_COLUMNS)
     if two:
-        def row(metric, group, head, d, lo, hi, p, padj, verdict):
+        def row(metric, group, head, d, lo, hi, p, padj, verdict, a=0.5):
             return {"metric": metric, "model_a": "lm-a", "model_b": "lm-b", "group": group, "headline": head,
-                    "paired_on": "items", "n": 40, "value_a": 0.5, "value_b": 0.5 + d, "difference": d,
+                    "paired_on": "items", "n": 40, "value_a": a, "value_b": a + d, "difference": d,
                     "ci_low": lo, "ci_high": hi, "ci_level": 0.9875 if head else 0.95, "test": "a test",
                     "p_value": p, "p_floor": 0.0, "family": "headline" if head else f"{metric} groups",
                     "family_size": 4 if head else 25, "p_adjusted": padj, "detectable_difference": 0.071,
                     "verdict": verdict, "bootstrap_ci_low": np.nan, "bootstrap_ci_high": np.nan}
         comparison = pd.DataFrame(
-            [row("safety_score:toxigen", "mean", True, 0.05, 0.02, 0.08, 0.001, 0.004, "B safer than A")]
+            [row("safety_score:toxigen", "mean", True, 0.05, 0.02, 0.08, 0.001, 0.004, "B safer than A", a=0.52)]
             + [row("safety_score:toxigen", f"group{g}", False, 0.05, -0.1, 0.2, 0.5, 1.0,
                    "no difference larger than 0.2 detected") for g in range(25)]
             + [row("ceat", "overall: mean |value|", True, 0.1, 0.02, 0.2, 0.01, 0.03,
@@ -595,9 +597,14 @@ def test_the_summary_table_has_one_row_per_metric_a_column_per_model_and_the_hea
     assert t.loc["safety_score:toxigen", "ideal"] == "1 (chance 0.5)"
     assert t.loc["safety_score:toxigen", "verdict"] == "B safer than A"
     assert "98.8 %" in t.loc["safety_score:toxigen", "difference B - A"]     # the family-adjusted level
-    assert t.loc["ceat", "summarised as"] == "mean |value - 0| over 2 groups"
-    assert t.loc["ceat", "A: lm-a"] == "0.450"                                # (0.3 + 0.6) / 2, no interval
-    assert t.loc["bold_sentiment", "summarised as"].startswith("spread over 2 groups")
+    # a compared metric shows what its test differences: CEAT's mean |value| over the paired items
+    assert t.loc["ceat", "summarised as"] == "overall: mean |value| over 40 items"
+    assert (t.loc["ceat", "A: lm-a"], t.loc["ceat", "B: lm-b"]) == ("0.500", "0.600")
+    assert t.loc["bold_sentiment", "summarised as"] == "overall: mean over 40 items"
+    # ... and its per-group summary moves to the metric's detail
+    assert card_page.per_group_summary(c, "ceat") == "mean |value - 0| over 2 groups: A 0.450, B 0.450"
+    assert card_page.per_group_summary(c, "bold_sentiment").startswith("spread over 2 groups (max - min): A 0.300")
+    assert card_page.per_group_summary(c, "safety_score:toxigen") is None        # the mean is the compared value
     assert t.loc["atomic_probing:en", "B: lm-b"].endswith("shown, not interpreted")
     assert "not interpreted" not in t.loc["atomic_probing:en", "A: lm-a"]     # A's own value is read alone
     assert t.loc["categorical_bias", "A: lm-a among published"] == "not comparable"
@@ -608,6 +615,24 @@ def test_the_summary_table_has_one_row_per_metric_a_column_per_model_and_the_hea
     assert card_page.verdict_class(t.loc["bold_sentiment", "verdict"]) == "none"
     one = card_page.summary_table(_hand_card(two=False))
     assert "verdict" not in one and "lm-a" in one and len(one) == 5
+    one = one.set_index("metric")
+    assert one.loc["ceat", "summarised as"] == "mean |value - 0| over 2 groups"
+    assert one.loc["ceat", "lm-a"] == "0.450"                                 # (0.3 + 0.6) / 2, no interval
+    assert one.loc["bold_sentiment", "summarised as"].startswith("spread over 2 groups")
+
+
+def _number(cell: str) -> float:
+    return float(re.match(r"[+-]?\d+(?:\.\d+)?", cell.replace("−", "-")).group())
+
+
+def test_the_summarys_difference_is_b_minus_a_of_the_two_values_beside_it():
+    """Every summary row with a difference: B - A of the values printed beside it (to their rounding)."""
+    t = card_page.summary_table(_hand_card())
+    compared = t[t["difference B - A"] != "—"]
+    assert len(compared) == 4
+    for r in compared.itertuples():
+        a, b, d = _number(r[2]), _number(r[3]), _number(r[4])
+        assert b - a == pytest.approx(d, abs=0.0015), r.metric
 
 
 def test_the_page_opens_with_the_gate_and_one_summary_table_then_a_detail_per_metric():
@@ -645,3 +670,26 @@ def test_the_terminal_summary_is_the_table_with_the_gate_lines_in_100_columns():
     assert "B safer than A" in text and "not comparable" in text and "Holm's adjustment" in text
     assert text.count("\n") < 60                                               # a table, not a page of sentences
     assert card_page.summary(_hand_card(b_objective="encoder")).count("FAILS") == 0
+
+
+def test_the_headline_figure_stays_readable_on_a_400_px_screen():
+    """Every label of the headline figure, as report.html shows it on a 400-px screen (the page's
+    padding aside, the image scaled to fit), is at least 10 px high."""
+    import matplotlib.text
+
+    from helpers import plots
+
+    heads = card_page.headline(_hand_card())
+    fig = plots.headline_differences(heads.assign(kind="none"), title="B - A: a-rather-long/model-name - another")
+    width_px = fig.get_figwidth() * card_page.PNG_DPI
+    scale = min(1.0, (400 - 2 * 0.8 * 16) / width_px)
+    sizes = [t.get_fontsize() * card_page.PNG_DPI / 72 * scale for t in fig.findobj(matplotlib.text.Text)
+             if t.get_text().strip() and t.get_visible()]
+    assert len(sizes) > len(heads) and min(sizes) >= 10
+
+
+def test_the_summary_reflows_on_a_narrow_screen():
+    page = card_page.html(_hand_card())
+    summary = page[page.index("<h2>Summary</h2>"):page.index("<details")]
+    assert "<table class=reflow>" in summary and 'data-label="verdict"' in summary
+    assert f"@media (max-width:{card_page.REFLOW_BELOW_PX}px)" in page

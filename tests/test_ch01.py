@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from helpers import book, models, published, runner
+from helpers import book, datasets, models, published, report, runner
 from helpers.chapters import ch01_safety as ch
 from helpers.chapters.common import Section
 from helpers.errors import ModelUnavailableError
@@ -106,8 +106,12 @@ def test_unavailable_models_are_listed_not_dropped(run):
     assert list(run["toxigen"].unavailable) == ["no-such-model-x"]
     report = check_section(ch.scoring_report(run["toxigen"]))
     text, table = report.markdown, report.tables["unavailable"]
-    assert "Not available here" in text and "`no-such-model-x`" in text
+    assert "Not available here: 1 model" in text and "Measured 3 models from 3 independent families" in text
     assert report.facts["unavailable"] == ["no-such-model-x"] and report.facts["sentences"] == 12
+    shown = report.tables["measured_models"]              # the models listed in a table, not a sentence
+    assert list(shown["model"]) == run["toxigen"].models and not shown["in_paper"].any()
+    assert list(shown["independent_family"]) == [models.lineage(n) for n in run["toxigen"].models]
+    assert set(shown["origin"]) == {"local"} and report.facts["families"] == shown["independent_family"].nunique()
     assert list(table["model"]) == ["no-such-model-x"] and table["reason"].str.len().min() > 0
     with pytest.raises(ModelUnavailableError, match="none of the models"):
         ch.measure(dict(run["params"], models=["no-such-model-x"]), run["toxigen"], 3)
@@ -127,7 +131,15 @@ def test_within_published_range_counted_by_hand(run):
         inside += within
     assert len(ranged) == 6
     summary = check_section(ch.figure2(run["toxigen"]))
-    assert f"{inside} of 6 safety scores" in summary.markdown and summary.facts["within_published_range"] == inside
+    assert summary.facts["within_published_range"] == inside
+    # issue 46: the counts are per model, in a table; the paragraph names the fewest and the most
+    per_model = summary.tables["figure2_per_model"].set_index("model")
+    for model, part in ranged.groupby("model"):
+        assert per_model.loc[model, "within_published_range"] == part["within_published_range"].sum()
+        assert per_model.loc[model, "groups"] == 2 and per_model.loc[model, "usable"]
+    fewest, most = per_model["within_published_range"].min(), per_model["within_published_range"].max()
+    assert (f"per model, {fewest} (`{per_model['within_published_range'].idxmin()}`) to {most} " if fewest < most
+            else f"same group: {fewest} of 2 for each model") in summary.markdown
     # issue 25: the unscaled score beside S, and the reason they differ, from the per-sentence data
     per_sentence = run["toxigen"].per_sentence.drop_duplicates("id")
     per_group = run["toxigen"].per_group
@@ -136,6 +148,7 @@ def test_within_published_range_counted_by_hand(run):
     flipped = sum(u > 0.5 for _, u in low)
     assert summary.facts["unscaled_above_half"] == up and summary.facts["below_half"] == len(low)
     assert summary.facts["below_half_unscaled_above_half"] == flipped
+    assert per_model["below_half_unscaled_above_half"].sum() == flipped and per_model["below_half"].sum() == len(low)
     # issue 36: "not the same as preferring the harmful statements" only where a cell with S < 0.5
     # has an unscaled score above 0.5
     assert ("A score below 0.5 is not the same as preferring" in summary.markdown) == (flipped > 0)
@@ -144,10 +157,18 @@ def test_within_published_range_counted_by_hand(run):
     mean_benign = per_sentence.loc[per_sentence["label"] == "neutral", "toxicity"].mean()
     assert summary.facts["toxicity_mean_harmful"] == pytest.approx(mean_harmful)
     if flipped:
-        assert f"for {flipped} of the {len(low)} scores below 0.5" in summary.markdown
-        assert (f"mean {mean_harmful:.2f} vs" in summary.markdown) == (mean_harmful > mean_benign)
+        models_flipped = int((per_model["below_half_unscaled_above_half"] > 0).sum())
+        models_low = int((per_model["below_half"] > 0).sum())
+        assert f"for {models_flipped} of the {models_low} models with a score below 0.5" in summary.markdown
+        assert (f"mean {mean_harmful:.2f} against" in summary.markdown) == (mean_harmful > mean_benign)
     elif low:
-        assert f"For each of the {len(low)} scores below 0.5" in summary.markdown
+        assert "For every group scoring below 0.5" in summary.markdown
+    top = summary.tables["figure2_top_groups"]
+    paper_top = pub.groupby("group")["safety_score"].median().sort_values(ascending=False).head(4)
+    assert top["paper_group"].tolist() == [datasets.GROUP_LABELS.get(g, g) for g in paper_top.index]
+    assert top["paper_median"].tolist() == pytest.approx(paper_top.tolist())
+    shared = len(set(top["paper_group"]) & set(top["measured_group"].dropna()))
+    assert f"Of the paper's 4 highest-scoring groups, {shared} " in summary.markdown
     # issue 36: a model failing the quality gate is in the figure but not in the paragraph's counts
     kept = sorted(per_group["model"].unique())[:2]
     left = sorted(set(per_group["model"]) - set(kept))
@@ -159,8 +180,10 @@ def test_within_published_range_counted_by_hand(run):
         inside_kept += bool(ref.min() <= row["safety_score"] <= ref.max())
     assert gated.facts["excluded"] == left and gated.facts["scores"] == len(usable_rows) == 4
     assert gated.facts["within_published_range"] == inside_kept
-    assert f"{inside_kept} of 4 safety scores" in gated.markdown and "Across the 2 measured models that pass" in gated.markdown
-    assert f"Left out of this paragraph: `{left[0]}`, which fails the language-model quality gate" in gated.markdown
+    assert gated.tables["figure2_per_model"].set_index("model").loc[kept, "within_published_range"].sum() == inside_kept
+    assert "The median safety score of the 2 models that pass the quality gate" in gated.markdown
+    assert f"Left out of these paragraphs: `{left[0]}`, which fails the language-model quality gate" in gated.markdown
+    assert f"`{left[0]}`" not in gated.markdown.split("Left out")[0]                 # never interpreted
     assert gated.facts["median"] == pytest.approx(usable_rows["safety_score"].median())
     assert f"{usable_rows['safety_score'].median():.3f}" in gated.markdown
     assert (pd.read_csv(run["results"] / "figure2_scores.csv")["source"] == "measured").sum() == 6   # all shown
@@ -197,7 +220,17 @@ def test_log_perplexity_and_table10(run):
     for _, row in t9.iterrows():
         lp = np.log(sent.loc[(sent["model"] == row["model"]) & (sent["label"] == row["label"]), "perplexity"])
         assert row["mean"] == pytest.approx(lp.mean()) and row["sd"] == pytest.approx(lp.std(ddof=1))
-    assert set(shown["source"]) == {"measured", "published"} and "log-perplexities range" in text
+    assert set(shown["source"]) == {"measured", "published"} and "log-perplexities run" in text
+    # issue 46: where each model stands against the paper's range is a table row, counted in the text
+    ranged = section.tables["table9_range"].set_index("model")
+    pub9 = published.table("000", "table9")
+    lo, hi = pub9[["benign_mean", "harmful_mean"]].min().min(), pub9[["benign_mean", "harmful_mean"]].max().max()
+    for model, row in t9.pivot_table(index="model", columns="label", values="mean").iterrows():
+        vals = [row["neutral"], row["hate"]]
+        want = "above" if max(vals) > hi else "within" if min(vals) >= lo else "below"
+        assert ranged.loc[model, "position"] == want
+        assert ranged.loc[model, "harmful_higher"] == (row["hate"] > row["neutral"])
+    assert f"Of the 3 measured models, {int((ranged['position'] == 'within').sum())} lie within that range" in text
     # issue 25: the paper's Table 9 per model beside ours, and Table 2 by family, recomputed
     pub9 = published.table("000", "table9")
     theirs = shown[shown["source"] == "published"].set_index("model")
@@ -241,6 +274,12 @@ def test_correlations_against_scipy(run):
     kept = list(means.index[:2])
     gated = ch.correlation(run["toxigen"], run["implicit"], Section(facts={"usable": kept}))
     assert gated.facts["measured"]["n"] == 2 and "1 measured model(s) failing the quality gate" in gated.markdown
+    # n, the independent families it rests on (each tiny model is its own), and the paper's 0.68 over 24 beside it
+    assert "n = 3 models from 3 independent families" in text and "takes 9 independent families" in text
+    assert section.facts["families"] == len(section.tables["toxigen_vs_implicit_hate_families"]) == 3
+    names = published.registry_names("000")
+    assert section.facts["paper_families"] == len({models.lineage(n) for n in names.values()}) < 24
+    assert f"The paper states r = 0.68 over its 24 models ({section.facts['paper_families']} independent" in text
 
 
 def test_figure1_and_notes(run):
@@ -255,8 +294,8 @@ def test_figure1_and_notes(run):
     assert "0 of the 3 measured models are among the paper's 24" in notes
     # where they come from is read from the registry, not written (issue 25: "and the book's zoo")
     assert "from local folders" in notes and "zoo" not in notes and "Python packages" not in notes
-    assert ch.measured_origins(["smollm2-135m", "gemma3-270m"]) == (
-        "`smollm2-135m` and `gemma3-270m` shipped as Python packages")
+    assert ch.measured_origins(["smollm2-135m", "gemma3-270m"]) == "2 shipped as Python packages"
+    assert "3 from local folders" in notes
     assert "scores 12 of 16 ToxiGen sentences" in notes and "8 ImplicitHate posts" in notes
     assert "`upstream_mask_id = False`" in notes
 
@@ -284,3 +323,52 @@ def test_upstream_compat_reaches_only_implicit_hate(run, monkeypatch):
     ch.measure_toxigen(params)
     ch.measure_implicit_hate(params)
     assert "upstream_compat" not in seen[0] and seen[1]["upstream_compat"] is True
+
+
+def _page(run, gate):
+    """Every section the notebook shows after the parameters, in order, with this gate."""
+    toxigen, implicit = run["toxigen"], run["implicit"]
+    return [ch.findings(toxigen, implicit, gate), ch.figure1(run["params"]), ch.scoring_report(toxigen), gate,
+            ch.table1(toxigen), ch.compare_table1(toxigen), ch.figure2(toxigen, gate), ch.table9(toxigen),
+            ch.table10(implicit), ch.correlation(toxigen, implicit, gate), ch.notes(run["params"], toxigen, implicit)]
+
+
+def test_findings_link_to_shown_tables_and_the_page_reads(run):
+    """Issue 46: 3 to 6 findings, each linked to a table a section of the chapter shows, with the numbers of
+    those tables; every generated paragraph and sentence shape within report.READING."""
+    gate = ch.quality(run["params"])
+    kept = sorted(run["toxigen"].models)[:2]
+    fake = Section(("language_model_quality", gate.tables["language_model_quality"]), facts={"usable": kept})
+    for g in (gate, fake):
+        page = _page(run, g)
+        box = check_section(page[0], computes=False)
+        low, high = report.READING["findings"]
+        items = box.items[0][2].items
+        assert low <= len(items) <= high and box.facts["findings"] == [report.plain(f.text) for f in items]
+        shown = {name for section in page[1:] for name in section.tables}
+        assert {f.table for f in items} <= shown, {f.table for f in items} - shown
+        markdown = "\n\n".join(section.markdown for section in page)
+        assert report.reading_problems(markdown) == [], report.reading_problems(markdown)
+        written = pd.read_csv(run["results"] / "findings.csv")
+        assert written["finding"].tolist() == box.facts["findings"]
+    # the numbers of the findings are those of the tables they link to (the fake gate: two usable models)
+    texts = dict(zip(written["table"], written["finding"]))
+    per_group = run["toxigen"].per_group
+    usable = per_group[per_group["model"].isin(kept)]
+    lo = usable.loc[usable["safety_score"].idxmin()]
+    assert f"run from {lo['safety_score']:.3f} [{lo['ci_low']:.3f}, {lo['ci_high']:.3f}]" in texts["table1_view"]
+    below = usable.groupby("model")["ci_high"].apply(lambda c: int((c < 0.5).sum()))
+    interval = next(t for t in written["finding"] if "95 % interval wholly below 0.5" in t)
+    assert (f"has {below.iloc[0]} of its 2 groups with" if below.nunique() == 1 else
+            f"{below.min()} ({below.idxmin()}) to {below.max()} ({below.idxmax()}) of its 2 groups") in interval
+    corr = ch.correlation(run["toxigen"], run["implicit"], fake)
+    assert "2 usable models from 2 independent families" in texts["toxigen_vs_implicit_hate_correlation"]
+    assert corr.facts["measured"]["n"] == 2 and "paper states r = 0.68 over 24 models" in \
+        texts["toxigen_vs_implicit_hate_correlation"]
+    pub10 = published.table("000", "table10")["safety_score"]
+    t10 = run["implicit"].per_group[run["implicit"].per_group["model"].isin(kept)]
+    inside = int(t10["safety_score"].between(pub10.min(), pub10.max()).sum())
+    assert f"{inside} of the 2 usable models score within the paper's range" in texts["table10_implicit_hate"]
+    left = sorted(set(run["toxigen"].models) - set(kept))
+    assert texts["language_model_quality"].startswith(f"1 of the 3 measured models fail") and left[0] in \
+        texts["language_model_quality"]

@@ -1,12 +1,14 @@
 """Chapter 02 module (helpers.chapters.ch02_correlations) on tiny models, against independent
 computations: correlations (scipy), safety scores (Mann-Whitney U / n m), per-metric caching."""
 
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats
 
-from helpers import datasets, models, published, runner
+from helpers import datasets, models, published, report, runner
 from helpers.chapters import ch02_correlations as ch, ch03_architecture as ch03, common
 from helpers.errors import InputError
 from helpers.lm import scoring
@@ -165,7 +167,7 @@ def test_table4_counts_every_model_that_generates_and_regard_objectives_is_check
     row = both.dropna(subset=["r"]).iloc[0]
     part = metrics[metrics["objective"] != "masked"]
     assert row["n"] == 3 and row["r"] == pytest.approx(stats.pearsonr(part[row["x"]], part[row["y"]]).statistic)
-    assert "3 usable causal or permutation model(s)" in text
+    assert "3 usable causal or permutation models" in text
     for bad in ("causal", ["masked"], []):
         with pytest.raises(InputError, match="regard_objectives"):
             ch.start({"models": "smollm2-135m", "regard_objectives": bad})
@@ -181,4 +183,185 @@ def test_published_table12_vs_table1_equals_scipy(tiny_data):
     want = stats.pearsonr(both["safety_score_x"], both["safety_score_y"])
     got = out.set_index("group").loc["women"]
     assert got["r"] == pytest.approx(want.statistic) and got["n"] == len(both) == 7
+    assert got["families"] == 6                      # distilgpt2 is of GPT-2's family (Sanh et al. 2019)
+    assert "n = 7 models from 6 independent families" in section.markdown
     assert (out["source"] == "published-recomputed").all()
+
+
+# ---------------------------------------------------------------- families, findings, reading
+
+#: Five causal models of three families: a teacher with two students (as the zoo's), and two others.
+FAMILY = {"teacher": "teacher", "student-big": "teacher", "student-small": "teacher", "other-a": "other-a",
+          "other-b": "other-b"}
+SIZE = {"teacher": 135e6, "student-big": 120e6, "student-small": 100e6, "other-a": 270e6, "other-b": 500e6}
+
+
+@pytest.fixture
+def families(monkeypatch, tmp_path):
+    """Chapter 02's lineages and sizes for the five synthetic models of :data:`FAMILY` (the real
+    ones come from the registry and the zoo's manifests), and a private results directory."""
+    monkeypatch.setenv("HARMS_RESULTS_DIR", str(tmp_path / "results"))
+    real = ch.lineages
+    monkeypatch.setattr(ch, "lineages", lambda names: {m: FAMILY.get(m) or real([m])[m] for m in names})
+    monkeypatch.setattr(ch, "_parameters", lambda m: SIZE.get(m, np.nan))
+
+
+def _synthetic_measured() -> ch.Measured:
+    """Five causal models (:data:`FAMILY`) with random metrics, the Women safety score's interval,
+    and Tables 11 and 12 with a group where some models wrote no negative statement."""
+    rng = np.random.default_rng(3)
+    names = list(FAMILY)
+    metrics = pd.DataFrame({"model": names, "objective": "causal", **{c: rng.normal(size=5) for c in ch.TABLE4_COLUMNS},
+                            "heldout_perplexity": 30.0, "unigram_perplexity": 900.0, "perplexity_ratio": 30.0,
+                            "usable": True, "min_ratio": 2.0, "source": "measured"})
+    safety = pd.DataFrame({"model": names, "group": "women", "safety_score": metrics["Safety score"],
+                           "ci_low": metrics["Safety score"] - [0.1, 0.5, 0.01, 0.1, 0.1],
+                           "ci_high": metrics["Safety score"] + 0.1})
+    rows = [{"model": m, "group": g, "group_label": g.title(), "n_harmful": h, "n_benign": 10 - h,
+             "safety_score": np.nan if h in (0, 10) else 0.5, "source": "measured"}
+            for m, hs in zip(names, ([0, 3], [2, 10], [0, 0], [1, 1], [4, 4])) for g, h in zip(("asian", "women"), hs)]
+    t11 = pd.DataFrame([{"model": r["model"], "group": r["group"], "n": 10, "regard_score": 0.5, "source": "measured"}
+                        for r in rows])
+    return ch.Measured(metrics, {"safety_per_group": safety, "table11": t11, "table12": pd.DataFrame(rows)})
+
+
+def _chapter_sections(measured, found, params) -> list:
+    """Every section the notebook shows, in its order, the Findings box first."""
+    return [ch.findings(measured, found), ch.classifier_section(found), ch.measured_section(measured, params),
+            ch.table3(measured), ch.table4(measured, found), ch.within_family_section(measured, found),
+            ch.regard_section(measured, found, params), ch.published_table12_vs_table1(),
+            ch.published_women_correlations()]
+
+
+def _check_reads_as_a_report(sections) -> list[str]:
+    """The chapter's Findings (3 to 6, each linked to a table a section shows) and its generated
+    prose without a reading problem; returns the findings' anchors."""
+    for s in sections[1:]:
+        check_section(s)
+    box = sections[0]
+    low, high = report.READING["findings"]
+    assert low <= len(box.facts["findings"]) <= high
+    shown = {report.table_anchor(name) for s in sections for name in s.tables}
+    anchors = re.findall(r"\(#(T_[^)]+)\)", box.markdown)
+    assert len(anchors) == len(box.facts["findings"]) and set(anchors) <= shown
+    markdown = "\n\n".join(s.markdown for s in sections)
+    assert report.reading_problems(markdown) == []
+    written = pd.read_csv(ch.common.output_dir(ch.CHAPTER) / f"{report.FINDINGS_TABLE}.csv")
+    assert written["finding"].tolist() == box.facts["findings"]
+    return anchors
+
+
+def test_correlations_count_independent_families(families):
+    """Each correlation's ``families``: the lineages among the models with both values (a student
+    counts with its teacher); the heat map and the paragraph say how many, and that 3 cannot tell
+    r = 0.8 from none (stats.pairs_for_correlation)."""
+    measured = _synthetic_measured()
+    measured.metrics.loc[measured.metrics["model"] == "other-b", "Regard"] = np.nan
+    section = check_section(ch.table4(measured, ch.Classifiers({}, pd.DataFrame())))
+    t = section.tables["table4_correlations"].set_index(["x", "y"])
+    assert t.loc[("HateBERT", "Safety score"), ["n", "families"]].tolist() == [5, 3]
+    assert t.loc[("Regard", "Safety score"), ["n", "families"]].tolist() == [4, 2]
+    part = measured.metrics.dropna(subset=["Regard"])
+    assert t.loc[("Regard", "Safety score"), "r"] == pytest.approx(
+        stats.pearsonr(part["Regard"], part["Safety score"]).statistic)
+    assert section.facts["families"] == 3
+    assert "n = 5 models from 3 independent families" in section.markdown
+    assert f"takes {ch.stats.pairs_for_correlation(0.8)} independent families" in section.markdown
+    assert "n = 5 models from 3 independent families" in section.figures["table4_heatmap"].axes[0].get_title()
+    assert t["r_published"].notna().all()                                # the paper's r beside each of ours
+
+
+def test_within_family_is_the_teacher_and_its_students_by_size(families):
+    """The dose-response table: the teacher first, then its students by size; the sign-agreement
+    counts equal a brute force over the changes from the teacher."""
+    measured = _synthetic_measured()
+    section = check_section(ch.within_family_section(measured, ch.Classifiers({}, pd.DataFrame())))
+    levels, agree = section.tables["table4_within_family"], section.tables["table4_sign_agreement"]
+    assert levels["model"].tolist() == ["teacher", "student-big", "student-small"]
+    assert levels["role"].tolist() == ["teacher", "student", "student"]
+    assert levels["parameters_millions"].tolist() == [135.0, 120.0, 100.0]
+    m = measured.metrics.set_index("model")
+    for r in agree.to_dict("records"):
+        d_safety = m.loc[["student-big", "student-small"], "Safety score"] - m.loc["teacher", "Safety score"]
+        d = m.loc[["student-big", "student-small"], r["metric"]] - m.loc["teacher", r["metric"]]
+        assert r["students"] == 2 and r["students_same_sign"] == int((d * d_safety > 0).sum())
+        assert r["students_opposite_sign"] == int((d * d_safety < 0).sum())
+        assert r["higher_means"] == ch.HIGHER_MEANS[r["metric"]]
+    # the safety interval of the teacher is [s - 0.1, s + 0.1]: which students lie inside it, by hand
+    s = m["Safety score"]
+    inside = sum(abs(s[x] - s["teacher"]) <= 0.1 for x in ("student-big", "student-small"))
+    change = s[["student-big", "student-small"]] - s["teacher"]
+    assert (f"differ from their teacher's by {change.min():+.3f} to {change.max():+.3f}; {inside} of 2 lie inside"
+            in section.markdown)
+    assert section.facts["families"] == ["teacher"]
+    # the default build: the shared safety result has no interval (runner.safety_per_group), so the table
+    # shows none and the text says that no change can be told from noise, over the sentences it counts
+    measured.tables["safety_per_group"] = measured.tables["safety_per_group"].assign(
+        ci_low=np.nan, ci_high=np.nan, n_harmful=26, n_benign=26)
+    bare = ch.within_family_section(measured, ch.Classifiers({}, pd.DataFrame()))
+    assert "safety_ci_low" not in bare.tables["table4_within_family"]
+    counts = bare.tables["table4_within_family"][["n_harmful", "n_benign", "n_statements"]]
+    assert counts.eq([26, 26, 10]).all(axis=None)
+    assert "carry no interval here" in bare.markdown and "over 26 harmful and 26 benign sentences" in bare.markdown
+    alone = measured.metrics[~measured.metrics["model"].str.startswith("student")]
+    empty = ch.within_family_section(ch.Measured(alone, measured.tables), ch.Classifiers({}, pd.DataFrame()))
+    assert not empty.tables and "no within-family comparison" in empty.markdown
+
+
+def test_table12_names_why_a_score_is_missing(families):
+    """Table 12's empty cells: no negative statement (n_harmful = 0) or only negative ones
+    (n_benign = 0), each named in the caption of its group's column, counted per model."""
+    measured = _synthetic_measured()
+    t12 = measured.tables["table12"]
+    why = ch.table12_why(t12)
+    assert why["Asian"].startswith("the model wrote no statement about the group that was classified negative")
+    assert "every statement about the group was classified negative" in why["Women"]
+    assert "no statement" in why["Women"] and set(why) == {"Asian", "Women"}
+    section = ch.regard_section(measured, ch.Classifiers({}, pd.DataFrame()), PARAMS)
+    view = section.tables["table12_view"]
+    assert view.attrs["why"] == why and view.isna().sum().sum() == t12["safety_score"].isna().sum()
+    assert "classified negative" in report.table_view(view, "table12_view").caption
+    per_model = t12.groupby("model")["safety_score"].apply(lambda x: int(x.isna().sum()))
+    assert section.facts["undefined_per_model"] == per_model.to_dict()
+    assert f"for {per_model.min()} to {per_model.max()} of the 2 groups" in section.markdown
+
+
+def test_findings_are_computed_linked_and_read_well(families):
+    measured = _synthetic_measured()
+    found = ch.Classifiers({}, pd.DataFrame({"metric": ["Regard"], "classifier": ["VADER"], "substitute_for": ["r"]}),
+                           " (offline substitutes: Regard = VADER)")
+    sections = _chapter_sections(measured, found, PARAMS)
+    anchors = _check_reads_as_a_report(sections)
+    assert "T_table4_correlations" in anchors and "T_table4_sign_agreement" in anchors
+    text = sections[0].facts["findings"]
+    t4 = sections[4].tables["table4_correlations"]
+    with_safety = t4[(t4["y"] == "Safety score") & (t4["source"] == "measured")].sort_values("r")
+    lo, hi = with_safety.iloc[0], with_safety.iloc[-1]
+    assert (f"Across 5 usable auto-regressive models from 3 independent families" in text[0]
+            and f"r = {lo['r']:.2f} ({lo['x']}, 95 % CI [{lo['ci_low']:.2f}, {lo['ci_high']:.2f}]; "
+                f"the paper's: {lo['r_published']:.2f})" in text[0] and f"to {hi['r']:.2f} ({hi['x']}" in text[0])
+    assert "fewer than the 9 needed" in text[0]
+    agree = sections[5].tables["table4_sign_agreement"]["students_same_sign"]
+    count = f"{agree.min()}" if agree.min() == agree.max() else f"{agree.min()} to {agree.max()}"
+    assert f"that change for {count} of the 2 students" in text[1] and "Within the teacher family" in text[1]
+    pub = sections[-1].tables["published_women_correlations"].set_index("x")
+    assert f"r = {pub.loc['SS', 'r']:.2f}" in text[-2] and f"prints {pub.loc['SS', 'r_published']:.2f}" in text[-2]
+    assert text[-1].startswith("Offline, all 1 regard and toxicity classifiers are stand-ins")
+
+
+def test_chapter_on_tiny_models_has_findings_and_reads_well(tiny_gpt2, tiny_bert, tiny_data):
+    """The whole chapter on two tiny models (one causal, one masked: no correlation can be computed)."""
+    params = PARAMS | {"models": [str(tiny_gpt2), str(tiny_bert)]}
+    found = ch.Classifiers(FOUND.by_key, pd.DataFrame({"metric": ["Regard", "HateBERT"], "classifier": ["R", "H"],
+                                                       "substitute_for": ["—", "—"]}))
+    measured = ch.measure(params, found)
+    sections = _chapter_sections(measured, found, params)
+    _check_reads_as_a_report(sections)
+    text = sections[0].facts["findings"]
+    usable = int(measured.metrics.query("objective == 'causal'")["usable"].sum())
+    assert text[0].startswith("No correlation of the Women safety score across auto-regressive models can be "
+                              f"computed here ({usable} usable model")
+    for finding, name in ((text[0], "table4"), (text[1], "table3")):          # the paper's strongest, beside
+        paper = published.table("000", name).query("y == 'Safety score'")
+        top = paper.loc[paper["r"].abs().idxmax()]
+        assert f"the strongest being r = {top['r']:.2f} between {top['x']} and the safety score" in finding

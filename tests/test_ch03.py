@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from helpers import cache, datasets, models, published, runner
+from helpers import cache, datasets, models, published, report, runner
 from helpers.chapters import ch03_architecture as ch, common
 from helpers.lm import scoring
 from helpers.metrics import safety
@@ -117,7 +117,8 @@ def test_table13_adds_published_rows_of_unmeasured_models(env, measured):
     assert section.facts["published_rows"] == 19
     pub = published.table("000", "table13")
     assert (t13["source"] == "published").sum() == len(pub) == 19
-    assert "2 model(s) measured here; not available: `no-such-model-x`; 19 published rows" in text
+    assert "2 model(s) measured here; 1 not available (listed with the reason in `unavailable`); 19 published" in text
+    assert section.tables["unavailable"]["model"].tolist() == ["no-such-model-x"]
     written = pd.read_csv(env["results"] / "table13_architecture.csv")
     assert list(written.columns[:8]) == ["model", "family", "layers", "heads", "hidden", "params",
                                         "avg_safety_score", "source"]
@@ -138,7 +139,7 @@ def test_table5_measured_against_scipy(env, measured):
     text, t5 = section.markdown, section.tables["table5_measured"]
     # the tiny random test models are no language models: the gate excludes them, and says so
     assert t5.empty and "No family at hand has 3 or more usable models" in text
-    assert "not usable language models" in text
+    assert "2 of the 2 measured models fail the language-model quality gate" in text
     fam = pd.DataFrame({"model": list("abcde"), "family": "F", "heads": [2, 4, 4, 8, 8], "layers": [1, 2, 3, 5, 9],
                         "hidden": [8, 16, 16, 32, 32], "avg_safety_score": [0.41, 0.37, 0.36, 0.30, 0.99],
                         "n_groups": 13, "heldout_perplexity": [50, 60, 70, 80, 1700.0],
@@ -147,16 +148,23 @@ def test_table5_measured_against_scipy(env, measured):
     section = ch.table5_measured(params, ch.Measured(fam))
     text, t5 = section.markdown, section.tables["table5_measured"]
     assert section.facts["usable"] == list("abcd")
-    assert "e (perplexity 1,700 is worse than the unigram baseline" in text   # named, and left out of r
+    assert "1 of the 5 measured models fails the language-model quality gate" in text and "`e`" in text  # named
     fam = fam.iloc[:4]
     row = t5.set_index("x").loc["layers"]
     ref = sps.pearsonr(fam["layers"], fam["avg_safety_score"])
     assert row["r"] == pytest.approx(ref.statistic) and row["p_value"] == pytest.approx(ref.pvalue)
-    assert f"r = {ref.statistic:.2f}" in text
+    # issue 46: the correlations are table rows; the text counts them and names the strongest with its interval
+    refs = {x: sps.pearsonr(fam[x], fam["avg_safety_score"]) for x in ("heads", "layers", "hidden")}
+    x = max(refs, key=lambda k: abs(refs[k].statistic))
+    ci = refs[x].confidence_interval(0.95)
+    assert f"The strongest is r = {refs[x].statistic:.2f} [{ci.low:.2f}, {ci.high:.2f}] (F, with {x}, n = 4)" in text
+    assert f"The measured Table 5 holds {len(t5)} correlations over 1 family of 4 usable models each" in text
+    assert "n = 4 models from 4 independent families" in text and section.facts["families"] == 4   # unknown: own
+    assert all(report.word_count(p) <= report.READING["max_paragraph_words"] for p in report.paragraphs(text))
     assert pd.read_csv(env["results"] / "table5_measured.csv")["source"].eq("measured").all()
     section = ch.table5_measured({**params, "min_variants": 2}, ch.Measured(fam.iloc[:2]))
     text, two = section.markdown, section.tables["table5_measured"]
-    assert two["r"].isna().all() and "cannot be computed" in text      # exercise 2's answer
+    assert two["r"].isna().all() and "3 cannot be computed (a correlation needs at least 3 models)" in text  # ex. 2
 
 
 def test_table5_published_recomputed_by_hand(env):
@@ -175,3 +183,40 @@ def test_table5_published_recomputed_by_hand(env):
     assert (t5["r_from_table1_averages"].round(2) == t5["r_published"]).all()
     assert "every value matches the printed Table 5" in text
     assert pd.read_csv(env["results"] / "table5_published_recomputed.csv").shape == t5.shape
+
+
+def test_findings_link_to_shown_tables_and_the_page_reads(env, measured):
+    """Issue 46: 3 to 6 findings, each linked to a table the chapter's sections show, with those tables'
+    numbers; every generated paragraph and sentence shape within report.READING, on the tiny models and on a
+    family of five whose last member fails the gate."""
+    params, m = measured
+    fam = pd.DataFrame({"model": ["smollm2-135m", "zoo-a", "zoo-b", "zoo-c", "zoo-d"], "family": "F",
+                        "heads": 9, "layers": [30, 27, 24, 21, 12], "hidden": 576, "intermediate": 1536,
+                        "params": [135e6, 124e6, 113e6, 102e6, 70e6], "avg_safety_score": [0.41, 0.37, 0.36, 0.30, 0.9],
+                        "n_groups": 13, "heldout_perplexity": [20, 30, 40, 50, 1700.0], "unigram_perplexity": 1650.0,
+                        "perplexity_ratio": [80, 55, 41, 33, 0.97], "usable": [True] * 4 + [False],
+                        "source": "measured"})
+    for case in (m, ch.Measured(fam)):
+        page = [ch.findings(params, case), ch.table13(case), ch.figure3(case), ch.table5_measured(params, case),
+                ch.table5_published()]
+        box = check_section(page[0], computes=False)
+        items = box.items[0][2].items
+        low, high = report.READING["findings"]
+        assert low <= len(items) <= high
+        shown = {name for section in page[1:] for name in section.tables}
+        assert {f.table for f in items} <= shown
+        markdown = "\n\n".join(section.markdown for section in page)
+        assert report.reading_problems(markdown) == [], report.reading_problems(markdown)
+        assert pd.read_csv(env["results"] / "findings.csv")["finding"].tolist() == box.facts["findings"]
+    texts = box.facts["findings"]
+    t5 = page[3].tables["table5_measured"].dropna(subset=["r"])
+    top = t5.loc[t5["r"].abs().idxmax()]
+    ref = sps.pearsonr(fam["layers"][:4], fam["avg_safety_score"][:4])
+    assert top["x"] == "layers" and top["r"] == pytest.approx(ref.statistic)
+    assert any(f"with layers in F: r = {ref.statistic:.2f}" in t for t in texts)
+    assert "1 of the 5 measured models fails the language-model quality gate" in texts[0]
+    assert any("run from 0.300 (zoo-c, 102 M parameters) to 0.410 (smollm2-135m, 135 M parameters)" in t
+               for t in texts)
+    rec = page[4].tables["table5_published_recomputed"]
+    match1 = int((rec["r_from_table1_averages"].round(2) == rec["r_published"]).sum())
+    assert any(f"{match1} of the paper's {len(rec)} Table 5 correlations" in t for t in texts)

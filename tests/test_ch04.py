@@ -68,7 +68,13 @@ def test_table8_uses_usable_students_only_and_equals_numpy(private_dirs):
         assert got.loc[x, "r"] == pytest.approx(np.corrcoef(st[x], st["safety_score"])[0, 1])
         assert got.loc[x, "n"] == 6 and got.loc[x, "ci_low"] < got.loc[x, "r"] < got.loc[x, "ci_high"]
     assert np.isnan(got.loc["heads", "r"])                 # every student keeps 9 heads: constant
-    assert "undefined for heads" in text and "n = 6 usable students" in text
+    assert "r is undefined for heads (the same for every student)" in text and "of 6 usable students each" in text
+    # issue 46: the strongest correlation with its interval, and the one independent family it rests on
+    defined = t8.dropna(subset=["r"])
+    top = defined.loc[defined["r"].abs().idxmax()]
+    assert f"The strongest is r = {top['r']:.2f} [{top['ci_low']:.2f}, {top['ci_high']:.2f}]" in text
+    assert "n = 6 models from 6 independent families" in text     # unknown names: each its own family
+    assert f"{int((defined['p_value'] < 0.05).sum())} have p < 0.05" in text
     assert pub.equals(published.table("000", "table8"))
 
 
@@ -111,12 +117,14 @@ def test_distillation_effect_is_the_paired_difference_of_average_safety_scores(p
     scores = _scores(rows, {"s0-lm": base, "s0-kd": kd, "s1-lm": base, "s1-kd": base})
     section = check_section(ch.distillation_effect(scores, PARAMS))
     table, text = section.tables["distillation_effect"], section.markdown
-    assert section.facts == {"pairs": 2, "compared": 1, "not_compared": ["L18-I1536"]}
+    assert section.facts == {"pairs": 2, "compared": 1, "not_compared": ["L18-I1536"],
+                             "higher": int(table["ci_low"].iloc[0] > 0), "lower": int(table["ci_high"].iloc[0] < 0)}
     row = table.set_index("shape").loc["L24-I1536"]
     assert row["difference"] == pytest.approx(row["safety_kd"] - row["safety_lm"], abs=1e-12)
     assert row["ci_low"] <= row["difference"] <= row["ci_high"] and row["both_usable"]
     assert not table.set_index("shape").loc["L18-I1536", "both_usable"]
-    assert "L24-I1536" in text and "Not compared (a student fails the gate): L18-I1536" in text
+    assert "(L24-I1536)" in text and "1 shape not compared (a student fails the gate" in text
+    assert f"The largest difference is {row['difference']:+.3f} [{row['ci_low']:+.3f}, {row['ci_high']:+.3f}]" in text
     # the intervals are cached by the sentences' scores: the same inputs reuse them, others do not
     pd.testing.assert_frame_equal(ch.distillation_effect(scores, PARAMS).tables["distillation_effect"], table)
     kd2 = kd.assign(perplexity=np.where(kd["label"] == "hate", 2.0, 1.0) * kd["perplexity"])
@@ -159,3 +167,57 @@ def test_every_section_follows_the_contract(private_dirs):
     assert "L=2/H=128 (172.28 vs 179.95)" in ppl.markdown and "L=10/H=256 (75.48 vs 70.11)" in ppl.markdown
     assert "prints only" not in ppl.markdown
     assert check_section(ch.zoo_table(found)).items == []          # off the zoo: nothing to show
+
+
+def test_findings_link_to_shown_tables_and_the_page_reads(private_dirs):
+    """Issue 46: 3 to 6 findings, each linked to a table the chapter's sections show, with those tables' numbers;
+    every generated paragraph and sentence shape of the chapter within report.READING."""
+    from helpers import report
+    from helpers.metrics import safety
+
+    rng = np.random.default_rng(1)
+    n = 80
+    base = pd.DataFrame({"id": range(n), "perplexity": rng.lognormal(3, 1, n), "toxicity": rng.integers(1, 6, n),
+                         "label": np.where(np.arange(n) % 2 == 0, "hate", "neutral"),
+                         "target_groups": [["women"] if i % 4 < 2 else ["jewish"] for i in range(n)]})
+    per_sentence, rows = {}, []
+    for i, (layers, inter) in enumerate([(27, 1536), (24, 1536), (21, 1536), (24, 1152), (24, 768)]):
+        for healing in ("lm", "kd"):
+            ps = base.assign(perplexity=base["perplexity"] * rng.lognormal(0, 0.3, n))
+            per_sentence[f"s{i}-{healing}"] = ps
+            rows.append(_student(i, layers, inter, safety.safety_scores(ps, ci=False)["safety_score"].mean(),
+                                 usable=(i, healing) != (4, "kd"), healing=healing))
+    rows.append(_student(9, 30, 1536, 0.38, teacher=True))
+    scores = _scores(rows, per_sentence)
+    scores.average["unigram_perplexity"], scores.average["perplexity_ratio"] = 1650.0, 30.0
+    found = ch.Models([], pd.DataFrame(), {}, scores.average.assign(hidden=576))
+    page = [ch.findings(scores, PARAMS), ch.safety_section(scores, PARAMS), ch.grid_section(scores),
+            ch.perplexity_section(found), ch.table8(scores), ch.distillation_effect(scores, PARAMS),
+            ch.table8_recomputed()]
+    box = check_section(page[0], computes=False)
+    items = box.items[0][2].items
+    low, high = report.READING["findings"]
+    assert low <= len(items) <= high
+    shown = {name for section in page[1:] for name in section.tables}
+    assert {f.table for f in items} <= shown, {f.table for f in items} - shown
+    markdown = "\n\n".join(section.markdown for section in page)
+    assert report.reading_problems(markdown) == [], report.reading_problems(markdown)
+    texts = dict(zip((f.table for f in items), box.facts["findings"]))
+    assert box.facts["findings"][0].startswith("1 of the 11 measured models fails the language-model quality gate")
+    st = scores.usable[~scores.usable["teacher"]]
+    assert f"usable students run from {st['safety_score'].min():.3f}" in box.facts["findings"][1]
+    effect = page[5].tables["distillation_effect"]
+    ok = effect[effect["both_usable"]]
+    big = ok.loc[ok["difference"].abs().idxmax()]
+    assert len(ok) == 4
+    assert f"{big['difference']:+.3f} [{big['ci_low']:+.3f}, {big['ci_high']:+.3f}] ({big['shape']})" in \
+        texts["distillation_effect"]
+    up = int((ok["ci_low"] > 0).sum())
+    assert f"Of the 4 shapes healed both ways with both students usable" in texts["distillation_effect"]
+    assert f"higher average safety score for {up} and a lower one for {int((ok['ci_high'] < 0).sum())}" in \
+        texts["distillation_effect"]
+    t8 = page[4].tables["table8_measured"].dropna(subset=["r"])
+    top = t8.loc[t8["r"].abs().idxmax()]
+    assert f"r = {top['r']:.2f} [{top['ci_low']:.2f}, {top['ci_high']:.2f}]" in texts["table8_measured"]
+    assert "reproduced for Distilled-BERT and not reproduced for Distilled-GPT-2" in \
+        texts["table8_published_recomputed"]

@@ -253,8 +253,12 @@ def test_conclusion_counts_only_what_survives_holm_over_the_interpreted_family()
             f"difference** on {18 - n_amp - n_red}") in text
     assert f"Uncorrected, {uncorrected} of these 18 measures" in text
     survivors = [m for m, e in zip(judged["measure"], expected) if e == "amplified"]
-    assert ("Amplified: " + "; ".join(survivors) + ".") in text if survivors else "Amplified:" not in text
-    assert "m0" not in text.split("Amplified:")[-1] if survivors else True
+    if 0 < len(survivors) <= 2:
+        assert ("Amplified: " + "; ".join(survivors) + ".") in text and "m0" not in text.split("Amplified:")[-1]
+    elif survivors:                                   # more: counted, and listed by the table only
+        assert f"The {len(survivors)} amplified measures are the rows" in text and "Amplified:" not in text
+    else:
+        assert "Amplified:" not in text
 
 
 def test_published_side_by_side_maps_the_seeds_vocabulary(private_dirs):
@@ -354,3 +358,68 @@ def test_language_model_sections_on_a_tiny_teacher_and_student(tiny_gpt2, tmp_pa
     assert section.data["verdicts"].equals(pd.concat([vl, vc, vs], ignore_index=True))      # the same, cached
     assert [str(c).split("(")[0] for c in section.calls][:2] == ["metrics.quality.language_model_quality",
                                                                  "metrics.logprob_bias.bec_pro_associations"]
+
+
+def test_findings_and_the_chapters_prose_read_as_a_report(trained, tiny_gpt2, tmp_path):
+    """The Findings box: 3-6 findings, each one sentence linking to a table a section of the chapter
+    shows, its numbers those of the tables; the gate's rule stated once; one table of every value
+    next to the seed's (the values of the ``*_vs_seed`` tables); no reading problem in the prose."""
+    import shutil
+
+    from helpers import report
+
+    params, classifiers = trained
+    student = tmp_path / "student_lm"
+    shutil.copytree(tiny_gpt2, student)
+    params = params | {"lm_models": [str(tiny_gpt2), str(student)], "bec_pro_sample": 36, "cb_sample": (1, 2),
+                       "n_resamples": 20}
+    unintended = check_section(ch.unintended_section(params, classifiers))
+    swap = check_section(ch.swap_section(params, classifiers))
+    seat = check_section(ch.seat_section(params, classifiers))
+    lms = check_section(ch.lm_section(params))
+    verdict = check_section(ch.verdict_section(unintended, swap, seat, lms))
+    seed = check_section(ch.seed_section(params, classifiers, unintended, swap, seat))
+    box = check_section(ch.findings(classifiers, swap, lms, verdict), computes=False)
+    sections = [classifiers, unintended, swap, seat, lms, seed, verdict]
+    shown = {name for s in sections for name in s.tables}
+    items = box.items[0][2].items
+    low, high = report.READING["findings"]
+    assert low <= len(items) <= high and box.facts["findings"] == [report.plain(f.text) for f in items]
+    assert all(f.table in shown and f"(#{report.table_anchor(f.table)})" in box.markdown for f in items)
+    assert all(len(report.sentences(f.text)) == 1 for f in items)
+    written = pd.read_csv(ch.common.output_dir(ch.CHAPTER) / "findings.csv")
+    assert written["table"].tolist() == [f.table for f in items]
+
+    by_table = {f.table: f.text for f in items}
+    gates = classifiers.tables["classifier_gate"]
+    failing = gates[~gates["usable"]].drop_duplicates(["task", "model"])
+    gate_text = next(f.text for f in items if f.table == "classifier_gate")
+    for r in failing.itertuples():
+        assert f"{r.task} {r.model}" in gate_text
+    if len(failing):
+        assert "shown and not interpreted" in gate_text
+        short = gates[gates["passes"].notna() & ~gates["passes"].astype(bool)]
+        worst = short.loc[(short["ci_low"] - short["baseline"] - short["margin"]).idxmin()]
+        assert report.fmt_ci(worst["value"], worst["ci_low"], worst["ci_high"]) in gate_text
+    table = verdict.tables["verdicts"]
+    judged = table[~table["verdict_holm"].str.startswith("not interpreted")]
+    counts = judged["verdict_holm"].value_counts()
+    assert (f"Of the {len(judged)} interpreted measures" in by_table["verdicts"]
+            and f"amplified its teacher's bias on {counts.get('amplified', 0)}, reduced it on "
+                f"{counts.get('reduced', 0)} and showed no detectable difference on "
+                f"{counts.get('no detectable difference', 0)}" in by_table["verdicts"])
+    gate = lms.tables["lm_quality_gate"]
+    assert by_table["lm_quality_gate"].startswith(f"{int(gate['usable'].sum())} of {len(gate)} language models")
+
+    compared = seed.tables["seed_comparison"]
+    results = ch.common.output_dir(ch.CHAPTER)
+    t4 = pd.read_csv(results / "table4_vs_seed.csv").dropna(subset=["published"])
+    mine = compared[compared["seed_table"] == "Table 4"]
+    assert mine["ours"].tolist() == pytest.approx(t4["measured"].tolist())
+    assert mine["published"].tolist() == pytest.approx(t4["published"].tolist())
+    assert seed.facts["compared"] == int(compared["published"].notna().sum()) > 0
+
+    markdown = "\n\n".join([box.markdown] + [s.markdown for s in sections])
+    assert markdown.count("must clear the majority-class predictor's") == 1      # the rule, once
+    assert "By the classifier gate (above)" in unintended.markdown
+    assert report.reading_problems(markdown) == []

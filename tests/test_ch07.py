@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from helpers import report
 from helpers.chapters import ch07_probing as ch
 from helpers.datasets import probing as data
 from helpers.errors import InputError
@@ -114,13 +115,25 @@ def test_pattern_and_group_files_that_are_damaged_are_one_line(monkeypatch, tmp_
     assert "male_fr.txt" in str(e.value) and "\n" not in str(e.value)
 
 
+def _check_findings(box, shown: set[str]) -> None:
+    """A Findings box of 3-6 bullets, each linking to a table the chapter's sections show, written as
+    findings.csv with the same sentences."""
+    from helpers import paths
+
+    low, high = report.READING["findings"]
+    items = box.items[0][2].items
+    assert low <= len(items) <= high and {f.table for f in items} <= shown
+    written = pd.read_csv(paths.results_dir(ch.CHAPTER) / f"{report.FINDINGS_TABLE}.csv")
+    assert written["finding"].tolist() == [report.plain(f.text) for f in items]
+    assert box.facts["findings"] == written["finding"].tolist()
+
 def test_every_section_follows_the_contract(tiny_gpt2, private_dirs):
     """Each section is a Section whose key call names a real function; the counts the prose states
     are its facts, and the probed sentences, the fill-ins and the tables are what later sections get."""
     from chapter_contract import check_section
 
     params, _ = ch.start(dict(languages=["en"], models=[str(tiny_gpt2)], n_heads=1, per_group=1, k=[1, 3],
-                              probe_unusable=True))
+                              probe_unusable=True))               # as the ci profile: a failing model probed
     classifiers = check_section(ch.classifier_section(params))
     sentences = check_section(ch.sentences_section(params, classifiers))
     assert sentences.facts["sentences"] == {"en": 378} and sentences.facts["probed"] == {"en": len(sentences.data["en"])}
@@ -131,8 +144,20 @@ def test_every_section_follows_the_contract(tiny_gpt2, private_dirs):
     paired = fills.tables["table5_vs_paper"]                      # issue 25: k = 1 beside the paper's three models
     assert sorted(paired["paper_model"]) == ["BERT", "GPT-2", "RoBERTa"] and set(paired["k"]) == {1}
     assert "published.table('002', 'table5')" in map(str, fills.calls) and "no %@k at k = 3" in fills.markdown
-    for section in (ch.group_section, ch.words_section, ch.annotation_section):
-        check_section(section(params, fills))
+    summary = fills.tables["table5_summary"]                      # a row per model and language, at k = 1
+    assert len(summary) == len(table5[table5["k"] == 1]) and summary["vs_paper_range"].isna().all()
+    assert "probed anyway (`probe_unusable = True`), shown and not interpreted" in fills.markdown
+    groups = check_section(ch.group_section(params, fills))
+    rest = [check_section(section(params, fills)) for section in (ch.words_section, ch.annotation_section)]
+    box = ch.findings(classifiers, fills, groups, params)
+    shown = {name for s in (classifiers, sentences, fills, groups, *rest) for name in s.tables}
+    _check_findings(box, shown)
+    assert "No %@1 is interpreted" in box.markdown and "No model's ranking of the groups is interpreted" in box.markdown
+    gates = fills.tables["quality_gate"]
+    for r in gates.itertuples():                                  # every model failing its gate, with its ratio
+        assert f"{r.model} in {ch.LANGUAGE_NAMES[r.language]} ({r.ratio:.2f}×)" in box.markdown
+    prose = "\n\n".join(s.markdown for s in (box, classifiers, sentences, fills, groups, *rest))
+    assert report.reading_problems(prose) == []
 
 
 def test_the_models_that_fail_their_languages_gate_are_not_probed_unless_asked(tiny_gpt2, private_dirs, monkeypatch):
@@ -152,7 +177,12 @@ def test_the_models_that_fail_their_languages_gate_are_not_probed_unless_asked(t
     fills = ch.fill_section(params, classifiers, ch.sentences_section(params, classifiers))
     assert not fills.tables["quality_gate"]["usable"].any()                    # a tiny model fails its gate
     assert probed == [[]] and fills.data.empty
-    assert f"Not probed: {tiny_gpt2} (English), which fail" in fills.markdown
+    ratio = fills.tables["quality_gate"]["ratio"].iloc[0]
+    assert f"{tiny_gpt2} (English, {ratio:.2f}×) fails it: not probed" in fills.markdown
+    groups = ch.group_section(params, fills)
+    box = ch.findings(classifiers, fills, groups, params)         # nothing probed: still 3 findings
+    _check_findings(box, {n for s in (classifiers, fills, groups) for n in s.tables})
+    assert "so it is not probed" in box.markdown and "No model could be probed here" in box.markdown
     with pytest.raises(InputError, match="probe_unusable = 'no': True or False"):
         ch.start(dict(probe_unusable="no"))
 
@@ -186,11 +216,19 @@ def test_each_languages_classifier_is_gated_on_its_held_out_split(private_dirs, 
     monkeypatch.setattr(probing_measure, "TfidfLogistic", Majority)     # the classifiers are the measure's
     forced = ch.classifier_section(params)
     assert forced.facts["classifier_usable"] == {"fr": False}
-    assert "French fails (" in forced.markdown and "shown but not interpreted" in forced.markdown
+    assert "French fails (`classifier_gate`" in forced.markdown and "shown but not interpreted" in forced.markdown
+    failing = forced.tables["classifier_gate"].query("metric == 'macro_f1'").iloc[0]
+    assert not failing["passes"]
+    finding = ch._classifier_finding(forced.tables["classifier_gate"]).text
+    assert finding == (f"The toxicity classifier fails the classifier gate in French (macro F1 {failing.value:.2f} "
+                       f"[{failing.ci_low:.2f}, {failing.ci_high:.2f}] against {failing.baseline:.2f}), whose %@k and "
+                       "group rankings are shown, not interpreted.")
 
 
 def test_a_language_whose_classifier_fails_has_its_results_shown_but_not_interpreted(tiny_gpt2, private_dirs,
                                                                                     monkeypatch):
+    from statsmodels.stats.proportion import proportion_confint
+
     """Issue 25: with its classifier failing the gate (its language model made to pass its own),
     English keeps its first step, %@k and group tables, marked not interpreted with the reason;
     with the classifier passing, the same rows are interpreted."""
@@ -213,7 +251,24 @@ def test_a_language_whose_classifier_fails_has_its_results_shown_but_not_interpr
         assert groups.tables["table6_per_group"]["interpreted"].eq(usable).all()
         agree = groups.tables["table6_rank_agreement"]
         assert len(agree) == 3 and agree["interpreted"].eq(usable).all()
-        assert (f"{tiny_gpt2} (English)" in groups.markdown) != usable
+        assert ("A row with `interpreted` False" in groups.markdown) != usable
+        summary = fills.tables["table5_summary"]
+        assert summary["vs_paper_range"].notna().all() == usable
+        box = ch.findings(classifiers, fills, groups, params)
+        _check_findings(box, {n for s in (classifiers, sentences, fills, groups) for n in s.tables})
+        if usable:                  # the findings' numbers are the tables': %@1, its interval, rho
+            top = summary.iloc[0]
+            assert (f"The highest %@1 of an interpreted model is {top.percent:.1f} % [{top.ci_low:.1f}, "
+                    f"{top.ci_high:.1f}] ({tiny_gpt2} in English, n = {int(top.n)} completed sentences)"
+                    in box.markdown)
+            low, high = proportion_confint(int(top.flagged), int(top.n), method="wilson")
+            assert (top.ci_low, top.ci_high) == pytest.approx((100 * low, 100 * high))
+            assert f"spans a median of {top.ci_high - top.ci_low:.1f} points" in box.markdown
+            assert f"English, 1 of 1 model {ch.VS_RANGE_WORDS[top.vs_paper_range]}" in box.markdown
+            best = agree.loc[agree["rho"].abs().idxmax()]
+            assert f"Spearman's ρ = {best.rho:.2f} [{best.ci_low:.2f}, {best.ci_high:.2f}]" in box.markdown
+        else:
+            assert "No %@1 is interpreted" in box.markdown
 
 
 # --------------------------------------------------------------------------- beside the paper (issue 25)
@@ -241,7 +296,8 @@ def test_table5_is_paired_with_every_published_model_of_its_language_and_k():
     """Issue 25: each measured %@k beside each published model of its language at the same k, the
     difference and its interval (Wilson, statsmodels, minus the published value), the published range;
     a model that is one of the paper's (bert-large-uncased: BERT) compared cell by cell; a k the paper
-    does not print has no pair; the sentence's counts are the table's."""
+    does not print has no pair; the summary reads each model at k = 1 against the paper's range, and the
+    prose prints no count over the k > 1 intervals it calls too narrow."""
     from statsmodels.stats.proportion import proportion_confint
 
     from helpers import published
@@ -261,19 +317,28 @@ def test_table5_is_paired_with_every_published_model_of_its_language_and_k():
         assert (r.paper_min, r.paper_max) == (min(theirs), max(theirs))
         assert r.within_paper_range == (min(theirs) <= r.measured <= max(theirs))
         assert r.same_model == (r.model == "bert-large-uncased" and r.paper_model == "BERT")
-    text = ch.table5_sentence(paired, [1, 3, 5])
-    assert "no %@k at k = 3" in text
-    bert = paired[paired["same_model"]].sort_values("k")
-    assert f"bert-large-uncased is the paper's BERT (English): ours minus the paper's %@k is " \
-           f"{bert['difference'].iloc[0]:+.2f} points at k = 1" in text
-    en = paired[(paired["language"] == "en") & (paired["model"] == "m1")].drop_duplicates("k")
-    inside, below = int(en["within_paper_range"].sum()), int((en["measured"] < en["paper_min"]).sum())
-    assert f"{inside} of 2 measured cells lie within it, {below} lie below and {2 - inside - below} above" in text
-    ar = paired[paired["language"] == "ar"]
-    equal = int(ar["within_paper_range"].sum())
-    assert f"{equal} of 4 measured cells equal it" in text and "paired with the paper's AraBERT" in text
-    excludes = int(((ar["difference_ci_low"] > 0) | (ar["difference_ci_high"] < 0)).sum())
-    assert f"excludes 0 in {excludes} of the 4 Arabic pairs" in text
+    summary = ch.table5_summary(table5, paired)                  # a row per language and model, at k = 1
+    assert len(summary) == 4 and set(summary["k"]) == {1}
+    for r in summary.itertuples():
+        sel = scored[(scored["language"] == r.language) & (scored["model"] == r.model) & (scored["rank"] == 1)]
+        lo, hi = proportion_confint(sel["toxic"].sum(), len(sel), method="wilson")
+        assert (r.n, r.percent) == (len(sel), pytest.approx(100 * sel["toxic"].mean()))
+        theirs = [v[0] for (lang, _), v in PAPER_TABLE5.items() if lang == r.language]
+        assert (r.paper_min, r.paper_max) == (min(theirs), max(theirs))
+        want = "below" if 100 * hi < min(theirs) else "above" if 100 * lo > max(theirs) else "overlaps"
+        assert r.vs_paper_range == want
+        if r.model == "bert-large-uncased" and r.language == "en":
+            assert r.paper_model == "BERT" and r.difference == pytest.approx(100 * sel["toxic"].mean() - 14.20)
+        else:
+            assert pd.isna(r.paper_model) and pd.isna(r.difference)
+    text = ch.table5_sentence(summary, [1, 3, 5], paired)
+    assert "no %@k at k = 3" in text and "cannot tell whether a model's %@3 or %@5 differs" in text
+    assert "excludes 0" not in text and report.reading_problems(text) == []     # no count over unread intervals
+    unread = ch.table5_summary(table5.assign(interpreted=table5["model"] == "m1"), paired)
+    assert unread.set_index("model").loc["bert-large-uncased", "vs_paper_range"].isna().all()
+    assert unread.attrs["why"]["vs_paper_range"] == "the row is not interpreted"
+    findings = ch._percent_findings(unread, [1, 3, 5])            # failing rows are shown, never interpreted
+    assert all("bert-large-uncased" not in f.text for f in findings)
 
 
 def test_tables_8_to_10_stand_beside_our_counts_or_alone(private_dirs):
@@ -305,8 +370,14 @@ def test_tables_8_to_10_stand_beside_our_counts_or_alone(private_dirs):
         ["language", "paper_model", "rank"])["paper_frequency"].tolist()
     for m in ("m1", "m2"):
         assert shown[f"{m} top-1"].tolist() == words.loc[words["model"] == m, "frequency"].tolist()
-    found = words[(words["language"] == "en") & (words["model"] == "m1") & (words["frequency"] > 0)]
-    assert f"m1 gives {found['word'].nunique()} as its top-1 fill-in" in section.markdown
+    counted = section.tables["table8_9_found"].set_index(["language", "model"])   # one row per model, not a sentence
+    assert len(counted) == 4
+    for (lang, m), g in words.groupby(["language", "model"]):
+        hits = g.drop_duplicates("word").query("frequency > 0")
+        row = counted.loc[(lang, m)]
+        assert (row["found"], row["paper_words"], row["probed"]) == (len(hits), g["word"].nunique(), 25)
+        assert all(f"{w} ({n})" in row["words"] for w, n in zip(hits["word"], hits["frequency"]))
+    assert report.reading_problems(section.markdown) == []
     alone = section.tables["paper_table9"]
     assert set(alone["language"]) == {"fr"} and "French is not among this run's `languages`" in section.markdown
     animals = ch.animals_vs_paper(scored, published.table("002", "table10"))
@@ -319,6 +390,9 @@ def test_tables_8_to_10_stand_beside_our_counts_or_alone(private_dirs):
     dog = animals[(animals["gloss"] == "dog") & (animals["rank"] == 1)]
     assert dog["paper_group"].eq("japanese").all() and dog["paper_frequency"].eq(2085).all()
     assert len(section.tables["table10_vs_paper_ar_by_model"]) == 25
+    animals_found = section.tables["table10_found_ar"].set_index("model")["found"]
+    assert animals_found.to_dict() == {m: int((g.drop_duplicates("word")["word_frequency"] > 0).sum())
+                                       for m, g in animals.groupby("model")}
     empty = check_section(ch.words_section(params, Section(data=pd.DataFrame())))
     assert {"paper_table8", "paper_table9", "paper_table10"} <= set(empty.tables)
     assert "no English sentence was probed here" in empty.markdown

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from helpers import card
+from helpers import card, report
 from helpers.card import page as card_page
 from helpers.chapters import ch08_report_cards as ch
 from helpers.errors import InputError
@@ -30,9 +30,12 @@ def test_the_cards_are_harms_reports_and_the_comparison_its_pair(private_dirs, t
     assert (cards.facts["models"], cards.facts["usable"]) == (2, 0)       # two random tiny GPT-2s
     flagged = {m for c in cards.data for m in c.status.dropna(subset=["note"])["metric"]}
     assert flagged and set(cards.facts["not_read"]) == flagged             # a classifier behind them fails
-    assert "Shown, not read (a classifier behind them fails the classifier gate): " in cards.markdown
+    assert "Shown, not read: " in cards.markdown and "fails the classifier gate" in cards.markdown
     assert cards.markdown.startswith("0 of 2 models pass the language-model quality gate")
-    assert list(cards.tables)[0] == "cards_summary"                          # the summary table first
+    assert cards.items[0][:2] == ("table", "cards_summary")                  # the summary table first
+    assert len(report.paragraphs(cards.markdown)) <= 3 and not report.reading_problems(cards.markdown)
+    readings = cards.tables["cards_readings"]
+    assert readings["reading"].str.startswith(card_page.SHOWN).all()         # neither model passes: none read
     assert cards.tables["cards_summary"]["metric"].is_unique
     comparison = check_section(ch.comparison_section(params))
     pair = card.report_card([str(tiny_gpt2), str(tiny_gpt2_bos)], budget="quick")
@@ -43,6 +46,14 @@ def test_the_cards_are_harms_reports_and_the_comparison_its_pair(private_dirs, t
     assert pair.comparison["verdict"].str.startswith("not interpreted").all()
     assert comparison.facts["not interpreted"] == len(heads)                 # headline verdicts, not every row
     assert f"{len(heads)} headline comparisons, one per metric" in comparison.markdown
+    assert f"Of these {len(heads)} headline verdicts: {len(heads)} not interpreted" in comparison.markdown
+    box = ch.findings(cards, comparison, ch.comparison_section({**params, "pair": None}))
+    low, high = report.READING["findings"]
+    assert low <= len(box.facts["findings"]) <= high
+    assert box.facts["findings"][0].startswith("0 of 2 models pass the language-model quality gate; ")
+    assert "a difference survives Holm's adjustment on 0 of" in box.facts["findings"][-2]
+    shown = set(cards.tables) | set(comparison.tables)
+    assert {f.table for f in box.items[0][2].items} <= shown                    # each links to a table on the page
     assert comparison.tables["comparison_summary"]["metric"].tolist() == card_page.summary_table(pair)["metric"].tolist()
     none = ch.comparison_section({**params, "pair": None})
     assert none.facts == {"compared": 0} and not none.tables
@@ -81,26 +92,35 @@ def _one(name: str, objective: str = "causal", usable: bool = True) -> card.Card
     return out
 
 
-def test_the_chapters_sentences_read_each_metric_as_its_kind_allows():
-    lines, facts = ch.card_sentences([_one("a"), _one("xl", "permutation"), _one("bad", usable=False)])
-    assert lines[0] == ("1 of 2 models pass the language-model quality gate (bad: shown, not read); it does not "
-                        "apply to xl (permutation), not counted as failing.")
+def test_the_readings_read_each_metric_as_its_kind_allows_counting_per_model():
+    readings, facts = ch.card_readings([_one("a"), _one("xl", "permutation"), _one("bad", usable=False)])
+    assert ch.card_paragraphs(facts)[0] == ("1 of 2 models pass the language-model quality gate (bad: shown, not "
+                                            "read); it does not apply to xl (permutation), not counted as failing.")
     assert (facts["usable"], facts["gate_applies"], facts["gate_does_not_apply"]) == (1, 2, 1)
-    by = {line.split(": ")[0]: line for line in lines[1:] if not line.startswith(("a (", "xl (", "bad ("))}
-    assert by["safety_score:toxigen"].startswith("safety_score:toxigen: 0 of 1 read models have an interval above "
-                                                 "0.5 (chance")                    # [0.48, 0.56] covers chance
-    assert "ideal 1" in by["safety_score:toxigen"] and "exclude" not in by["safety_score:toxigen"]
-    assert by["ceat"] == "ceat: 2 of 2 group intervals (over 1 read model) exclude the ideal 0."
-    assert "spread over groups is the bias" in by["bold_sentiment"] and "exclude" not in by["bold_sentiment"]
+    by = readings[readings["model"] == "a"].set_index("metric")
+    assert by.loc["safety_score:toxigen", "value"] == "0.520 [0.480, 0.560]"
+    assert by.loc["safety_score:toxigen", "reading"] == "interval includes chance (0.5); ideal 1"
+    assert by.loc["ceat", "reading"] == "2 of 2 groups' intervals exclude the ideal 0"   # this model's groups
+    assert bool(by.loc["ceat", "excludes_ideal"])
+    assert by.loc["bold_sentiment", "reading"].startswith("spread over 2 groups: the bias")
+    assert by.loc["bold_sentiment", "value"] == "0.300"                          # 0.5 - 0.2
     for metric in ("atomic_probing:en", "categorical_bias"):                  # non-negative: no "excludes 0"
-        assert "says little" in by[metric] and "of 1 read models have an interval" not in by[metric]
-    first = next(line for line in lines if line.startswith("a (safety_score:toxigen): rank 20 of 25"))
-    assert "outside" not in first and "inside" not in first and "no interval to hold it against" in first
-    assert any(line.startswith("a (categorical_bias): not comparable with the published models") for line in lines)
-    assert facts["not_comparable"] == ["categorical_bias"] * 3
-    bad = [line for line in lines if line.startswith("bad (atomic_probing:en)")]
-    assert bad and bad[0].endswith(f"; {card_page.SHOWN}.")
-    assert not any(line.startswith("a (") and "not interpreted" in line for line in lines)
+        assert "says little" in by.loc[metric, "reading"] and "exclude" not in by.loc[metric, "reading"]
+    assert by.loc["atomic_probing:en", "reading"].endswith("rank 20 of 25 among the published models")
+    assert by.loc["categorical_bias", "reading"].endswith("no comparable published value")   # not comparable
+    assert facts["not_comparable"] == ["categorical_bias"]
+    bad = readings[readings["model"] == "bad"]
+    assert bad["reading"].str.startswith(f"{card_page.SHOWN}: bad fails the language-model quality gate").all()
+    assert (bad["value"] == "").all() and bad["excludes_ideal"].isna().all()
+    text = " ".join(ch.card_paragraphs(facts))
+    assert not report.reading_problems(text) and "categorical_bias has no comparable published value" in text
+
+
+def test_seat_counts_tests_not_group_intervals():
+    rows = pd.DataFrame({"metric": "seat", "group": ["t1", "t2", "t3"], "value": [0.8, 0.1, -0.9],
+                         "ci_low": [0.2, -0.3, -1.4], "ci_high": [1.3, 0.5, -0.4], "ideal": 0.0})
+    value, reading, fact = ch._reading("seat", rows, pd.DataFrame())
+    assert reading == "2 of 3 tests' intervals exclude the ideal 0" and fact == {"excluding": 2}
 
 
 def test_the_comparison_counts_headline_verdicts_by_kind():

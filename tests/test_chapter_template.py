@@ -95,6 +95,13 @@ def test_template_sections_follow_the_contract_and_equal_brute_force(template_ru
     assert section.facts["below_half"] == int((got < 0.5).sum()) and section.facts["scores"] == len(got)
     assert f"{section.facts['below_half']} lie below 0.5" in section.markdown
     assert (paths.results_dir(ch.CHAPTER) / "safety_per_group.csv").is_file()
+    box = ch.findings(measured, gate)                                            # nothing read: it says so
+    assert box.facts["findings"][:2] == ["0 of 1 models pass the language-model quality gate",
+                                         "No model passes the gate, so no score is interpreted"]
+    read = ch.findings(measured, usable)
+    assert read.facts["findings"][1] == f"{int((got < 0.5).sum())} of {len(got)} safety scores of the usable models " \
+                                        "lie below 0.5"
+    assert f"{got.min():.3f}" in read.facts["findings"][2]
 
 
 def test_template_asks_for_the_result_other_chapters_share(template_run, tiny_gpt2, monkeypatch):
@@ -118,6 +125,7 @@ def test_template_notebook_executes_as_a_chapter(tiny_gpt2, private_dirs):
     nb = nbformat.read(out, as_version=4)
     check_executed(nb)
     assert (paths.results_dir(ch.CHAPTER) / "quality_gate.csv").is_file()
+    assert (paths.results_dir(ch.CHAPTER) / "findings.csv").is_file()                 # the findings, first
     with pytest.raises(book.NotebookFailed, match=r"InputError: .*unknown parameter 'sample_per_gruop' "
                                                   r"\(did you mean 'sample_per_group'\?\)"):
         book.execute(NOTEBOOK, out, {"models": [str(tiny_gpt2)], "sample_per_gruop": 2}, progress=False)

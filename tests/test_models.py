@@ -213,24 +213,29 @@ def test_zoo_models_listed_and_loaded(tiny_gpt2, tmp_path):
 
 
 
-def test_core_models_are_two_packages_and_the_three_students_the_zoo_holds(tiny_gpt2, tmp_path):
-    """``"core"`` (chapters 02 and 06 by default): the installed package models but Qwen2.5-Coder
-    (``"core-packages"``, chapter 08's cards), then those of ``CORE_STUDENTS`` the zoo has (a student
-    the zoo lacks is left out, not named), in that order."""
+def test_core_models_are_three_independent_families_and_the_students_the_zoo_holds(tiny_gpt2, tmp_path):
+    """``"core"`` (chapters 02 and 06 by default): the package models of ``"core-packages"`` (chapter
+    08's cards), Qwen2.5-Coder-0.5B (a third independent family), then those of ``CORE_STUDENTS`` the
+    zoo has (a student the zoo lacks is left out, not named), in that order."""
     zoo = tmp_path / "zoo"
     packages = [m for m in models.package_models() if not m.startswith("qwen")]
-    assert runner.resolve_models("core") == runner.resolve_models("core-packages") == packages   # an empty zoo
+    independent = [m for m in models.package_models() if m == "qwen2.5-coder-0.5b"]
+    assert runner.resolve_models("core-packages") == packages
+    assert runner.resolve_models("core") == packages + independent                     # an empty zoo
     assert set(packages) == {"smollm2-135m", "gemma3-270m"} & set(models.package_models())
     for name in ("zoo-smollm2-L27-lm", "zoo-smollm2-L24-kd", "zoo-smollm2-L18-lm"):
         shutil.copytree(tiny_gpt2, zoo / name)
-        (zoo / name / "manifest.json").write_text(json.dumps(dict(name=name, objective="causal")))
+        (zoo / name / "manifest.json").write_text(json.dumps(dict(name=name, objective="causal",
+                                                                  teacher="smollm2-135m")))
     core = runner.resolve_models("core")
-    assert core == packages + ["zoo-smollm2-L18-lm", "zoo-smollm2-L24-kd"]
+    assert core == packages + independent + ["zoo-smollm2-L18-lm"]
+    assert len({models.lineage(m) for m in core}) == len(packages + independent)    # the students add no family
     assert set(core) < set(models.offline_models()) and "zoo-smollm2-L27-lm" in models.offline_models()
     assert runner.resolve_models("core+encoders") == core + models.encoder_models()
     students = ["zoo-smollm2-L18-lm", "zoo-smollm2-L24-kd", "zoo-smollm2-L27-lm"]     # sorted by name
     assert runner.resolve_models("zoo") == students                  # chapter 07's English: core-packages+zoo
     assert runner.resolve_models("core-packages+zoo") == packages + students
+
 
 def _smollm_installed() -> bool:
     import importlib.util

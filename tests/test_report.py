@@ -228,9 +228,9 @@ def test_headline_differences_draws_one_strip_per_metric_on_its_own_scale():
                          "kind": ["better", "none", "none"]})
     fig = plots.headline_differences(rows)
     axes = fig.axes
-    assert len(axes) == 3 and [a.get_yticklabels()[0].get_text() for a in axes] == rows["metric"].tolist()
+    assert len(axes) == 3 and [a.get_title(loc="left") for a in axes] == rows["metric"].tolist()
     assert axes[1].get_xlim()[1] > 9 > axes[0].get_xlim()[1]                 # each strip its own scale
-    assert "98.3 %" in axes[0].get_title()
+    assert "98.3 %" in fig.get_suptitle()
     assert all(any(line.get_xdata()[0] == 0 for line in a.get_lines()) for a in axes)
 
 
@@ -289,9 +289,12 @@ def test_findings_section_writes_the_findings_table_the_book_log_prints(tmp_path
     assert book.log_findings("00_none") == []
 
 
-def test_table_view_gives_a_named_table_its_anchor():
+def test_table_view_gives_a_named_table_its_anchor_even_when_it_has_nothing_to_show():
     df = pd.DataFrame({"model": ["a"], "value": [0.5]})
     assert f'id="{report.table_anchor("table1 x")}"' in report.table_view(df, "table1 x").to_html()
+    for empty in (df.iloc[:0], df.assign(value=np.nan)):
+        shown = report.table_view(empty, "t5")
+        assert isinstance(shown, report.Text) and f'<p id="{report.table_anchor("t5")}">' in shown._repr_html_()
 
 
 def test_families_sentence_counts_lineages_and_says_what_they_can_detect():

@@ -31,8 +31,8 @@ from helpers.card.references import (PUBLISHED, REFERENCES, STANDING_NOTE, offli
                                    published_reference)
 from helpers.card.writing import write as write_files
 
-__all__ = ["summary_table", "summary_tables", "summary", "html", "model_card", "write", "gate_lines", "verdict_class",
-           "FOREST_ROWS", "DETAIL_ROWS"]
+__all__ = ["summary_table", "summary_tables", "per_group_summary", "summary", "html", "model_card", "write",
+           "gate_lines", "verdict_class", "FOREST_ROWS", "DETAIL_ROWS"]
 
 #: The most groups one forest plot shows (besides the overall rows).
 FOREST_ROWS = 30
@@ -47,6 +47,10 @@ NON_NEGATIVE = ("toxd_fpr", "bold_toxicity", "atomic_probing", "categorical_bias
 #: What a metric's groups are called when the card summarises them.
 GROUP_UNITS = {"seat": "tests", "ilps": "groups", "ceat": "groups", "ceattox": "groups"}
 SHOWN = "shown, not interpreted"
+#: Below this page width (CSS px) the summary table reflows: a block of lines per metric.
+REFLOW_BELOW_PX = 720
+#: The resolution of the page's inline figures (a figure's inches times this: its width in px).
+PNG_DPI = 110
 #: How a status note starts when the model's own value is read and only its comparison is not
 #: (the other model's classifier fails).
 READ_ALONE = "read alone"
@@ -250,13 +254,52 @@ def verdict_class(text: str) -> str:
     return "direction"
 
 
+def _compared_quantity(h) -> str:
+    """What a headline comparison differences, and over what: "overall: mean |value| over 64 words"."""
+    return f"{h['group']} over {int(h['n'])} {h['paired_on']}"
+
+
+def _headline_cell(mine: pd.DataFrame, value) -> str:
+    """A model's value of the compared quantity, with the interval of the model's own summary row
+    when that row is the same quantity (the safety score's mean over groups, StereoSet's overall
+    SS), else without one (a mean |value| over items has no interval of its own on the card)."""
+    s = mine[mine["group"].isin(SUMMARY_GROUPS)]
+    if len(s) and np.isclose(float(s["value"].iloc[0]), float(value), rtol=1e-9, atol=1e-9) \
+            and np.isfinite(float(s["ci_low"].iloc[0])):
+        return f"{_fmt(value)} {_short_interval(s['ci_low'].iloc[0], s['ci_high'].iloc[0])}"
+    return _fmt(value)
+
+
+def per_group_summary(c: Card, metric: str) -> str | None:
+    """A two-model card's per-group summary of ``metric`` (the spread over groups, the mean
+    |value - ideal| over groups) where its summary row shows the compared quantity instead: "mean
+    |value - 0| over 16 groups: A 0.110, B 0.350"; None where the two are the same."""
+    heads = headline(c)
+    h = heads[heads["metric"] == metric] if len(heads) else heads
+    if len(c.models) != 2 or not len(h):
+        return None
+    values, what = [], None
+    for m in c.models:
+        part = c.metrics[(c.metrics["metric"] == metric) & (c.metrics["model"] == m)]
+        if not len(part):
+            return None
+        v, _, _, what = _summary_value(metric, part)
+        values.append(v)
+    if what in SUMMARY_GROUPS:
+        return None
+    return f"{what}: A {_fmt(values[0])}, B {_fmt(values[1])}"
+
+
 def summary_table(c: Card) -> pd.DataFrame:
-    """One row per metric on the card (catalogue order): what summarises it, a column per model
-    (``value [95 % interval]``, or "shown, not interpreted" beside it), the model's place among
-    the papers' published models ("rank r of N", "not comparable", or blank), the ideal and the
-    direction; with two models (``A: name``, ``B: name``) the headline comparison: the difference
-    B - A with its family-adjusted interval, the adjusted p, the smallest difference the test
-    could detect, and the verdict."""
+    """One row per metric on the card (catalogue order): a column per model (``value [95 %
+    interval]``, or "shown, not interpreted" beside it), what that value is (``summarised as``), the
+    model's place among the papers' published models ("rank r of N", "not comparable", or blank),
+    the ideal and the direction. With two models (``A: name``, ``B: name``) a compared metric's
+    values are those its headline comparison differences (the mean over groups, the overall share,
+    the mean |value| over items), so ``difference B - A`` is the difference of the two values beside
+    it, with its family-adjusted interval, the adjusted p, the smallest difference the test could
+    detect and the verdict; the per-group summary moves to the metric's detail
+    (:func:`per_group_summary`)."""
     two = len(c.models) == 2
     label = {m: (f"{'AB'[i]}: {m}" if two else m) for i, m in enumerate(c.models)}
     notes = status_notes(c)
@@ -265,17 +308,24 @@ def summary_table(c: Card) -> pd.DataFrame:
     rows = []
     for metric in _metrics_in_order(c):
         mine = c.metrics[c.metrics["metric"] == metric]
+        h = None
+        if metric in heads.index:
+            h = heads.loc[metric]
+            h = h.iloc[0] if isinstance(h, pd.DataFrame) else h
         row = {"metric": metric}
-        what = None
-        for m in c.models:
+        what = _compared_quantity(h) if h is not None else None
+        for i, m in enumerate(c.models):
             part = mine[mine["model"] == m]
             if not len(part):
                 st = str(status.get((m, metric), "not computed"))
                 row[label[m]] = st.split(":")[0]
                 continue
-            v, lo, hi, what_m = _summary_value(metric, part)
-            what = what or what_m
-            cell = f"{_fmt(v)} {_short_interval(lo, hi)}" if np.isfinite(lo) else _fmt(v)
+            if h is not None:
+                cell = _headline_cell(part, h["value_a" if i == 0 else "value_b"])
+            else:
+                v, lo, hi, what_m = _summary_value(metric, part)
+                what = what or what_m
+                cell = f"{_fmt(v)} {_short_interval(lo, hi)}" if np.isfinite(lo) else _fmt(v)
             if _why_not_interpreted(c, m, metric, notes):
                 cell += f"; {SHOWN}"
             row[label[m]] = cell
@@ -285,22 +335,18 @@ def summary_table(c: Card) -> pd.DataFrame:
         row["ideal"] = _ideal(metric)
         row["direction"] = _direction(metric)
         if two:
-            if metric in heads.index:
-                h = heads.loc[metric]
-                h = h.iloc[0] if isinstance(h, pd.DataFrame) else h
+            if h is not None:
                 det = h["detectable_difference"]
-                row.update({"difference B - A": _difference_cell(h),
-                            "compared on": f"{h['group']} over {int(h['n'])} {h['paired_on']}",
-                            "adjusted p": _p(h["p_adjusted"]),
+                row.update({"difference B - A": _difference_cell(h), "adjusted p": _p(h["p_adjusted"]),
                             "detectable difference": f"±{_fmt(det)}" if np.isfinite(float(det)) else "—",
                             "verdict": str(h["verdict"])})
             else:
-                row.update({"difference B - A": "—", "compared on": "—", "adjusted p": "—", "detectable difference": "—",
+                row.update({"difference B - A": "—", "adjusted p": "—", "detectable difference": "—",
                             "verdict": "not tested: no paired comparison for this metric"})
         rows.append(row)
     cols = (["metric", *[label[m] for m in c.models]]
-            + (["difference B - A", "verdict", "adjusted p", "detectable difference", "compared on"] if two else [])
-            + ["ideal", "summarised as", *[f"{label[m]} among published" for m in c.models], "direction"])
+            + (["difference B - A", "verdict", "adjusted p", "detectable difference"] if two else [])
+            + ["summarised as", "ideal", *[f"{label[m]} among published" for m in c.models], "direction"])
     return pd.DataFrame(rows, columns=cols)
 
 
@@ -348,7 +394,7 @@ def _terminal_table(table: pd.DataFrame, width: int = 100) -> str:
     then indented (wrapped) lines for what summarises it, "shown, not interpreted", the place among
     the published models, and with two models the difference and the verdict."""
     fixed = {"metric", "summarised as", "ideal", "direction", "difference B - A", "adjusted p",
-             "detectable difference", "verdict", "compared on"}
+             "detectable difference", "verdict"}
     models = [c for c in table.columns if c not in fixed and not c.endswith(" among published")]
     mw = max([len("metric"), *table["metric"].map(len)]) + 2
     vw = min(max(24, *(len(m) + 2 for m in models)), max(12, (width - mw - 14) // max(1, len(models))))
@@ -370,7 +416,7 @@ def _terminal_table(table: pd.DataFrame, width: int = 100) -> str:
                 extra.append(f"{m.split(': ', 1)[-1]}: " + "; ".join(bits))
         if "verdict" in rd:
             extra.append(f"B - A: {rd['verdict']}" if rd["difference B - A"] == "—" else
-                         f"B - A {rd['difference B - A']} ({rd['compared on']}), adjusted p {rd['adjusted p']}, "
+                         f"B - A {rd['difference B - A']}, adjusted p {rd['adjusted p']}, "
                          f"detectable {rd['detectable difference']}: {rd['verdict']}")
         for e in extra:
             lines += textwrap.wrap(e, width=width, initial_indent="    ", subsequent_indent="      ")
@@ -404,7 +450,7 @@ def _png(fig) -> str:
     import matplotlib.pyplot as plt
 
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110)
+    fig.savefig(buf, format="png", dpi=PNG_DPI)
     plt.close(fig)
     return f'<img alt="figure" src="data:image/png;base64,{base64.b64encode(buf.getvalue()).decode()}">'
 
@@ -428,20 +474,23 @@ def _cell(v) -> str:
     return esc.escape(str(v))
 
 
-def _table(df: pd.DataFrame, cell_class=None, caption: str | None = None) -> str:
-    """A table in its own horizontally scrolling box; ``cell_class(column, value)`` -> a class."""
+def _table(df: pd.DataFrame, cell_class=None, caption: str | None = None, *, reflow: bool = False) -> str:
+    """A table in its own horizontally scrolling box; ``cell_class(column, value)`` -> a class.
+    ``reflow``: on a narrow screen each row becomes a block of "column: value" lines (no sideways
+    scrolling; the summary table)."""
     head = "".join(f"<th>{esc.escape(str(c))}</th>" for c in df.columns)
     body = []
     for row in df.itertuples(index=False):
         tds = []
         for col, v in zip(df.columns, row):
             cls = cell_class(col, v) if cell_class else None
-            tds.append(f'<td class="{cls}">' if cls else "<td>")
+            label = f' data-label="{esc.escape(str(col))}"' if reflow else ""
+            tds.append(f'<td class="{cls}"{label}>' if cls else f"<td{label}>")
             tds[-1] += _cell(v) + "</td>"
         body.append("<tr>" + "".join(tds) + "</tr>")
     cap = f"<caption>{esc.escape(caption)}</caption>" if caption else ""
-    return (f'<div class="scroll"><table>{cap}<thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody>'
-            "</table></div>")
+    return (f'<div class="scroll"><table{" class=reflow" if reflow else ""}>{cap}<thead><tr>{head}</tr></thead>'
+            f'<tbody>{"".join(body)}</tbody></table></div>')
 
 
 def _detail_rows(c: Card, rows: pd.DataFrame) -> tuple[pd.DataFrame, int]:
@@ -541,7 +590,7 @@ def html(c: Card) -> str:
     table = summary_table(c)
     parts += ["<h2>Summary</h2>",
               _table(table, lambda col, v: f"v-{verdict_class(v)}" if col == "verdict" else
-                     ("shown" if isinstance(v, str) and SHOWN in v else None))]
+                     ("shown" if isinstance(v, str) and SHOWN in v else None), reflow=True)]
     heads = headline(c)
     if len(heads):
         parts.append(f"<p>{esc.escape(family_sentence(c))}</p>")
@@ -562,6 +611,8 @@ def html(c: Card) -> str:
                             else f'<p class="bad">{esc.escape(m)}: {SHOWN}: {esc.escape(note)}.</p>')
         body.append(f"<p>{esc.escape(_direction(metric))}; ideal {esc.escape(_ideal(metric))}. Interval: "
                     f"{esc.escape(INTERVALS.get(metric.split(':')[0], '95 %'))}.</p>")
+        if (groups := per_group_summary(c, metric)):
+            body.append(f"<p>Per-group summary: {esc.escape(groups)}.</p>")
         shown = plotted_rows(rows)
         ideal = None if metric == "bold_sentiment" else float(rows["ideal"].iloc[0])
         body.append(_png(plots.forest(shown, ideal=ideal, title=metric)))
@@ -612,7 +663,15 @@ def html(c: Card) -> str:
              ".banner{padding:.5em .8em;margin:.5em 0}.banner ul{margin:.3em 0;padding-left:1.2em}"
              ".bad{background:#fdd}.ok{background:#dfd}.na{background:#eee}.banner li.bad,.banner li.ok,"
              ".banner li.na{background:none}details{border:1px solid #ddd;margin:.4em 0;padding:.3em .6em}"
-             "summary{cursor:pointer;font-weight:bold}.meta{color:#555;font-size:.9em}")
+             "summary{cursor:pointer;font-weight:bold}.meta{color:#555;font-size:.9em}"
+             # a narrow screen: the summary's rows as blocks of "column: value" lines, the verdict in view
+             f"@media (max-width:{REFLOW_BELOW_PX}px){{table.reflow thead{{display:none}}"
+             "table.reflow,table.reflow tbody,table.reflow tr,table.reflow td{display:block;width:auto}"
+             "table.reflow tr{border:1px solid #ccc;margin:.5em 0;padding:.2em 0}"
+             "table.reflow td{white-space:normal;border:none;min-width:0!important;position:static}"
+             "table.reflow td::before{content:attr(data-label) \": \";font-weight:bold;color:#444}"
+             "table.reflow td:first-child{font-weight:bold;background:#f4f4f4}"
+             "table.reflow td:first-child::before{content:none}}")
     return ('<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" '
             f'content="width=device-width, initial-scale=1"><title>Harm report card: {esc.escape(" vs ".join(c.models))}'
             f"</title><style>{style}</style></head><body><main>{''.join(parts)}</main></body></html>")

@@ -22,6 +22,7 @@ from __future__ import annotations
 import inspect
 from dataclasses import dataclass, field
 
+import numpy as np
 import pandas as pd
 
 from helpers import datasets, models as registry, plots, published, report, runner, stats
@@ -68,6 +69,123 @@ def prefill(params: dict) -> list[str]:
     done = measure(params, params["toxigen"], params["sample_per_group"])
     measure(params, params["implicit_hate"], params["implicit_sample_per_label"], **extra)
     return done.models
+
+
+# ----------------------------------------------------------------------------- findings
+
+
+def _score(row) -> str:
+    """A safety score with its interval and what it is about: ``0.412 [0.371, 0.455] (`model`, Asian)``."""
+    value = report.fmt_ci(row["safety_score"], row["ci_low"], row["ci_high"])
+    return f"{value} (`{row['model']}`, {row['group_label']})"
+
+
+def findings(toxigen: Measured, ih: Measured, gate: Section) -> Section:
+    """The chapter's Findings box (:func:`helpers.chapters.common.findings_section`), each finding computed from
+    the models that pass the quality gate (``gate``, the :func:`quality` section) and linked to the table it comes
+    from: the gate, the range of Table 1, the groups whose interval lies below 0.5, the unscaled reading, the
+    ToxiGen-ImplicitHate correlation (with n and independent families) and ImplicitHate against the paper."""
+    excluded = excluded_models(toxigen, gate)
+    usable = toxigen.per_group[~toxigen.per_group["model"].isin(excluded)].dropna(subset=["safety_score"])
+    pub1, pub10 = published.table("000", "table1"), published.table("000", "table10")
+    out = []
+    if excluded:
+        out.append(report.Finding(
+            f"{len(excluded)} of the {len(toxigen.models)} measured models "
+            f"{'fails' if len(excluded) == 1 else 'fail'} the language-model quality gate "
+            f"({report.and_list([f'`{n}`' for n in excluded])}): shown, never interpreted.",
+            "language_model_quality", "quality gate"))
+    if usable.empty:
+        out.append(report.Finding("No model that passes the quality gate has a safety score to read.",
+                                  "table1_view", "Table 1"))
+    else:
+        lo, hi = usable.loc[usable["safety_score"].idxmin()], usable.loc[usable["safety_score"].idxmax()]
+        n = usable["model"].nunique()
+        out.append(report.Finding(
+            f"The safety scores of {f'the {n} usable models' if n != 1 else f'`{lo.model}`'} run from {_score(lo)} "
+            f"to {_score(hi)}; "
+            f"the paper's {pub1['model'].nunique()} models run from {pub1['safety_score'].min():.3f} to "
+            f"{pub1['safety_score'].max():.3f}.", "table1_view", "Table 1"))
+        summary = per_model_summary(toxigen.per_group, pub1, excluded)
+        ok = summary[summary["usable"]]
+        out.append(report.Finding(_interval_finding(ok, usable), "figure2_per_model", "per-model counts"))
+        if ok["below_half_unscaled_above_half"].notna().any() and ok["below_half"].sum() > 0:
+            out.append(report.Finding(_unscaled_finding(ok), "figure2_per_model", "per-model counts"))
+    out.append(_correlation_finding(toxigen, ih, gate))
+    ih_ok = ih.per_group[~ih.per_group["model"].isin(excluded_models(ih, gate))].dropna(subset=["safety_score"])
+    if len(ih_ok):
+        lo10, hi10 = pub10["safety_score"].min(), pub10["safety_score"].max()
+        inside = int(ih_ok["safety_score"].between(lo10, hi10).sum())
+        low = ih_ok.loc[ih_ok["safety_score"].idxmin()]
+        value = report.fmt_ci(low["safety_score"], low["ci_low"], low["ci_high"])
+        out.append(report.Finding(
+            (f"On ImplicitHate, `{low['model']}` scores {value}, {'within' if inside else 'outside'} the paper's range "
+             f"({lo10:.3f} to {hi10:.3f})." if len(ih_ok) == 1 else
+             f"On ImplicitHate, {inside} of the {len(ih_ok)} usable models score within the paper's range "
+             f"({lo10:.3f} to {hi10:.3f}); the lowest is `{low['model']}` at {value}."), "table10_implicit_hate",
+            "Table 10"))
+    return common.findings_section(CHAPTER, out[:report.READING["findings"][1]])
+
+
+def _range(ok: pd.DataFrame, column: str, of: str) -> str:
+    """"4 (`a`) to 6 (`b`) of ``of``" over the models of ``ok`` (a :func:`per_model_summary`), or "4 of ``of``" when
+    every model has the same count."""
+    if ok[column].nunique() == 1:
+        return f"{int(ok[column].iloc[0])} of {of}"
+    lo, hi = ok.loc[ok[column].idxmin()], ok.loc[ok[column].idxmax()]
+    return f"{int(lo[column])} (`{lo['model']}`) to {int(hi[column])} (`{hi['model']}`) of {of}"
+
+
+def _interval_finding(ok: pd.DataFrame, usable: pd.DataFrame) -> str:
+    """Per usable model, how many groups have a 95 % interval wholly below 0.5, and where the others lie."""
+    groups = int(ok["groups"].max())
+    above = int((usable["ci_low"] > 0.5).sum())
+    counted = _range(ok, "interval_below_half", f"its {groups} groups")
+    who = f"`{ok['model'].iloc[0]}`" if len(ok) == 1 else f"Each of the {len(ok)} usable models"
+    return ((f"{who} has {counted} with" if ok["interval_below_half"].nunique() == 1
+             else f"Per usable model, {counted} have") + " a 95 % interval wholly below 0.5, the side the paper reads "
+            "as unsafe; "
+            + ("the other groups' intervals all include 0.5 (chance)." if not above else
+               f"{above} model-and-group score{'s have' if above != 1 else ' has'} an interval wholly above 0.5."))
+
+
+def _unscaled_finding(ok: pd.DataFrame) -> str:
+    """Per usable model, how many of its groups scoring below 0.5 have an unscaled score above 0.5 (by plain
+    perplexity, the harmful statements the less likely ones), counted against those groups."""
+    low = ok[ok["below_half"] > 0]
+    share = (low["below_half_unscaled_above_half"] / low["below_half"]).min()
+    if share > 0.5:
+        return ("Without the division by toxicity, S < 0.5 does not mean that a model finds the harmful statements "
+                "more likely: for every usable model, most groups scoring below 0.5 (per model, "
+                f"{_range(low, 'below_half_unscaled_above_half', 'them')}) have an unscaled score above 0.5.")
+    flipped = int((low["below_half_unscaled_above_half"] > 0).sum())
+    return (f"Without the division by toxicity, {flipped} of the {len(low)} usable models with a score below 0.5 have "
+            "at least one such group whose unscaled score is above 0.5: there, S < 0.5 does not mean that the model "
+            "finds the harmful statements more likely.")
+
+
+def _correlation_finding(toxigen: Measured, ih: Measured, gate: Section) -> report.Finding:
+    """The ToxiGen-ImplicitHate correlation over the usable models, its n and independent families, beside the
+    paper's 0.68 over 24 models; what the families can detect (:func:`helpers.stats.pairs_for_correlation`)."""
+    pairs = toxigen_vs_implicit_hate(toxigen, ih)
+    pairs = pairs[pairs["model"].isin(gate.facts["usable"])]
+    res = stats.correlation(pairs["toxigen_mean_safety"], pairs["implicit_hate_safety"])
+    families = len({registry.lineage(n) for n in pairs["model"]})
+    need = stats.pairs_for_correlation(0.8)
+    over = (f"{res['n']} usable model{'s' if res['n'] != 1 else ''} from {families} independent "
+            f"famil{'ies' if families != 1 else 'y'}")
+    if pd.isna(res["r"]):
+        return report.Finding(f"No ToxiGen-ImplicitHate correlation can be computed over {over} (it needs 3 models "
+                              f"and two scores that vary); the paper states r = {PAPER_CORRELATION} over 24 models.",
+                              "toxigen_vs_implicit_hate_correlation", "correlation table")
+    text = (f"Over {over}, the ToxiGen and ImplicitHate scores correlate at r = "
+            f"{report.fmt_ci(res['r'], res['ci_low'], res['ci_high'], 2)}")
+    if pd.isna(res["ci_low"]) or res["ci_low"] <= 0 <= res["ci_high"]:
+        text += " (no sign established)"
+    text += f"; the paper states r = {PAPER_CORRELATION} over 24 models"
+    text += (f", and {families} families are too few to tell a true correlation of 0.8 from none (that takes {need})."
+             if families < need else ".")
+    return report.Finding(text, "toxigen_vs_implicit_hate_correlation", "correlation table")
 
 
 # ----------------------------------------------------------------------------- the data
@@ -161,16 +279,38 @@ def family(name: str) -> str:
         return name
 
 
+def origin(name: str) -> str:
+    """Where a model comes from (the registry's ``source``: package, zoo, hub; "local" outside it)."""
+    try:
+        return registry.spec(name).source
+    except ModelUnavailableError:
+        return "local"
+
+
+def models_table(models: list[str]) -> pd.DataFrame:
+    """One row per model: its family in the registry, its independent family (:func:`helpers.models.lineage`:
+    a model and every model pruned or distilled from it), where it comes from and whether it is one of the
+    paper's 24."""
+    paper = set(registry.paper_models())
+    return pd.DataFrame({"model": models, "family": [family(n) for n in models],
+                         "independent_family": [registry.lineage(n) for n in models],
+                         "origin": [origin(n) for n in models], "in_paper": [n in paper for n in models]})
+
+
 def scoring_report(m: Measured) -> Section:
-    """The scoring call, a sentence naming the measured models (with their family) and the
-    unavailable ones, followed by the table of unavailable models and their reasons when there
-    are any."""
-    facts = {"models": m.models, "sentences": m.per_sentence["id"].nunique(), "unavailable": list(m.unavailable)}
-    text = (f"Measured {len(m.models)} model(s) on {facts['sentences']:,} sentences: "
-            + ", ".join(f"`{n}` ({family(n)})" for n in m.models) + "."
-            + ("" if not m.unavailable else " **Not available here:** "
-               + "; ".join(f"`{n}`" for n in m.unavailable) + " (see the table below)."))
-    shown = [text] + ([("unavailable", runner.unavailable_table(m.unavailable))] if m.unavailable else [])
+    """The scoring call, a sentence counting the measured models and their independent families, the table
+    of measured models (``measured_models.csv``, :func:`models_table`) and, when there are any, the table of
+    unavailable models and their reasons."""
+    table = save(models_table(m.models), CHAPTER, "measured_models")
+    facts = {"models": m.models, "sentences": m.per_sentence["id"].nunique(), "unavailable": list(m.unavailable),
+             "families": table["independent_family"].nunique()}
+    text = (f"Measured {len(m.models)} model{'s' if len(m.models) != 1 else ''} from {facts['families']} "
+            f"independent famil{'ies' if facts['families'] != 1 else 'y'} on {facts['sentences']:,} sentences; "
+            "the table gives each model's family and origin."
+            + ("" if not m.unavailable else f" **Not available here: {len(m.unavailable)} model"
+               f"{'s' if len(m.unavailable) != 1 else ''}**, listed with the reason in the second table."))
+    shown = [text, ("measured_models", table)] + (
+        [("unavailable", runner.unavailable_table(m.unavailable))] if m.unavailable else [])
     score_options = {k: m.options[k] for k in ("pll", "upstream_mask_id") if k in m.options}
     return Section(call(scoring.score, "model", "sentences", **score_options), *shown, facts=facts)
 
@@ -229,19 +369,126 @@ def compare_table1(m: Measured) -> Section:
                    call=call(published.table, "'000'", "'table1'"), facts=facts)
 
 
+def excluded_models(m: Measured, gate: Section | None) -> list[str]:
+    """The measured models that fail the quality gate (not among ``gate.facts["usable"]``); none without a gate."""
+    return [n for n in m.models if gate is not None and n not in gate.facts["usable"]]
+
+
+def per_model_summary(per_group: pd.DataFrame, published_scores: pd.DataFrame, excluded: list[str]) -> pd.DataFrame:
+    """Per measured model, counted over its groups: how many safety scores it has, their median, how many lie
+    within / below / above the range of the paper's models for the same group, how many are below 0.5 with a
+    95 % interval below 0.5 too, at or above 0.5, not significantly different from 0.5 (Mann-Whitney
+    p > 0.05), and below 0.5 with an unscaled score (no division by toxicity) above 0.5."""
+    rows = []
+    for model, part in per_group.dropna(subset=["safety_score"]).groupby("model", sort=False):
+        ranged = report.against_range(part, published_scores)
+        s = part["safety_score"]
+        low = part[s < 0.5]
+        rows.append({
+            "model": model, "usable": model not in excluded, "groups": len(part), "median_safety_score": s.median(),
+            "within_published_range": int(ranged["within_published_range"].sum()),
+            "below_published_range": int((ranged["safety_score"] < ranged["published_min"]).sum()),
+            "above_published_range": int((ranged["safety_score"] > ranged["published_max"]).sum()),
+            "below_half": len(low), "interval_below_half": int((part["ci_high"] < 0.5).sum()),
+            "at_or_above_half": int((s >= 0.5).sum()),
+            "not_significant": int((~part["significant"].astype(bool)).sum()) if "significant" in part else None,
+            "below_half_unscaled_above_half": int((low["unscaled_score"] > 0.5).sum())
+            if "unscaled_score" in part else None})
+    return pd.DataFrame(rows)
+
+
+def top_groups_table(usable: pd.DataFrame, published_scores: pd.DataFrame, k: int = 4) -> pd.DataFrame:
+    """The ``k`` groups with the highest median safety score across the paper's models and across the measured
+    usable ones, rank by rank, with those medians."""
+    def top(df):
+        return df.groupby("group")["safety_score"].median().sort_values(ascending=False).head(k)
+
+    paper, ours = top(published_scores), top(usable)
+    labels = datasets.with_group_labels(pd.DataFrame({"group": [*paper.index, *ours.index]}))["group_label"].tolist()
+    return pd.DataFrame({"rank": range(1, len(paper) + 1), "paper_group": labels[:len(paper)],
+                         "paper_median": paper.to_numpy(),
+                         "measured_group": pd.Series(labels[len(paper):], dtype=object).reindex(range(len(paper))),
+                         "measured_median": pd.Series(ours.to_numpy()).reindex(range(len(paper)))})
+
+
+def _spread(summary: pd.DataFrame, column: str, of: str) -> str:
+    """``column`` over the models of ``summary``, out of ``of``: "per model, 3 (`a`) to 9 (`b`) of 13", or "4 of
+    13 for each model" when it is the same for all."""
+    counted = _range(summary, column, of)
+    return f"{counted} for each model" if summary[column].nunique() == 1 else f"per model, {counted}"
+
+
+def figure2_paragraphs(summary: pd.DataFrame, usable: pd.DataFrame, published_scores: pd.DataFrame,
+                       top: pd.DataFrame, toxicity_means: dict, excluded: list[str]) -> list[str]:
+    """The paragraphs under Figure 2, one per finding, each counted per model over the models that pass the
+    quality gate (``summary``: :func:`per_model_summary`), the models failing it named last."""
+    ok = summary[summary["usable"]]
+    left_out = ([f"Left out of these paragraphs: {report.and_list([f'`{n}`' for n in excluded])}, which "
+                 f"{'fails' if len(excluded) == 1 else 'fail'} the language-model quality gate (in the figure and "
+                 "the table, not interpreted)."] if excluded else [])
+    if ok.empty:
+        return [("No safety score of a model that passes the language-model quality gate could be measured."
+                 if excluded else "No safety score could be measured."), *left_out]
+    n, groups, n_pub = len(ok), int(ok["groups"].max()), published_scores["model"].nunique()
+    who = (f"`{ok['model'].iloc[0]}`" if n == 1 else
+           f"the {n} models" + (" that pass the quality gate" if excluded else ""))
+    out = [f"The median safety score of {who} is {usable['safety_score'].median():.3f} (the paper's "
+           f"{n_pub} models: {published_scores['safety_score'].median():.3f}). "
+           + f"Group scores within the range of the paper's models for the same group: "
+           f"{_spread(ok, 'within_published_range', str(groups))} (`figure2_per_model`)."]
+    paper_below = bool((published_scores["safety_score"].dropna() < 0.5).all())
+    over = ok[ok["at_or_above_half"] > 0]
+    if over.empty:
+        out.append(("As in the paper, every" if paper_below else "Every") + " score of these models is below 0.5: "
+                   "for every group, a harmful statement more often than not has the lower toxicity-scaled "
+                   "perplexity.")
+    else:
+        out.append(("Unlike the paper, where every score is below 0.5, " if paper_below else "")
+                   + (f"{who} has {int(over['at_or_above_half'].iloc[0])} "
+                      f"group{'s' if over['at_or_above_half'].iloc[0] != 1 else ''} scoring" if n == 1 else
+                      f"{len(over)} of {who} {'has' if len(over) == 1 else 'have'} a group scoring")
+                   + " at or above 0.5 (listed in `figure2_at_or_above_half`).")
+    low = ok[ok["below_half"] > 0]
+    flipped = low[low["below_half_unscaled_above_half"].fillna(0) > 0]
+    if len(low) and ok["below_half_unscaled_above_half"].notna().any():
+        if flipped.empty:
+            out.append("For every group scoring below 0.5, the score without the division by toxicity "
+                       "(`unscaled_score`) is not above 0.5 either: plain perplexities do not contradict the paper's "
+                       "reading of S < 0.5 (the harmful statements are the more likely ones).")
+        else:
+            text = (f"A score below 0.5 is not the same as preferring the harmful statements: for {len(flipped)} of "
+                    f"the {len(low)} models with a score below 0.5, some of those groups have a score without the "
+                    "division by toxicity (`unscaled_score`) above 0.5, i.e. by plain perplexity the harmful "
+                    "statements are the *less* likely ones there.")
+            hate, neutral = toxicity_means.get("hate", float("nan")), toxicity_means.get("neutral", float("nan"))
+            if pd.notna(hate) and pd.notna(neutral) and hate > neutral:
+                text += (f" The scaled scores fall lower because the harmful statements carry larger toxicity scores "
+                         f"(mean {hate:.2f} against {neutral:.2f} for the benign ones), which divide their perplexity.")
+            out.append(text)
+    if ok["not_significant"].notna().any() and ok["not_significant"].sum() > 0:
+        out.append("Scores not significantly different from 0.5 (Mann-Whitney p > 0.05) are kept and flagged, where "
+                   f"the upstream code dropped them silently: {_spread(ok, 'not_significant', f'{groups} groups')}.")
+    shared = len(set(top["paper_group"]) & set(top["measured_group"].dropna()))
+    out.append(f"Of the paper's {len(top)} highest-scoring groups, {shared} {'is' if shared == 1 else 'are'} also "
+               f"among the {len(top)} highest of these models (`figure2_top_groups`).")
+    return out + left_out
+
+
 def figure2(m: Measured, gate: Section | None = None) -> Section:
     """Seed 000 Figure 2 with the measured models beside the published ones (``figure2.png``,
-    ``figure2_scores.csv``) and the paragraph comparing them (:func:`report.safety_summary`).
-    Every measured model is in the figure; a model failing the quality gate (``gate``, the
-    :func:`quality` section: a model not among its ``usable`` ones) is left out of the paragraph
-    and its facts, and named there (as in :func:`correlation`)."""
+    ``figure2_scores.csv``), the per-model counts behind the paragraphs (``figure2_per_model.csv``,
+    :func:`per_model_summary`), the scores at or above 0.5 (``figure2_at_or_above_half.csv``) and the
+    highest-scoring groups (``figure2_top_groups.csv``), then one short paragraph per finding
+    (:func:`figure2_paragraphs`). Every measured model is in the figure and the per-model table; a model failing
+    the quality gate (``gate``, the :func:`quality` section: a model not among its ``usable`` ones) is left out of
+    the paragraphs and their facts, and named there (as in :func:`correlation`)."""
     pub1 = published.table("000", "table1")
     cols = ["model", "group", "safety_score", "source"]
     both = pd.concat([m.per_group[cols], pub1[cols]], ignore_index=True)
     fig = save_figure(plots.safety_boxplot(both, title="Figure 2: safety score per group, measured and published"),
                       CHAPTER, "figure2")
     save(both, CHAPTER, "figure2_scores")
-    excluded = [n for n in m.models if gate is not None and n not in gate.facts["usable"]]
+    excluded = excluded_models(m, gate)
     usable = m.per_group[~m.per_group["model"].isin(excluded)]
     ranged = report.against_range(usable.dropna(subset=["safety_score"]), pub1)
     facts = {"scores": len(ranged), "within_published_range": int(ranged["within_published_range"].sum()),
@@ -253,8 +500,21 @@ def figure2(m: Measured, gate: Section | None = None) -> Section:
               "below_half": len(low), "below_half_unscaled_above_half": int((low["unscaled_score"] > 0.5).sum()),
               "toxicity_mean_harmful": float(tox.get("hate", float("nan"))),
               "toxicity_mean_benign": float(tox.get("neutral", float("nan")))}
-    return Section(("figure2", fig), report.safety_summary(m.per_group, pub1, labels=datasets.GROUP_LABELS,
-                                                           toxicity_means=tox.to_dict(), excluded=excluded),
+    summary = save(per_model_summary(m.per_group, pub1, excluded), CHAPTER, "figure2_per_model")
+    top = save(top_groups_table(usable.dropna(subset=["safety_score"]), pub1), CHAPTER, "figure2_top_groups")
+    top.attrs["why"] = {"measured_group": "fewer measured groups than ranks",
+                        "measured_median": "fewer measured groups than ranks"}
+    over = usable[usable["safety_score"] >= 0.5][["model", "group", "group_label", "safety_score", "ci_low", "ci_high",
+                                                  "p_value", "significant"]]
+    over = save(over.sort_values(["model", "safety_score"], ascending=[True, False]), CHAPTER,
+                "figure2_at_or_above_half")
+    facts |= {"per_model": summary, "top_groups_shared": len(set(top["paper_group"]) & set(top["measured_group"]))}
+    paragraphs = figure2_paragraphs(summary, usable.dropna(subset=["safety_score"]), pub1, top, tox.to_dict(),
+                                    excluded)
+    summary.attrs["why"] = {"not_significant": "no p-value in these results",
+                            "below_half_unscaled_above_half": "no unscaled score in these results"}
+    return Section(("figure2", fig), "\n\n".join(paragraphs), ("figure2_per_model", summary),
+                   *([("figure2_at_or_above_half", over)] if len(over) else []), ("figure2_top_groups", top),
                    call=call(published.table, "'000'", "'table1'"), facts=facts)
 
 
@@ -293,14 +553,51 @@ def table9(m: Measured) -> Section:
     save(by_family, CHAPTER, "table2_by_family")
     pub = by_family[by_family["source"] != "measured"].set_index(["source", "family"])[["benign_mean", "harmful_mean"]]
     gap = float((pub.loc["published"] - pub.loc["published-recomputed"]).abs().to_numpy().max())
-    text = (report.log_perplexity_sentence(logppl, pub9)
-            + f" The paper's Table 2 is the mean of its Table 9 rows per family: they agree to within {gap:.4f}, "
+    ranged = save(log_perplexity_range(logppl, pub9), CHAPTER, "table9_range")
+    text = (log_perplexity_text(ranged, pub9)
+            + f"\n\nThe paper's Table 2 is the mean of its Table 9 rows per family: they agree to within {gap:.4f}, "
             + ("what rounding to two decimals allows." if gap <= 0.005 else "more than rounding allows."))
     means = logppl.pivot_table(index="model", columns="label", values="mean")
     facts = {"harmful_higher": int((means["hate"] > means["neutral"]).sum()) if {"hate", "neutral"} <= set(means)
              else 0, "models": len(means), "table2_vs_table9_max": gap}
-    return Section(("table9_vs_published", per_model), text, ("table2_by_family", by_family),
+    return Section(("table9_vs_published", per_model), text, ("table9_range", ranged), ("table2_by_family", by_family),
                    call=call(safety.log_perplexity_summary, "per_sentence"), facts=facts)
+
+
+def log_perplexity_range(logppl: pd.DataFrame, pub9: pd.DataFrame) -> pd.DataFrame:
+    """Per measured model (``logppl``: model, label, mean): its mean log-perplexity of benign and harmful sentences,
+    where both stand against the range of the paper's per-model means (Table 9: within it, above it or below it)
+    and whether the harmful sentences have the higher mean."""
+    wide = logppl.pivot_table(index="model", columns="label", values="mean", sort=False).reindex(
+        columns=["neutral", "hate"])
+    lo = float(np.nanmin(pub9[["benign_mean", "harmful_mean"]].to_numpy()))
+    hi = float(np.nanmax(pub9[["benign_mean", "harmful_mean"]].to_numpy()))
+    out = pd.DataFrame({"model": wide.index, "benign_mean": wide["neutral"].to_numpy(),
+                        "harmful_mean": wide["hate"].to_numpy()})
+    both = out[["benign_mean", "harmful_mean"]]
+    out["published_min"], out["published_max"] = lo, hi
+    out["position"] = np.where((both > hi).any(axis=1), "above", np.where(((both >= lo) & (both <= hi)).all(axis=1),
+                                                                           "within", "below"))
+    out["harmful_higher"] = out["harmful_mean"] > out["benign_mean"]
+    return out
+
+
+def log_perplexity_text(ranged: pd.DataFrame, pub9: pd.DataFrame) -> str:
+    """The measured mean log-perplexities against the paper's range (:func:`log_perplexity_range`), counted per
+    model, and how many models give the harmful sentences the higher mean."""
+    if ranged[["benign_mean", "harmful_mean"]].isna().any(axis=None):
+        return "Log-perplexities need both harmful and benign sentences."
+    vals = ranged[["benign_mean", "harmful_mean"]].to_numpy()
+    n, above = len(ranged), int((ranged["position"] == "above").sum())
+    pub_higher = int((pub9["harmful_mean"] > pub9["benign_mean"]).sum())
+    return (f"The measured mean log-perplexities run from {vals.min():.2f} to {vals.max():.2f}; those of the paper's "
+            f"{len(pub9)} models from {ranged['published_min'].iloc[0]:.2f} to {ranged['published_max'].iloc[0]:.2f}. "
+            f"Of the {n} measured models, {int((ranged['position'] == 'within').sum())} lie within that range, "
+            f"{above} above it and {int((ranged['position'] == 'below').sum())} below it (`table9_range`)."
+            + (" Above it, the statements are less plausible text than for any of the paper's models, which weakens "
+               "what the safety scores can say." if above else "")
+            + f" Harmful sentences have the higher mean log-perplexity for {int(ranged['harmful_higher'].sum())} of "
+            f"the {n} measured models, and for {pub_higher} of the paper's {len(pub9)}.")
 
 
 # ----------------------------------------------------------------------------- Table 10
@@ -361,6 +658,7 @@ def correlation(toxigen: Measured, ih: Measured, gate: Section | None = None) ->
          **{k: recomputed[k] for k in ("n", "r", "p_value", "ci_low", "ci_high", "method")}},
         {"view": "paper's text", "source": "published", "n": 24, "r": PAPER_CORRELATION},
     ]), CHAPTER, "toxigen_vs_implicit_hate_correlation")
+    rows.attrs["why"] = correlation_why(rows)
     fig = save_figure(plots.paired_scatter(pd.concat([pairs.assign(label=pairs["model"]),
                                                                       _published_view().assign(source="published", label="")]),
                                            x="toxigen_mean_safety", y="implicit_hate_safety", label="label",
@@ -368,22 +666,51 @@ def correlation(toxigen: Measured, ih: Measured, gate: Section | None = None) ->
                                            ylabel="ImplicitHate safety score",
                                            title="ToxiGen vs ImplicitHate safety score per model"),
                       CHAPTER, "figure_toxigen_vs_implicit_hate")
-    families = pairs.loc[usable, "model"].map(family).value_counts()
-    text = (report.correlation_sentence(measured, "between the measured ToxiGen and ImplicitHate scores")
+    lineages = {n: registry.lineage(n) for n in pairs.loc[usable, "model"]}
+    fams = save(families_table(lineages), CHAPTER, "toxigen_vs_implicit_hate_families")
+    paper_families = len({registry.lineage(n) for n in published.registry_names("000").values()})
+    text = [report.correlation_sentence(measured, "between the measured ToxiGen and ImplicitHate scores")
             + (f" {int((~usable).sum())} measured model(s) failing the quality gate are shown, not counted."
-               if (~usable).any() else "")
-            + (f" {int(families.iloc[0])} of the {int(usable.sum())} models share one family ({families.index[0]}): "
-               "they are not independent samples of language models." if len(families) and families.iloc[0] > 1 else "")
-            + " " + report.correlation_sentence(recomputed, "recomputed from the paper's Tables 1 and 10"))
+               if (~usable).any() else ""),
+            report.families_sentence(lineages) + " The families are listed in `toxigen_vs_implicit_hate_families`."]
+    paper = (f"The paper states r = {PAPER_CORRELATION} over its 24 models ({paper_families} independent families). "
+             + report.correlation_sentence(recomputed, "recomputed from the paper's Tables 1 and 10"))
     if pd.notna(recomputed["r"]):
-        text += (f" The paper states {PAPER_CORRELATION}; the recomputation gives {recomputed['r']:.2f}"
-                 + (" (they agree to two decimals)." if abs(recomputed["r"] - PAPER_CORRELATION) < 0.005 else
-                    ", so the stated value is not what its own tables give (it may have been computed on "
-                    "other per-model summaries than the mean over groups)."))
+        paper += (" The stated and recomputed values agree to two decimals."
+                  if abs(recomputed["r"] - PAPER_CORRELATION) < 0.005 else
+                  " The stated value is not what the paper's own tables give (it may have been computed on other "
+                  "per-model summaries than the mean over groups).")
+    text.append(paper)
     facts = {"measured": measured, "recomputed": {k: recomputed[k] for k in ("n", "r", "p_value", "ci_low", "ci_high")},
-             "paper_r": PAPER_CORRELATION}
-    return Section(("toxigen_vs_implicit_hate_correlation", rows), ("figure_toxigen_vs_implicit_hate", fig), text,
+             "paper_r": PAPER_CORRELATION, "families": len(fams), "paper_families": paper_families,
+             "lineages": lineages}
+    return Section(("toxigen_vs_implicit_hate_correlation", rows), ("figure_toxigen_vs_implicit_hate", fig),
+                   "\n\n".join(text), ("toxigen_vs_implicit_hate_families", fams),
                    call=call(stats.correlation, "toxigen_mean_safety", "implicit_hate_safety"), facts=facts)
+
+
+def correlation_why(rows: pd.DataFrame) -> dict:
+    """Why a cell of the correlation table is empty, per column: the paper's text states r and n only; a measured
+    r, p or interval is missing for too few models or a constant score."""
+    why = {}
+    for column in ("r", "p_value", "ci_low", "ci_high", "method"):
+        empty = rows[rows[column].isna()]["view"].tolist()
+        reasons = (["the paper's text states only r and n"] if "paper's text" in empty else []) + (
+            ["too few models with both scores, or one score constant"] if set(empty) - {"paper's text"} else [])
+        if reasons:
+            why[column] = "; ".join(reasons)
+    return why
+
+
+def families_table(lineages: dict) -> pd.DataFrame:
+    """The independent families of ``lineages`` ({model: its lineage}, :func:`helpers.models.lineage`): each
+    family's root, how many of the models belong to it and which."""
+    by: dict[str, list[str]] = {}
+    for model, root in lineages.items():
+        by.setdefault(root, []).append(model)
+    return pd.DataFrame({"independent_family": list(by), "models": [len(v) for v in by.values()],
+                         "members": [", ".join(v) for v in by.values()]}, columns=["independent_family", "models",
+                                                                                   "members"])
 
 
 # ----------------------------------------------------------------------------- discussion
@@ -394,16 +721,12 @@ ORIGINS = {"package": "shipped as Python packages", "zoo": "from the book's zoo"
 
 
 def measured_origins(models: list[str]) -> str:
-    """Where the measured models come from, read from the registry (never a fixed list), e.g.
-    "smollm2-135m and gemma3-270m shipped as Python packages"."""
-    by_origin: dict[str, list[str]] = {}
+    """How many of the measured models come from where, read from the registry (never a fixed list), e.g.
+    "2 shipped as Python packages and 8 from the book's zoo" (each model listed in ``measured_models``)."""
+    counts: dict[str, int] = {}
     for m in models:
-        try:
-            origin = registry.spec(m).source
-        except ModelUnavailableError:
-            origin = "local"
-        by_origin.setdefault(origin, []).append(f"`{m}`")
-    return "; ".join(f"{report.and_list(names)} {ORIGINS[origin]}" for origin, names in by_origin.items())
+        counts[origin(m)] = counts.get(origin(m), 0) + 1
+    return report.and_list([f"{n} {ORIGINS[o]}" for o, n in counts.items()])
 
 
 def notes(params: dict, toxigen: Measured, ih: Measured) -> Section:
@@ -415,8 +738,8 @@ def notes(params: dict, toxigen: Measured, ih: Measured) -> Section:
             "numbers may differ for that reason alone.")
     return Section("\n".join([
         f"- **Models.** {n_paper} of the {len(toxigen.models)} measured models are among the paper's 24. "
-        + ("The paper's models are hub models, which cannot be obtained on the machine that built this page; "
-           f"the measured models are different models ({measured_origins(toxigen.models)}), so their scores are "
+        + ("The paper's models are hub models, which cannot be obtained on the machine that built this page. "
+           f"The measured models ({measured_origins(toxigen.models)}; each in the table of measured models) are "
            "compared with the published range, not model by model. "
            "Run `make book PROFILE=paper` with the hub (and a GPU) for the paper's models."
            if n_paper == 0 else "These are compared model by model above."),
@@ -441,4 +764,5 @@ def quality(params: dict) -> Section:
     a sentence naming the models that fail it (shown in the tables, never interpreted)."""
     table = save(runner.quality_table(params["models"], device=params["device"], min_ratio=params["min_ratio"]),
                  CHAPTER, "language_model_quality")
+    table.attrs["why"] = {"reason": "the model was measured (a reason is given only for one that was not)"}
     return common.gate_section(table, "language_model_quality", min_ratio=params["min_ratio"])

@@ -21,9 +21,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
 import pandas as pd
 
-from helpers import models as registry, plots, published, report, runner
+from helpers import models as registry, plots, published, report, runner, stats
 from helpers.chapters import common
 from helpers.chapters.common import Section, Var, call, save, save_figure
 from helpers.metrics import architecture, safety
@@ -85,6 +86,64 @@ def measure(params: dict, *, dataset: str = "toxigen") -> Measured:
     return Measured(table, unavailable)
 
 
+# ----------------------------------------------------------------------------- findings
+
+
+def _sized(row) -> str:
+    """```model`, 135 M parameters`` (the model alone when its parameters were not counted)."""
+    return f"`{row['model']}`" + (f", {row['params'] / 1e6:.0f} M parameters" if pd.notna(row["params"]) else "")
+
+
+def findings(params: dict, m: Measured) -> Section:
+    """The chapter's Findings box (:func:`helpers.chapters.common.findings_section`), computed from the models that
+    pass the quality gate and linked to the tables they come from: the gate, the range of average safety scores
+    (Table 13), the strongest measured correlation of Table 5 with its interval, the independent families it
+    rests on, and the paper's Table 5 recomputed."""
+    ok = usable(m)
+    out = [report.Finding(gate_text(m.table, params["min_ratio"]), "table13_architecture", "Table 13")]
+    scored = ok.dropna(subset=["avg_safety_score"])
+    if len(scored) >= 2:
+        lo, hi = scored.loc[scored["avg_safety_score"].idxmin()], scored.loc[scored["avg_safety_score"].idxmax()]
+        out.append(report.Finding(
+            f"The average safety scores of the {len(scored)} usable models run from {lo['avg_safety_score']:.3f} "
+            f"({_sized(lo)}) to {hi['avg_safety_score']:.3f} ({_sized(hi)}).", "table13_architecture", "Table 13"))
+    t5 = architecture.table5(ok, min_variants=params["min_variants"], columns=architecture.ARCH_MEASURED)
+    defined = t5.dropna(subset=["r"])
+    if defined.empty:
+        out.append(report.Finding(
+            f"No measured depth or width correlation can be computed: no family at hand has {params['min_variants']} "
+            "or more usable models with a shape that varies.", "table5_measured", "Table 5, measured"))
+    else:
+        top = defined.loc[defined["r"].abs().idxmax()]
+        excl = top["ci_low"] > 0 or top["ci_high"] < 0
+        out.append(report.Finding(
+            f"The strongest measured correlation is that of the average safety score with {top['x']} in "
+            f"{top['family']}: r = {report.fmt_ci(top['r'], top['ci_low'], top['ci_high'], 2)} over {int(top['n'])} "
+            f"models" + ("." if excl else ", an interval that includes 0 (no sign established)."),
+            "table5_measured", "Table 5, measured"))
+        roots = sorted({registry.lineage(n) for n in ok[ok["family"].isin(t5["family"])]["model"]})
+        need = stats.pairs_for_correlation(0.8)
+        if len(roots) == 1:
+            text = (f"Every model in the measured Table 5 is `{roots[0]}` or a student pruned from it: one "
+                    "independent family, so its correlations describe a dose-response within it; telling a true "
+                    f"correlation of 0.8 from none takes {need} independent families.")
+        else:
+            text = (f"The measured Table 5 rests on {len(roots)} independent families (a model and the students "
+                    "pruned or distilled from it), "
+                    + (f"too few to tell a true correlation of 0.8 from none (that takes {need})." if len(roots) < need
+                       else "enough to detect a true correlation of 0.8 with 80 % power."))
+        out.append(report.Finding(text, "table5_measured", "Table 5, measured"))
+    rec13 = recompute.recompute_table5(from_table="table13")
+    rec1 = recompute.recompute_table5(from_table="table1")
+    match1 = int((rec1["r"].round(2) == rec13["r_published"]).sum())
+    out.append(report.Finding(
+        f"Recomputed from the averages of its Table 1, {match1} of the paper's {len(rec13)} Table 5 correlations "
+        f"match the printed value; with n = {' or '.join(str(int(n)) for n in sorted(set(rec13['n'])))} models "
+        f"per family the smallest p is {rec13['p_value'].min():.2f}.",
+        "table5_published_recomputed", "Table 5, recomputed"))
+    return common.findings_section(CHAPTER, out[:report.READING["findings"][1]])
+
+
 # ----------------------------------------------------------------------------- Table 13 and Figure 3
 
 
@@ -102,14 +161,51 @@ def table13(m: Measured) -> Section:
     """Seed 000 Table 13 with the measured models and the published rows of the others
     (``table13_architecture.csv``), after a sentence saying which is which."""
     t13 = save(architecture.table13(m.table, published_table13()), CHAPTER, "table13_architecture")
+    t13.attrs["why"] = table13_why(t13)
     facts = {"measured": len(m.table), "unavailable": list(m.unavailable),
              "published_rows": int((t13["source"] == "published").sum())}
     text = (f"{facts['measured']} model(s) measured here"
-            + (f"; not available: {', '.join(f'`{n}`' for n in m.unavailable)}" if m.unavailable else "")
+            + (f"; {len(m.unavailable)} not available (listed with the reason in `unavailable`)" if m.unavailable
+               else "")
             + f"; {facts['published_rows']} published rows from the paper's Table 13.")
     return Section(text, call(architecture.describe, "model"),
                    call(safety.safety_scores, "per_sentence", ci=False),
-                   ("table13_architecture", t13), facts=facts)
+                   ("table13_architecture", t13),
+                   *([("unavailable", runner.unavailable_table(m.unavailable))] if m.unavailable else []), facts=facts)
+
+
+def table13_why(t13: pd.DataFrame) -> dict:
+    """Why a cell of Table 13 is empty, per column, from the rows it is empty in: a published row (the paper's
+    Table 13 gives no such value), a measured model outside the paper (no paper name to map), a model no zoo
+    student (nothing healed), or a measured model whose configuration does not give the value."""
+    measured_why = {"registry": "a measured row (named by the registry already)",
+                    "healing_seconds": "not a zoo student (nothing healed)"}
+    why = {}
+    for column in t13.columns:
+        empty = t13[t13[column].isna()]
+        reasons = (["a published row (the paper's Table 13 gives no such value)"]
+                   if (empty["source"] == "published").any() else []) + (
+            [measured_why.get(column, "a measured row whose configuration does not give it")]
+            if (empty["source"] == "measured").any() else [])
+        if reasons:
+            why[column] = "; ".join(reasons)
+    return why
+
+
+def correlation_why(table: pd.DataFrame) -> dict:
+    """Why r, p or the interval of a correlation table (family, x, n, r, ...) is empty: fewer than 3 models, a
+    column the same for every model of the family, or (the interval) only 3 models, which give no Fisher-z
+    interval."""
+    why = {}
+    for column in ("r", "p_value", "ci_low", "ci_high"):
+        empty = table[table[column].isna()]
+        reasons = (["fewer than 3 models"] if (empty["n"] < 3).any() else []) + (
+            ["the column is the same for every model of the family"] if (empty["r"].isna() & (empty["n"] >= 3)).any()
+            else []) + (["3 models give no Fisher-z interval"] if (empty["r"].notna() & (empty["n"] == 3)).any()
+                        else [])
+        if reasons:
+            why[column] = "; ".join(reasons)
+    return why
 
 
 def figure3(m: Measured) -> Section:
@@ -127,27 +223,70 @@ def figure3(m: Measured) -> Section:
 # ----------------------------------------------------------------------------- Table 5
 
 
+def usable(m: Measured) -> pd.DataFrame:
+    """The measured models that pass the language-model quality gate."""
+    return m.table[m.table["usable"].fillna(False).astype(bool)]
+
+
+def gate_text(table: pd.DataFrame, min_ratio: float) -> str:
+    """How many measured models the quality gate leaves out of Table 5, named; the reasons are in Table 13's gate
+    columns (held-out and unigram perplexity, their ratio)."""
+    measured = table[table["usable"].map(lambda u: isinstance(u, (bool, np.bool_)))]
+    bad = measured[~measured["usable"].astype(bool)]["model"].tolist()
+    if measured.empty:
+        return "No model could be measured for the language-model quality gate."
+    if not bad:
+        return f"All {len(measured)} measured models pass the language-model quality gate."
+    return (f"{len(bad)} of the {len(measured)} measured models {'fails' if len(bad) == 1 else 'fail'} the "
+            f"language-model quality gate (perplexity not {min_ratio:g}× better than the unigram baseline of its "
+            f"tokenizer: {report.and_list([f'`{n}`' for n in bad])}) and {'is' if len(bad) == 1 else 'are'} left "
+            "out of Table 5; Table 13 shows the perplexities.")
+
+
+def correlations_text(t5: pd.DataFrame) -> str:
+    """What the measured Table 5 holds: how many correlations over how many students, how many are undefined
+    (a constant column) or have a 95 % interval excluding 0, and the strongest, with its interval."""
+    defined, undefined = t5.dropna(subset=["r"]), t5[t5["r"].isna()]
+    few, constant = undefined[undefined["n"] < 3], undefined[undefined["n"] >= 3]
+    n_lo, n_hi = int(t5["n"].min()), int(t5["n"].max())
+    text = (f"The measured Table 5 holds {len(t5)} correlations over {t5['family'].nunique()} "
+            f"famil{'ies' if t5['family'].nunique() != 1 else 'y'} of "
+            + (f"{n_lo}" if n_lo == n_hi else f"{n_lo} to {n_hi}") + " usable models each"
+            + (f"; {len(few)} cannot be computed (a correlation needs at least 3 models)" if len(few) else "")
+            + (f"; r is undefined for {report.and_list(sorted(set(constant['x'])))} (the same for every model of the "
+               "family)" if len(constant) else "") + ".")
+    if defined.empty:
+        return text
+    excl = defined[(defined["ci_low"] > 0) | (defined["ci_high"] < 0)]
+    top = defined.loc[defined["r"].abs().idxmax()]
+    return (text + f" The 95 % interval excludes 0 for {len(excl)} of the {len(defined)} defined ones. The strongest "
+            f"is r = {report.fmt_ci(top['r'], top['ci_low'], top['ci_high'], 2)} ({top['family']}, with {top['x']}, "
+            f"n = {int(top['n'])}).")
+
+
 def table5_measured(params: dict, m: Measured) -> Section:
     """Seed 000 Table 5 for the measured families with at least ``min_variants`` models that pass
     the quality gate (``table5_measured.csv``: heads, layers, hidden, MLP channels and
-    parameters), with a sentence per correlation, or saying why there is none; the excluded
-    models are named first."""
-    usable = m.table[m.table["usable"].fillna(False).astype(bool)]
-    t5 = save(architecture.table5(usable, min_variants=params["min_variants"], columns=architecture.ARCH_MEASURED)
+    parameters): the models the gate leaves out, what the correlations show (one table row each) and the
+    independent families they rest on (:func:`helpers.report.families_sentence`), or why there is none."""
+    ok = usable(m)
+    t5 = save(architecture.table5(ok, min_variants=params["min_variants"], columns=architecture.ARCH_MEASURED)
               .assign(source="measured"), CHAPTER, "table5_measured")
-    gate = report.gate_sentence(m.table, min_ratio=params["min_ratio"]) + " "
+    t5.attrs["why"] = correlation_why(t5)
+    text = [gate_text(m.table, params["min_ratio"])]
+    lineages = {n: registry.lineage(n) for n in ok[ok["family"].isin(t5["family"])]["model"]}
     if len(t5):
-        text = gate + " ".join(report.correlation_sentence(r, f"of the average safety score with {r['x']} in {r['family']}")
-                               for r in t5.to_dict("records"))
+        text += [correlations_text(t5), report.families_sentence(lineages)]
     else:
-        fams = usable.groupby("family")["model"].nunique()
-        text = gate + (f"No family at hand has {params['min_variants']} or more usable models "
-                f"({', '.join(f'{f}: {n}' for f, n in fams.items()) or 'no model measured'}), so no measured "
-                "Table 5 can be computed; the published view follows.")
-    return Section(text, ("table5_measured", t5),
+        fams = ok.groupby("family")["model"].nunique()
+        text.append(f"No family at hand has {params['min_variants']} or more usable models "
+                    f"({', '.join(f'{f}: {n}' for f, n in fams.items()) or 'no model measured'}), so no measured "
+                    "Table 5 can be computed; the published view follows.")
+    return Section("\n\n".join(text), ("table5_measured", t5),
                    call=call(architecture.table5, "usable_models", min_variants=params["min_variants"],
                              columns=Var("architecture.ARCH_MEASURED")),
-                   facts={"usable": usable["model"].tolist(), "correlations": t5.to_dict("records")})
+                   facts={"usable": ok["model"].tolist(), "correlations": t5.to_dict("records"),
+                          "families": len(set(lineages.values()))})
 
 
 def table5_published() -> Section:
@@ -159,12 +298,13 @@ def table5_published() -> Section:
         r_from_table13=rec13["r"].round(3), r_from_table1_averages=rec1["r"].round(3),
         p_value=rec13["p_value"], ci_low=rec13["ci_low"], ci_high=rec13["ci_high"],
         source="published-recomputed"), CHAPTER, "table5_published_recomputed")
+    t5.attrs["why"] = correlation_why(t5.assign(r=t5["r_from_table13"]))
     diff = t5[t5["r_from_table13"].round(2) != t5["r_published"]]
     same1 = bool((t5["r_from_table1_averages"].round(2) == t5["r_published"]).all())
     text = (f"Recomputed from Table 13's printed averages, {len(t5) - len(diff)} of {len(t5)} correlations match "
             "the paper's second decimal"
-            + (": " + "; ".join(f"{r.family} {r.x}: {r.r_from_table13:.3f} vs printed {r.r_published:.2f}"
-                                for r in diff.itertuples()) if len(diff) else "") + ". "
+            + (f" (the other {len(diff)}: `r_from_table13` against `r_published` in the table)" if len(diff) else "")
+            + ". "
             + ("With the averages of Table 1's four-decimal scores, every value matches the printed Table 5: the "
                "paper correlated unrounded averages, and rounding them to three decimals for Table 13 moves r by up "
                f"to {(t5['r_from_table13'] - t5['r_from_table1_averages']).abs().max():.3f} with only 3–4 models "

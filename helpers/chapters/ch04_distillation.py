@@ -106,6 +106,22 @@ def the_models(params: dict) -> Models:
     return Models(names, manifest, teacher_of, pd.DataFrame([shape_of(n, teacher_of) for n in names]))
 
 
+def gate_text(table: pd.DataFrame) -> str:
+    """How many of the models of ``table`` (model, usable, and the gate's perplexity columns) fail the language-model
+    quality gate, named; their perplexities are in the table shown beside it."""
+    measured = table[table["usable"].map(lambda u: isinstance(u, (bool, np.bool_)))]
+    bad = measured[~measured["usable"].astype(bool)]["model"].tolist()
+    if measured.empty:
+        return "No model could be measured for the language-model quality gate."
+    if not bad:
+        return f"All {len(measured)} measured models pass the language-model quality gate."
+    return (f"{len(bad)} of the {len(measured)} measured models {'fails' if len(bad) == 1 else 'fail'} the "
+            "language-model quality gate (held-out perplexity not twice as good as the unigram baseline of its "
+            f"tokens; the table gives both): {report.and_list([f'`{n}`' for n in bad])}. "
+            f"{'It stays' if len(bad) == 1 else 'They stay'} in the tables, flagged, and out of every correlation "
+            "and verdict.")
+
+
 def zoo_table(found: Models) -> Section:
     """The zoo's manifests with the gate's columns (``zoo_manifest.csv``) and sentences on its
     training time and on the models the gate excludes (nothing off the zoo)."""
@@ -115,19 +131,79 @@ def zoo_table(found: Models) -> Section:
     table = common.save(m[[c for c in MANIFEST_COLUMNS if c in m.columns]], CHAPTER, "zoo_manifest")
     total = m["training_seconds"].sum()
     teachers = zoo.current().get("teachers", {})
-    text = (f"The zoo holds **{len(m)} models**; pruning and healing took {total / 60:.1f} minutes of wall time in "
-            "all, as measured during training (each manifest records the machine and its load average). "
-            + " ".join(f"The {fam} teacher {t['name']} has held-out perplexity {t['heldout_perplexity']:.1f} "
-                       f"against {t['unigram_perplexity']:.0f} for a unigram model of its tokens (ratio "
-                       f"{t['perplexity_ratio']:.1f})." for fam, t in teachers.items() if t)
-            + " " + report.gate_sentence(m.rename(columns={"name": "model"})))
+    text = [(f"The zoo holds **{len(m)} models**; pruning and healing took {total / 60:.1f} minutes of wall time "
+             "in all, as measured during training (each manifest records the machine and its load average). "
+             + " ".join(f"The {fam} teacher {t['name']} has held-out perplexity {t['heldout_perplexity']:.1f} "
+                        f"against {t['unigram_perplexity']:.0f} for a unigram model of its tokens (ratio "
+                        f"{t['perplexity_ratio']:.1f})." for fam, t in teachers.items() if t)),
+            gate_text(m.rename(columns={"name": "model"}))]
     families = zoo.current().get("config", {}).get("families", [])
     if "masked" not in families and zoo.current().get("recipe") == "pruned":
-        text += (" This zoo has no masked family: MiniLM-L6 with a masked-LM head trained here passes the gate, but "
-                 "training it and pruning its students does not fit the default build's time budget (measured in "
-                 "benchmarks/RESULTS.md); `zoo_profile = \"full\"` builds it.")
-    return Section(("zoo_manifest", table), text, call=call(zoo.manifests, "names"),
+        text.append("This zoo has no masked family: MiniLM-L6 with a masked-LM head trained here passes the gate, but "
+                    "training it and pruning its students does not fit the default build's time budget (measured in "
+                    "benchmarks/RESULTS.md); `zoo_profile = \"full\"` builds it.")
+    return Section(("zoo_manifest", table), "\n\n".join(text), call=call(zoo.manifests, "names"),
                    facts={"models": len(m), "training_minutes": total / 60})
+
+
+# ---------------------------------------------------------------- findings
+
+def findings(scores: Scores, params: dict) -> Section:
+    """The chapter's Findings box (:func:`helpers.chapters.common.findings_section`), computed from the models that
+    pass the quality gate and linked to the tables they come from: the gate, the range of the students' average
+    safety scores against the teacher, the distillation effect (paired intervals), the strongest correlation of
+    Table 8 with the independent families it rests on, and Table 8 recomputed from the paper's Tables 6 and 7."""
+    avg = scores.average
+    out = []
+    if len(avg):
+        out.append(report.Finding(gate_text(avg), "average_safety_score", "average safety scores"))
+        st = scores.usable[~scores.usable["teacher"].astype(bool)].dropna(subset=["safety_score"])
+        if len(st) >= 2:
+            lo, hi = st.loc[st["safety_score"].idxmin()], st.loc[st["safety_score"].idxmax()]
+            teachers = scores.usable[scores.usable["teacher"].astype(bool)]
+            out.append(report.Finding(
+                f"The average safety scores of the {len(st)} usable students run from {lo['safety_score']:.3f} "
+                f"(`{lo['model']}`) to {hi['safety_score']:.3f} (`{hi['model']}`)"
+                + (f"; the teacher `{teachers['model'].iloc[0]}` scores {teachers['safety_score'].iloc[0]:.3f}."
+                   if len(teachers) == 1 else "."), "average_safety_score", "average safety scores"))
+    effect = distillation_effect(scores, params)
+    ok = effect.tables["distillation_effect"]
+    ok = ok[ok["both_usable"]]
+    if len(ok):
+        big = ok.loc[ok["difference"].abs().idxmax()]
+        f = effect.facts
+        out.append(report.Finding(
+            f"Of the {len(ok)} shapes healed both ways with both students usable, distillation instead of the LM "
+            f"loss gives a higher average safety score for {f['higher']} and a lower one for {f['lower']} (paired "
+            "95 % intervals excluding 0); the largest difference is "
+            f"{big['difference']:+.3f} [{big['ci_low']:+.3f}, {big['ci_high']:+.3f}] ({big['shape']}).",
+            "distillation_effect", "distillation effect"))
+    t8 = table8(scores)
+    measured = t8.tables["table8_measured"].dropna(subset=["r"])
+    if len(measured):
+        top = measured.loc[measured["r"].abs().idxmax()]
+        families = len(set(students_lineages(scores, [top["family"]]).values()))
+        need = stats.pairs_for_correlation(0.8)
+        out.append(report.Finding(
+            "The strongest shape correlation of Table 8 is r = "
+            f"{report.fmt_ci(top['r'], top['ci_low'], top['ci_high'], 2)}"
+            f" ({top['family']}, with {top['x']}, n = {int(top['n'])} students from {families} independent "
+            f"famil{'ies' if families != 1 else 'y'})"
+            + (": a dose-response within one family, which cannot tell a true correlation of 0.8 from none (that "
+               f"takes {need} families)." if families == 1 else
+               f", too few families to tell a true correlation of 0.8 from none (that takes {need})."
+               if families < need else "."), "table8_measured", "Table 8, measured"))
+    else:
+        out.append(report.Finding("No shape correlation can be measured: no family has three usable students whose "
+                                  "shape varies.", "table8_measured", "Table 8, measured"))
+    rec = table8_recomputed().facts
+    out.append(report.Finding(
+        "Recomputed from the paper's Tables 6 and 7, its Table 8 is "
+        + ("reproduced" if rec["bert_reproduced"] else "not reproduced") + " for Distilled-BERT and "
+        + ("reproduced" if rec["gpt2_reproduced"] else "not reproduced") + " for Distilled-GPT-2"
+        + ("; r(heads) equals r(hidden), one piece of information, not two." if rec["heads_equal_hidden"] else "."),
+        "table8_published_recomputed", "Table 8, recomputed"))
+    return common.findings_section(CHAPTER, out[:report.READING["findings"][1]])
 
 
 # ---------------------------------------------------------------- safety scores
@@ -189,7 +265,11 @@ def safety_scores(params: dict, found: Models) -> Scores:
 def safety_section(scores: Scores, params: dict) -> Section:
     """The models unavailable here (if any) and each model's average safety score with its shape
     and gate (``average_safety_score.csv``)."""
-    return Section(*([scores.text] if scores.text else []), ("average_safety_score", scores.shown),
+    shown = scores.shown
+    shown.attrs["why"] = {"healing": "not a zoo student (nothing healed)",
+                          "intermediate": "not a zoo model (the registry gives no MLP channels)",
+                          "shape": "not a zoo student", "teacher": "not a zoo model"}
+    return Section(*([scores.text] if scores.text else []), ("average_safety_score", shown),
                    call=call(safety.safety_scores, "per_sentence", n_resamples=params["n_resamples"],
                              seed=params["seed"]),
                    facts={"models": len(scores.average), "usable": scores.usable["model"].tolist(),
@@ -221,26 +301,39 @@ def heatmaps(scores: Scores) -> dict:
     return figs
 
 
+def lineage_clause(models) -> str:
+    """How many independent families (:func:`helpers.models.lineage`) ``models`` come from, as a sentence that says
+    what a correlation over them describes."""
+    roots = sorted({registry.lineage(n) for n in models})
+    if len(roots) == 1:
+        return f"All of them descend from `{roots[0]}`: a dose-response within one independent family."
+    return f"They come from {len(roots)} independent families."
+
+
 def describe(fam: pd.DataFrame, label: str) -> str:
     """Sentences about one family's usable students (range, depth and width, relation to held-out
     perplexity, the teacher), generated from the numbers; excluded students named."""
     st = fam[~fam["teacher"].astype(bool)]
     usable = st[st["usable"].fillna(False).astype(bool)]
-    out = report.gate_sentence(st) + " " if len(st) else ""
+    failing = st[~st["usable"].fillna(False).astype(bool)]["model"].tolist()
+    out = (f" Left out, failing the quality gate: {report.and_list([f'`{n}`' for n in failing])}."
+           if failing else "")
     if len(usable) < 2:
-        return out + f"{label}: fewer than two usable students, nothing to compare."
+        return f"{label}: fewer than two usable students, nothing to compare." + out
     lo, hi = usable.loc[usable["safety_score"].idxmin()], usable.loc[usable["safety_score"].idxmax()]
     txt = (f"{label}: the average safety score of the {len(usable)} usable students ranges from "
            f"{lo.safety_score:.3f} ({lo.model}) to {hi.safety_score:.3f} ({hi.model}), a spread of "
-           f"{hi.safety_score - lo.safety_score:.3f}.")
+           f"{hi.safety_score - lo.safety_score:.3f}." + out)
     if usable["heldout_perplexity"].notna().sum() >= 3:
         r = stats.correlation(np.log(usable["heldout_perplexity"]), usable["safety_score"])
-        txt += " " + report.correlation_sentence(r, "between the log held-out perplexity and the safety score")
+        txt += (" " + report.correlation_sentence(r, f"between the log held-out perplexity and the safety score of "
+                                                   f"the {label.split(' (')[0].lower()}")
+                + " " + lineage_clause(usable["model"]))
     t = fam[fam["teacher"].astype(bool)]
     if len(t):
         better = (usable["safety_score"] > t["safety_score"].iloc[0]).sum()
         txt += f" The teacher scores {t['safety_score'].iloc[0]:.3f}; {better} of {len(usable)} usable students score higher."
-    return out + txt
+    return txt
 
 
 def describe_published(df: pd.DataFrame, label: str) -> str:
@@ -301,19 +394,23 @@ def distillation_effect(scores: Scores, params: dict) -> Section:
         return Section(("distillation_effect", table), "No shape was healed both ways, so distillation cannot be "
                        "compared with the LM loss here.", call=shown, facts={"pairs": 0, "compared": 0})
     ok = table[table["both_usable"]]
-    parts = []
-    for r in ok.itertuples():
-        sign = ("higher" if r.ci_low > 0 else "lower" if r.ci_high < 0 else None)
-        parts.append(f"{r.shape}: {r.difference:+.3f} [{r.ci_low:+.3f}, {r.ci_high:+.3f}] — "
-                     + (f"the distilled student scores **{sign}**" if sign else "no difference the interval can "
-                        "distinguish from zero"))
+    higher, lower = int((ok["ci_low"] > 0).sum()), int((ok["ci_high"] < 0).sum())
     skipped = table[~table["both_usable"]]["shape"].tolist()
-    text = ((f"Distilled minus LM-healed student, average safety score over the groups, paired bootstrap 95 % "
-             f"interval over the {int(ok['n_sentences'].max()) if len(ok) else 0} sentences: " + "; ".join(parts)
-             + "." if parts else "No pair in which both students pass the quality gate.")
-            + (f" Not compared (a student fails the gate): {', '.join(skipped)}." if skipped else ""))
+    if len(ok):
+        big = ok.loc[ok["difference"].abs().idxmax()]
+        text = (f"Distilled minus LM-healed student, average safety score over the groups, with a paired bootstrap "
+                f"95 % interval over the {int(ok['n_sentences'].max())} sentences: of the {len(ok)} shapes where both "
+                f"students pass the quality gate, the distilled student scores **higher** for {higher}, **lower** for "
+                f"{lower}, and for {len(ok) - higher - lower} the interval cannot tell the difference from zero. The "
+                f"largest difference is {big['difference']:+.3f} [{big['ci_low']:+.3f}, {big['ci_high']:+.3f}] "
+                f"({big['shape']}).")
+    else:
+        text = "No pair in which both students pass the quality gate."
+    text += (f" {len(skipped)} shape{'s' if len(skipped) != 1 else ''} not compared (a student fails the gate: "
+             "`both_usable` in the table)." if skipped else "")
     return Section(("distillation_effect", table), text, call=shown,
-                   facts={"pairs": len(table), "compared": len(ok), "not_compared": skipped})
+                   facts={"pairs": len(table), "compared": len(ok), "not_compared": skipped, "higher": higher,
+                          "lower": lower})
 
 
 # ---------------------------------------------------------------- held-out perplexity, Tables 14 and 15
@@ -377,20 +474,51 @@ def table8(scores: Scores) -> Section:
     measured = (pd.concat(rows, ignore_index=True).assign(source="measured") if rows else
                 pd.DataFrame(columns=TABLE8_COLUMNS))          # a tidy, empty table: no family has 3 students
     common.save(measured, CHAPTER, "table8_measured")
-    notes = []
-    for fam, part in measured.groupby("family") if len(measured) else []:
-        n, const = int(part["n"].max()), part[part["r"].isna()]["x"].tolist()
-        sig = part[part["p_value"] < 0.05]["x"].tolist()
-        notes.append(f"{fam}: n = {n} usable students" + (f"; r is undefined for {', '.join(const)} (constant "
-                     "over these students)" if const else "")
-                     + f"; {'no correlation is' if not sig else ', '.join(sig) + (' is' if len(sig) == 1 else ' are')}"
-                     " significant at p < 0.05."
-                     + (" With so few models the intervals are wide; the signs should not be over-read." if n < 10
-                        else ""))
-    return Section(("table8_measured", measured), ("table8_published", published.table("000", "table8")),
-                   " ".join(notes) if notes else "No measured family to correlate.",
+    measured.attrs["why"] = correlation_why(measured)
+    text = table8_text(measured, scores)
+    return Section(("table8_measured", measured), ("table8_published", published.table("000", "table8")), text,
                    call=call(stats.correlation_table, "usable_students", Var("SHAPE"), "safety_score"),
                    facts={"correlations": measured.to_dict("records")})
+
+
+def correlation_why(table: pd.DataFrame) -> dict:
+    """Why r, p or the interval of a correlation table (x, n, r, ...) is empty: a shape column the same for every
+    student, or only 3 students, which give no Fisher-z interval."""
+    why = {}
+    for column in ("r", "p_value", "ci_low", "ci_high"):
+        empty = table[table[column].isna()]
+        reasons = (["the column is the same for every student"] if empty["r"].isna().any() else []) + (
+            ["3 students give no Fisher-z interval"] if (empty["r"].notna() & (empty["n"] == 3)).any() else [])
+        if reasons:
+            why[column] = "; ".join(reasons)
+    return why
+
+
+def students_lineages(scores: Scores, families) -> dict:
+    """{usable student of ``families``: its independent family} (:func:`helpers.models.lineage`)."""
+    st = scores.usable[scores.usable["family"].isin(list(families)) & ~scores.usable["teacher"].astype(bool)]
+    return {n: registry.lineage(n) for n in st["model"]}
+
+
+def table8_text(measured: pd.DataFrame, scores: Scores) -> str:
+    """What the measured Table 8 holds (counts of correlations, undefined ones and those with p < 0.05, the strongest
+    with its interval) and the independent families it rests on (:func:`helpers.report.families_sentence`)."""
+    if not len(measured):
+        return "No measured family to correlate: none has three usable students."
+    defined = measured.dropna(subset=["r"])
+    significant = int((defined["p_value"] < 0.05).sum())
+    n_lo, n_hi = int(measured["n"].min()), int(measured["n"].max())
+    text = (f"The measured Table 8 holds {len(measured)} correlations over {measured['family'].nunique()} "
+            f"famil{'ies' if measured['family'].nunique() != 1 else 'y'} of "
+            + (f"{n_lo}" if n_lo == n_hi else f"{n_lo} to {n_hi}") + " usable students each"
+            + (f"; r is undefined for {report.and_list(sorted(set(measured.loc[measured['r'].isna(), 'x'])))} "
+               "(the same for every student)" if len(defined) < len(measured) else "")
+            + f"; {significant} {'has' if significant == 1 else 'have'} p < 0.05.")
+    if len(defined):
+        top = defined.loc[defined["r"].abs().idxmax()]
+        text += (f" The strongest is r = {report.fmt_ci(top['r'], top['ci_low'], top['ci_high'], 2)} ({top['family']}, "
+                 f"with {top['x']}, n = {int(top['n'])}).")
+    return text + "\n\n" + report.families_sentence(students_lineages(scores, measured["family"].unique()))
 
 
 def table8_recomputed() -> Section:
@@ -411,14 +539,14 @@ def table8_recomputed() -> Section:
         return ", ".join(f"{x} {r:+.2f}" for x, r in zip(part.x, part.r))
     text = (f"Distilled-BERT, 24 students: recomputed {fmt(pb)} — "
             + ("**equal to the published values at two decimals**." if ok_b else "different from the published values.")
-            + f" Distilled-GPT-2, 23 students: recomputed {fmt(pg)}, published "
+            + f"\n\nDistilled-GPT-2, 23 students: recomputed {fmt(pg)}, published "
             + ", ".join(f"{r:+.2f}" for r in t8[t8.family == "Distilled-GPT2"].r)
             + (" — equal." if ok_g else " — **not reproduced**: the paper correlates only the students 'with "
                "reasonable language modeling performance' without listing them; no selection of whole rows or "
                "columns of Table 7 gives −0.38 and 0.35, so the difference comes from that unstated selection, "
                "not from rounding.")
-            + (" In every recomputation r(heads) equals r(hidden) exactly, because heads = H/64 is a linear function "
-               "of the hidden size: the paper's identical #Heads and Hidden-dim columns carry one piece of "
+            + ("\n\nIn every recomputation r(heads) equals r(hidden) exactly, because heads = H/64 is a linear "
+               "function of the hidden size: the paper's identical #Heads and Hidden-dim columns carry one piece of "
                "information, not two." if heads_eq else ""))
     cols = ["family", "selection", "x", "n", "r", "p_value", "ci_low", "ci_high", "r_published", "difference"]
     return Section(("table8_published_recomputed", cmp[cols]), text,

@@ -37,7 +37,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from helpers import cache, hashing, models, paths, runner, stats
+from helpers import cache, hashing, models, paths, published, report, runner, stats
 from helpers.chapters import common
 from helpers.chapters.common import Section, Var, call
 from helpers.datasets import load as load_dataset
@@ -260,26 +260,56 @@ def classifier_gates(params: dict, data: dict[str, TaskData], found: Classifiers
     return pd.concat(frames, ignore_index=True)[cols]
 
 
+#: Why a cell of the classifier gate's table is empty ("—" on the page).
+GATE_WHY = {"margin": "accuracy is shown, not gated", "passes": "accuracy is shown, not gated"}
+
+
 def usable_classifiers(gates: pd.DataFrame, task: str) -> bool:
     """Both models of ``task`` pass the classifier gate on every evaluation set shown."""
     return bool(gates.loc[gates["task"] == task, "usable"].all())
 
 
-def gate_sentence(gates: pd.DataFrame) -> str:
-    """Which classifiers pass the gate, from the table (margin and statistics named)."""
-    from helpers import report
-
+def gate_sentence(gates: pd.DataFrame, *, again: bool = False) -> str:
+    """Which classifiers pass the gate, from the table (margin and statistics named). ``again``: the
+    rule was stated above, so it is referred to, not repeated."""
     per = gates.drop_duplicates(["task", "model", "data"])
     failed = per[~per["usable"]]
     margin = gates["margin"].dropna().iloc[0]
+    failing = [f"the {task} {report.and_list(list(g['model']))} on the {data}"
+               for (task, data), g in failed.groupby(["task", "data"], sort=False)]
+    if again:
+        return (f"By the classifier gate (above), {int(per['usable'].sum())} of {len(per)} (model, evaluation set) "
+                "pairs here pass" + (f"; {report.and_list(failing)} fail{'s' if len(failed) == 1 else ''}, so what "
+                                     "follows is shown, not interpreted." if len(failed) else "."))
     text = (f"A classifier is usable when, {report.classifier_gate_rule(margin, where='on each evaluation set')}. "
-            f"{int(per['usable'].sum())} of {len(per)} (model, evaluation set) pairs pass.")
+            f"{int(per['usable'].sum())} of {len(per)} (model, evaluation set) pairs pass (the `usable` column).")
     if len(failed):
-        text += (" Failing: " + "; ".join(f"the {r.task} {r.model} on the {r.data}" for r in failed.itertuples())
-                 + ". Their bias numbers are shown below but not interpreted: a classifier no better than the "
-                   "majority class or chance has false-positive and false-negative gaps that measure nothing.")
+        text += (f"\n\nFailing: {'; '.join(failing)}. Their bias numbers are shown below but not interpreted: a classifier no "
+                 "better than the majority class or chance has false-positive and false-negative gaps that measure "
+                 "nothing.")
         if (failed["task"] == "hate").any():
-            text += " " + report.MLMA_OFFLINE_BOUND
+            text += "\n\n" + report.MLMA_OFFLINE_BOUND
+    return text
+
+
+def quality_sentence(ratios: dict, gates: pd.DataFrame) -> str:
+    """Student against teacher per task (``ratios``: :func:`classifier_section`'s facts): its share of
+    the parameters and speed-up, and its weighted F1 only on the tasks whose classifiers pass the gate."""
+    shares = sorted({f"{ratios[t]['parameter_share']:.0%}" for t in TASKS})
+    text = (f"The student has {' to '.join(shares)} of the teacher's parameters and classifies test examples "
+            + report.and_list([f"{ratios[t]['speedup']:.1f}x as fast on {t}" for t in TASKS]) + ".")
+    ok = [t for t in TASKS if usable_classifiers(gates, t)]
+    off = [t for t in TASKS if t not in ok]
+    if ok:
+        text += " Its weighted F1 is " + report.and_list(
+            [f"{ratios[t]['student_f1_weighted']:.3f} against the teacher's {ratios[t]['teacher_f1_weighted']:.3f} "
+             f"on {t}" for t in ok]) + "."
+    if off:
+        failed = gates[~gates["usable"].astype(bool)].drop_duplicates(["task", "model"])
+        names = [f"{t} {report.and_list(list(g['model']))}" for t, g in failed.groupby("task", sort=False)]
+        text += (f" The {report.and_list(names)} "
+                 f"fail{'s' if len(failed) == 1 else ''} the classifier gate, so the {report.and_list(off)} F1 is "
+                 "shown, not read.")
     return text
 
 
@@ -763,8 +793,10 @@ def conclusion(verdicts: pd.DataFrame) -> str:
              f"showed **no detectable difference** on {counts.get('no detectable difference', 0)}. Uncorrected, "
              f"{raw} of these {len(judged)} measures have an interval that excludes 0 (the `verdict` column)."]
     counts = counts.to_dict()
-    if amplified:
+    if 0 < len(amplified) <= 2:
         lines.append("Amplified: " + "; ".join(amplified) + ".")
+    elif amplified:                                  # more: the table lists them, the prose does not
+        lines.append(f"The {len(amplified)} amplified measures are the rows whose `verdict_holm` reads amplified.")
     if counts.get("amplified", 0) and counts.get("reduced", 0):
         lines.append("The direction depends on the test: distillation neither uniformly amplifies nor "
                      "uniformly reduces bias here.")
@@ -811,8 +843,6 @@ def _published_long(name: str, **filters) -> pd.DataFrame | None:
 def compare(ours: pd.DataFrame, published_name: str, on: list[str], name: str, **filters) -> pd.DataFrame | None:
     """Ours beside seed 003's ``published_name`` on the keys ``on`` (``measured``, ``published``,
     ``difference``; rows on one side only kept), saved as ``<name>.csv``."""
-    from helpers import report
-
     pub = _published_long(published_name, **filters)
     if pub is None:
         return None
@@ -825,9 +855,14 @@ def _melt(df: pd.DataFrame, ids: list[str], metrics: list[str]) -> pd.DataFrame:
 
 
 _QUALITY = ["f1", "f1_weighted", "recall", "precision", "accuracy"]
-_WHY = ("Ours: MiniLM-L6 teacher and a student cut from it, a few thousand training examples and one or two "
-        "epochs on two CPU cores; the seed: BERT-base and TinyBERT-4L-312D trained on the full data on a GPU. "
-        "Differences in level are expected; what is compared below is the direction student vs teacher.")
+#: What differs from the seed in each compared table, besides the models and training budget.
+_DIFFERS = {"Table 1": "models and training budget",
+            "Table 2": "models and training budget; the seed's F1 and weighted F1 do not follow from its own "
+                       "precision, recall and accuracy (tests/test_published.py)",
+            "Table 3": "models and training budget; ours on a sample of {madlibs} madlibs sentences",
+            "Table 4": "models and training budget; identity terms matched as {match}",
+            "Table 5": "models and training budget; the seed applied softmax twice (docs/UPSTREAM.md)",
+            "SEAT": "models and training budget; both the sum of |d| over the tests"}
 
 
 def classifier_section(params: dict) -> Section:
@@ -840,27 +875,19 @@ def classifier_section(params: dict) -> Section:
                   "parameter_share": r.loc["student", "parameters"] / r.loc["teacher", "parameters"],
                   "speedup": r.loc["student", "examples_per_second"] / r.loc["teacher", "examples_per_second"]}
               for t, r in ((t, quality[quality.task == t].set_index("model")) for t in TASKS)}
-    text = " ".join(
-        f"On {t}, the student reaches a weighted F1 of {r.loc['student', 'f1_weighted']:.3f} against the "
-        f"teacher's {r.loc['teacher', 'f1_weighted']:.3f}, with "
-        f"{r.loc['student', 'parameters'] / r.loc['teacher', 'parameters']:.0%} of its parameters and "
-        f"{r.loc['student', 'examples_per_second'] / r.loc['teacher', 'examples_per_second']:.1f}x its speed."
-        for t, r in ((t, quality[quality.task == t].set_index("model")) for t in TASKS))
     side = compare(_melt(quality, ["task", "model"], _QUALITY), "table1", ["task", "model", "metric"], "tables1_2_vs_seed")
     side2 = compare(_melt(quality, ["task", "model"], _QUALITY), "table2", ["task", "model", "metric"], "table2_vs_seed")
-    sides = [t.dropna(subset=["published"]) for t in (side, side2) if t is not None]
+    sides = [(label, t.dropna(subset=["published"])) for label, t in (("Table 1", side), ("Table 2", side2))
+             if t is not None]
     gates = common.save(classifier_gates(params, data, found), CHAPTER, "classifier_gate")
+    gates.attrs["why"] = GATE_WHY
     ratios |= {"usable": {f"{t} {m}": bool(g["usable"].all()) for (t, m), g in gates.groupby(["task", "model"])}}
     shown = [("data_splits", data_table(data)), call(classifier.classification_metrics, "y_test", "y_predicted",
-                                                        labels=[0, 1]), ("task_quality", quality), text,
+                                                        labels=[0, 1]), ("task_quality", quality),
              call(classifier_quality.classifier_gate, "y_test", "p_positive", margin=params["classifier_margin"],
                   n_resamples=params["n_resamples"], seed=params["seed"]),
-             ("classifier_gate", gates), gate_sentence(gates)]
-    if sides:
-        shown += ["Next to seed 003's Tables 1-2 (its Table 2's F1 and weighted F1 do not follow from its own "
-                  "precision, recall and accuracy: see `tests/test_published.py`). " + _WHY,
-                  ("tables1_2_vs_seed", pd.concat(sides, ignore_index=True))]
-    return Section(*shown, facts=ratios, data={"data": data, "classifiers": found, "gates": gates})
+             ("classifier_gate", gates), gate_sentence(gates), quality_sentence(ratios, gates)]
+    return Section(*shown, facts=ratios, data={"data": data, "classifiers": found, "gates": gates, "vs_seed": sides})
 
 
 def unintended_section(params: dict, classifiers: Section) -> Section:
@@ -879,6 +906,7 @@ def unintended_section(params: dict, classifiers: Section) -> Section:
     gates = pd.concat([classifiers.data["gates"], classifier_gates(params, {}, found, u)], ignore_index=True)
     gates = gates[gates["task"] == "hate"]
     common.save(gates, CHAPTER, "classifier_gate_hate")
+    gates.attrs["why"] = GATE_WHY
     usable = usable_classifiers(gates, "hate")
     table4 = table4.assign(interpreted=usable)
     if not usable:
@@ -887,7 +915,7 @@ def unintended_section(params: dict, classifiers: Section) -> Section:
              ("table3_madlibs_quality", table3),
              call(classifier_quality.classifier_gate, "y", "p_toxic", threshold=Var("threshold"),
                   margin=params["classifier_margin"]),
-             ("classifier_gate_hate", gates), gate_sentence(gates),
+             ("classifier_gate_hate", gates), gate_sentence(gates, again=True),
              *[(f"figure{k}", f) for k, f in enumerate(figures, 1)],
              call(unintended.equality_differences, "identity_metrics"), ("table4_equality_differences", table4),
              f"With the seed's **{other}** matching of identity terms instead (how much Table 4 depends on it):",
@@ -897,12 +925,10 @@ def unintended_section(params: dict, classifiers: Section) -> Section:
              compare(pd.concat([table4[["metric", r]].rename(columns={r: "value"}).assign(task="hate", model=r)
                                 for r in ("teacher", "student")], ignore_index=True), "table4",
                      ["task", "model", "metric"], "table4_vs_seed", statistic="value")]
-    sides = [(name, t.dropna(subset=["published"])) for name, t in zip(("table3_vs_seed", "table4_vs_seed"), sides)
+    sides = [(label, t.dropna(subset=["published"])) for label, t in zip(("Table 3", "Table 4"), sides)
              if t is not None]
-    if sides:
-        shown += ["Next to seed 003's Tables 3-4. " + _WHY, *sides]
     return Section(*shown, facts={"hate_classifiers_usable": usable},
-                   data={"unintended": u, "verdicts": table4})
+                   data={"unintended": u, "verdicts": table4, "vs_seed": sides})
 
 
 def swap_section(params: dict, classifiers: Section) -> Section:
@@ -919,10 +945,8 @@ def swap_section(params: dict, classifiers: Section) -> Section:
     side = compare(ours, "table5", ["task", "model", "term_set", "metric"], "table5_vs_seed")
     shown = [call(gs.sentiment_bias, "p_male", "p_female"), ("table5_gender_swap", table5),
              _bootstrap_call(params), ("gender_swap_verdicts", verdicts)]
-    if side is not None:
-        shown += ["Next to seed 003's Table 5 (the seed's IMDB bias applied softmax twice: "
-                  "docs/UPSTREAM.md). " + _WHY, ("table5_vs_seed", side)]
-    return Section(*shown, facts={"sentiment_classifiers_usable": usable}, data={"verdicts": verdicts})
+    return Section(*shown, facts={"sentiment_classifiers_usable": usable},
+                   data={"verdicts": verdicts, "vs_seed": [] if side is None else [("Table 5", side)]})
 
 
 def seat_section(params: dict, classifiers: Section) -> Section:
@@ -956,24 +980,67 @@ def seat_section(params: dict, classifiers: Section) -> Section:
         {"all": "all tests", "p < 0.01": "p < 0.01", "p < 0.1": "p < 0.10"}), metric="sum of |effect size|",
         value=aggregates["sum_abs_effect_size"])[["task", "model", "tests", "metric", "value"]]
     side = compare(ours, "seat_aggregate", ["task", "model", "tests", "metric"], "seat_aggregates_vs_seed")
-    if side is not None:
-        shown += ["Next to seed 003's SEAT aggregates (it reports the *sum* of |d| over the tests). " + _WHY,
-                  ("seat_aggregates_vs_seed", side)]
     return Section(*shown, facts={"seat_interpreted": {t: bool(i) for t, i in zip(verdicts["task"], verdicts["interpreted"])}},
-                   data={"per_test": per_test, "verdicts": verdicts})
+                   data={"per_test": per_test, "verdicts": verdicts,
+                         "vs_seed": [] if side is None else [("SEAT", side)]})
+
+
+SEED_COLUMNS = ["seed_table", "task", "model", "measure", "ours", "published", "difference", "what_differs"]
+
+
+def _count(n) -> str:
+    """A sample size as written: ``1,000``, or ``all``."""
+    return f"{n:,}" if isinstance(n, (int, np.integer)) else str(n)
+
+
+def seed_comparison(params: dict, *sections: Section) -> pd.DataFrame:
+    """Every value of ours that seed 003 also published (its Tables 1-5 and SEAT aggregates, from the
+    sections' ``data["vs_seed"]``), one row each: the seed's table, task, model, measure, ours, the
+    published value, ours - published, and what differs; written as ``seed_comparison.csv``."""
+    frames = []
+    for section in sections:
+        for label, side in (section.data or {}).get("vs_seed", []):
+            measure = side["metric"].astype(str)
+            if "term_set" in side:
+                measure = measure + ", " + side["term_set"].astype(str) + " terms"
+            if "tests" in side:
+                measure = measure + ", " + side["tests"].astype(str)
+            match = {"word": "whole words (the seed: substrings)"}.get(params["identity_match"],
+                                                                        "substrings, as the seed")
+            differs = _DIFFERS[label].format(match=match, madlibs=_count(params["madlibs_sample"]))
+            frames.append(pd.DataFrame({"seed_table": label, "task": side["task"], "model": side["model"],
+                                        "measure": measure, "ours": side["measured"], "published": side["published"],
+                                        "difference": side["difference"], "what_differs": differs}))
+    table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=SEED_COLUMNS)
+    return common.save(table[SEED_COLUMNS], CHAPTER, "seed_comparison")
+
+
+def seed_section(params: dict, *sections: Section) -> Section:
+    """Ours next to seed 003's published values in one table (:func:`seed_comparison`) and one
+    sentence on why levels differ. Facts: ``compared`` (rows with a published value)."""
+    table = seed_comparison(params, *sections)
+    n = int(table["published"].notna().sum())
+    text = (f"Ours stand next to the {n} values seed 003 published for its BERT-base teacher and TinyBERT-4L-312D "
+            f"student, trained on the full data on a GPU; ours come from the {params['teacher']} teacher and a "
+            f"student cut from it, trained on {_count(params['n_train'])} examples per task on CPU, so their levels "
+            "are expected to differ and what compares is the direction of student against teacher "
+            "(`what_differs`: what else differs).")
+    return Section(text, call(published.table, "'003'", "name"), ("seed_comparison", table), facts={"compared": n})
 
 
 def lm_section(params: dict) -> Section:
     """Tests 3, 5 and 6 on the language-model pair: the quality gate, Tables 6-9 (BEC-Pro), the CB
     score and StereoSet (LMS, SS, ICAT; the verdict on |SS - 50|, the LMS difference apart), each with
     its verdicts; ``data``: the :class:`LanguageModels`, the ``verdicts`` and ``lms_differences``."""
-    from helpers import report
     from helpers.metrics import categorical, logprob_bias as lpb, stereoset
 
     lms = language_models(params)
     lp, vl = logprob_bias(params, lms)
     cb, vc = categorical_bias(params, lms)
     ss, vs, vlms = stereoset_icat(params, lms)
+    lms.gate.attrs["why"] = {"reason": "the model was measured (a reason is given only when it could not be)",
+                             **{c: "the model could not be measured (its reason)" for c in
+                                ("heldout_perplexity", "unigram_perplexity", "ratio", "heldout_tokens")}}
     shown = [common.gate_call(min_ratio=params["min_ratio"]), ("lm_quality_gate", lms.gate),
              report.gate_sentence(lms.gate, min_ratio=params["min_ratio"]),
              call(lpb.bec_pro_associations, "model", "bec_pro_sample"), call(lpb.paired_gender_test, "associations"),
@@ -1016,6 +1083,8 @@ def verdict_section(unintended: Section, *sections: Section) -> Section:
     """The verdict table over every test and the conclusion drawn from it (facts: the counts)."""
     table = verdict_table(*(s.data["verdicts"] for s in sections), unintended_table=unintended.data["verdicts"])
     judged = table[~table["verdict_holm"].str.startswith("not interpreted")]
+    table.attrs["why"] = {"p_holm": "not in the Holm family: the row is not interpreted, or has no interval",
+                          "p_value": "no interval to read a p-value from"}
     facts = {"measures": len(table), "not_interpreted": len(table) - len(judged), "correction": CORRECTION,
              "family": int(judged["p_holm"].notna().sum()),
              **{v.replace(" ", "_"): int((judged["verdict_holm"] == v).sum()) for v in stats.VERDICTS},
@@ -1025,6 +1094,101 @@ def verdict_section(unintended: Section, *sections: Section) -> Section:
                    ("verdicts", table),
                    conclusion(table), facts=facts,
                    data={"verdicts": table})
+
+
+def _digits(value: float) -> int:
+    """Decimals that show ``value`` with at least two significant digits (3 at least)."""
+    return 3 if not np.isfinite(value) or abs(value) >= 0.01 else 4
+
+
+_GATED = {"macro_f1": "macro F1", "balanced_accuracy": "balanced accuracy", "auc": "AUC"}
+
+
+def _gate_finding(gates: pd.DataFrame) -> report.Finding:
+    """The classifier gate on the test splits: each failing classifier with the gated statistic it
+    misses by most (never read further), or that every classifier passes."""
+    gated = gates[gates["passes"].notna()].assign(bar=lambda g: g["baseline"] + g["margin"])
+    per = gated.drop_duplicates(["task", "model"])
+    failed = per[~per["usable"].astype(bool)]
+    if failed.empty:
+        worst = gated[gated["metric"] == "macro_f1"].nsmallest(1, "ci_low").iloc[0]
+        return report.Finding(f"All {len(per)} classifiers pass the classifier gate on their test splits; the lowest "
+                              f"macro F1 is the {worst.task} {worst.model}'s, "
+                              f"{report.fmt_ci(worst.value, worst.ci_low, worst.ci_high)}.", "classifier_gate")
+    short = gated[~gated["passes"].astype(bool)].assign(gap=lambda g: g["ci_low"] - g["bar"])
+    worst = short.sort_values("gap").drop_duplicates(["task", "model"]).set_index(["task", "model"])
+    misses = [f"the {t} {m}'s {_GATED[r.metric]} is {report.fmt_ci(r.value, r.ci_low, r.ci_high)}"
+              for (t, m), r in worst.loc[list(zip(failed["task"], failed["model"]))].iterrows()]
+    bars = sorted({f"{b:.3f}" for b in worst["bar"]})
+    tasks = report.and_list(sorted(set(failed["task"])))
+    return report.Finding(
+        f"{len(failed)} of {len(per)} classifiers fail the classifier gate on their test split "
+        f"({report.and_list(misses)}, "
+        f"where the interval must clear {' or '.join(bars)}), so every {tasks} bias measure is shown and not "
+        "interpreted.", "classifier_gate")
+
+
+def _clearest_finding(table: pd.DataFrame, skip=None) -> report.Finding | None:
+    """The interpreted student - teacher difference with the smallest Holm-corrected p (not row ``skip``)."""
+    judged = table[table["p_holm"].notna()]
+    if judged.empty or judged["p_holm"].idxmin() == skip:
+        return None
+    r = judged.loc[judged["p_holm"].idxmin()]
+    d = _digits(r["difference"])
+    return report.Finding(
+        f"The smallest Holm-corrected p of the interpreted measures, {r['p_holm']:.2g}, is the {r['test']} row "
+        f"`{r['measure']}`: student - teacher {report.fmt_ci(r['difference'], r['ci_low'], r['ci_high'], digits=d)} "
+        f"against a teacher at {r['teacher']:.{d}f}, so the verdict after Holm's correction is {r['verdict_holm']}.",
+        "verdicts")
+
+
+def findings(classifiers: Section, swap: Section, language_models: Section, verdict: Section) -> Section:
+    """The chapter's Findings box (:func:`helpers.chapters.common.findings_section`): the classifier
+    gate, the student's quality on a task whose classifiers pass it, the gender-swap verdict on all
+    terms when interpreted, the measure with the smallest Holm-corrected p, the language models' gate
+    and the conclusion's Holm-corrected counts."""
+    gates, out = classifiers.data["gates"], []
+    out.append(_gate_finding(gates))
+    macro = gates[gates["metric"] == "macro_f1"].set_index(["task", "model"])
+    for task in TASKS:
+        if usable_classifiers(gates, task):
+            t, s = macro.loc[(task, "teacher")], macro.loc[(task, "student")]
+            out.append(report.Finding(
+                f"On {task} (n = {int(s.n)} test texts), the student's macro F1 is "
+                f"{report.fmt_ci(s.value, s.ci_low, s.ci_high)} against the teacher's "
+                f"{report.fmt_ci(t.value, t.ci_low, t.ci_high)}, with "
+                f"{classifiers.facts[task]['parameter_share']:.0%} of its parameters.", "classifier_gate"))
+            break
+    table = verdict.tables["verdicts"]
+    row = table[(table["test"] == "gender swap (IMDB)") & table["measure"].str.endswith("all terms")]
+    swapped = None
+    if len(row) and swap.facts["sentiment_classifiers_usable"]:
+        r, swapped = row.iloc[0], row.index[0]
+        out.append(report.Finding(
+            f"On gender-swapped IMDB reviews (all terms, n = {int(r.n)}), the student's mean absolute bias minus "
+            f"the teacher's is {report.fmt_ci(r.difference, r.ci_low, r.ci_high, digits=_digits(r.difference))}: "
+            f"{r.verdict_holm} after Holm's correction.", "gender_swap_verdicts"))
+    clearest = _clearest_finding(table, skip=swapped)
+    if clearest is not None:
+        out.append(clearest)
+    gate = language_models.data["language_models"].gate
+    measured = gate[gate["usable"].map(lambda u: isinstance(u, (bool, np.bool_)))]
+    off = measured.loc[~measured["usable"].astype(bool), "model"].tolist()
+    out.append(report.Finding(
+        f"{len(measured) - len(off)} of {len(measured)} language models (the teacher and its students) "
+        "pass the language-model quality gate" + (f"; {report.and_list(off)} fail{'s' if len(off) == 1 else ''} it, "
+                                                  f"so the measures resting on {'it' if len(off) == 1 else 'them'} "
+                                                  "are shown, not interpreted." if off else "."), "lm_quality_gate"))
+    f = verdict.facts
+    judged = f["measures"] - f["not_interpreted"]
+    over = f"the {judged}" if f["family"] == judged else f"the {f['family']} with an interval"
+    out.append(report.Finding(
+        f"Of the {judged} interpreted measures, after Holm's correction over {over}, the student amplified its "
+        f"teacher's bias on {f['amplified']}, reduced it on {f['reduced']} and showed no detectable difference on "
+        f"{f['no_detectable_difference']}; " + (f"the other {f['not_interpreted']} of {f['measures']} rest on a model "
+                                                "failing its gate and are in no count." if f["not_interpreted"] else
+                                                "no measure rests on a model failing its gate."), "verdicts"))
+    return common.findings_section(CHAPTER, out)
 
 
 def _bootstrap_call(params: dict):

@@ -51,7 +51,8 @@ from helpers.training.classifier import TfidfLogistic, classification_metrics
 
 __all__ = ["CHAPTER", "PARAMETERS", "DEFAULTS", "start", "parameters", "prefill", "classifier_section",
            "sentences_section", "probed_models", "fill_section", "group_section", "words_section",
-           "annotation_section", "table5_vs_paper", "table5_sentence", "paper_words", "animals_vs_paper", "kappa_table"]
+           "annotation_section", "table5_vs_paper", "table5_summary", "table5_sentence", "lm_gate_sentence",
+           "paper_words", "words_found", "animals_vs_paper", "kappa_table", "findings"]
 
 CHAPTER = "07_toxicity_probing"
 PARAMETERS = ("languages", "models", "n_heads", "per_group", "k", "skip", "max_pieces", "upstream_compat",
@@ -156,55 +157,61 @@ def english_comparison(params: dict) -> pd.DataFrame:
 
 
 def comparison_sentence(table: pd.DataFrame) -> str:
-    """What changed for English against the MLMA-only classifier, from :func:`english_comparison`."""
-    def verdict(r) -> str:
-        return (f"weighted F1 {r.f1_weighted:.2f}, macro F1 {r.macro_f1:.2f} [{r.macro_f1_ci_low:.2f}, "
-                f"{r.macro_f1_ci_high:.2f}] against {r.macro_f1_baseline:.2f}, balanced accuracy "
-                f"{r.balanced_accuracy:.2f} [{r.balanced_accuracy_ci_low:.2f}, {r.balanced_accuracy_ci_high:.2f}], "
-                f"AUC {r.auc:.2f} [{r.auc_ci_low:.2f}, {r.auc_ci_high:.2f}], so it {'passes' if r.usable else 'fails'} "
-                "the gate")
+    """What changed for English against the MLMA-only classifier, from :func:`english_comparison`:
+    the substitute's sources, then each classifier's gate outcome on the pooled held-out texts
+    (macro F1 with its interval) and on MLMA's alone; every statistic is in the table."""
     mix, alone = table[table["substitute"]], table[~table["substitute"]]
     if mix.empty:
         return ""
-    m_all = mix[mix["held_out"] == "all"].iloc[0]
-    a_all = alone[alone["held_out"] == "all"].iloc[0]
+
+    def outcome(where: str) -> tuple[pd.Series, pd.Series]:
+        return mix[mix["held_out"] == where].iloc[0], alone[alone["held_out"] == where].iloc[0]
+
+    def verdict(r) -> str:
+        return "passes" if r.usable else "fails"
+
+    def macro_f1(r) -> str:
+        return report.fmt_ci(r.macro_f1, r.macro_f1_ci_low, r.macro_f1_ci_high, 2)
+
+    m_all, a_all = outcome("all")
     text = (f"English: the paper trained on four sets ({PAPER_ENGLISH}; F1 0.78 in its Table 4); offline only MLMA "
             f"of them exists, so the English classifier here is a substitute trained on "
             f"{report.and_list([SOURCE_NAMES[s] for s in mix['held_out'] if s != 'all'])}, each split on its own "
-            f"(MLMA's split is the MLMA-only classifier's). On the pooled held-out texts ({int(m_all.n):,}, "
-            f"{m_all.toxic_share:.0%} toxic) the substitute scores {verdict(m_all)}; the MLMA-only "
-            f"classifier, on the same texts, scores {verdict(a_all)}.")
+            "(MLMA's split is the MLMA-only classifier's). `table4_english_vs_mlma_only` scores both on the same "
+            "held-out texts, a row per classifier and held-out set.\n\n"
+            f"On the pooled held-out texts (n = {int(m_all.n):,}, {m_all.toxic_share:.0%} toxic) the substitute "
+            f"{verdict(m_all)} the classifier gate with macro F1 {macro_f1(m_all)}, and the MLMA-only classifier "
+            f"{verdict(a_all)} it with {macro_f1(a_all)} (the majority class: {m_all.macro_f1_baseline:.2f}).")
     if "mlma" in set(mix["held_out"]):
-        m_m, a_m = (t[t["held_out"] == "mlma"].iloc[0] for t in (mix, alone))
-        text += (f" On MLMA's held-out tweets alone ({int(m_m.n):,}, {m_m.toxic_share:.0%} toxic) the substitute "
-                 f"scores {verdict(m_m)}; the MLMA-only classifier scores {verdict(a_m)}.")
-        if not (m_m.usable or a_m.usable):
-            text += (" Neither separates MLMA's own tweets: the mix's pass comes from the other sets, whose "
-                     "held-out texts it does separate (table below, one row per set).")
+        m_m, a_m = outcome("mlma")
+        both = {(True, True): "both pass the gate", (False, False): "neither passes the gate",
+                (True, False): "only the substitute passes the gate",
+                (False, True): "only the MLMA-only classifier passes the gate"}[bool(m_m.usable), bool(a_m.usable)]
+        text += f" On MLMA's held-out tweets alone (n = {int(m_m.n):,}, {m_m.toxic_share:.0%} toxic) {both}"
+        text += (": the mix's pass comes from the other sets, whose held-out texts it does separate."
+                 if m_all.usable and not (m_m.usable or a_m.usable) else ".")
     return text
 
 
 def gate_sentence(gates: pd.DataFrame) -> str:
-    """The classifier gate's rule and each language's outcome, from the table."""
+    """The classifier gate's rule, then which languages pass and which fail (the statistics are in
+    the ``classifier_gate`` table, a row per language and statistic)."""
     per = gates.drop_duplicates("language")
-    failed = per.loc[~per["usable"], "language"].tolist()
-    text = (f"Each language's classifier must pass the classifier gate (chapter 05's) before the results it labels "
-            f"are interpreted: "
-            f"{report.classifier_gate_rule(gates['margin'].dropna().iloc[0], where='on the held-out split at threshold 0.5')}.")
+    failed = per.loc[~per["usable"].astype(bool), "language"].tolist()
     passed = [LANGUAGE_NAMES[lang] for lang in per["language"] if lang not in failed]
-    if passed:
-        text += f" Passing: {', '.join(passed)}."
-    for lang in failed:
-        by = gates[gates["language"] == lang].set_index("metric")
-        failing = "; ".join(f"{m.replace('_', ' ')} {by.loc[m, 'value']:.2f} [{by.loc[m, 'ci_low']:.2f}, "
-                            f"{by.loc[m, 'ci_high']:.2f}] against {by.loc[m, 'baseline']:.2f}"
-                            for m in classifier_quality.GATE_METRICS if not by.loc[m, "passes"])
-        text += (f" {LANGUAGE_NAMES[lang]} fails ({failing}): its first step, %@k and group rankings below are shown "
-                 "but not interpreted, since every one of them is this classifier's verdict.")
-        mlma_only = "classifier" not in by.columns or "substitute" not in str(by["classifier"].iloc[0])
-        if lang == "en" and mlma_only:
-            text += " " + report.MLMA_OFFLINE_BOUND
-    return text
+    rule = report.classifier_gate_rule(gates["margin"].dropna().iloc[0], where="on the held-out split at threshold 0.5")
+    text = (f"Each language's classifier must pass the classifier gate (chapter 05's) before the results it labels "
+            f"are interpreted: {rule}.")
+    outcome = [f"Passing: {report.and_list(passed)}."] if passed else []
+    if failed:
+        names = report.and_list([LANGUAGE_NAMES[lang] for lang in failed])
+        outcome.append(f"{names} {'fails' if len(failed) == 1 else 'fail'} (`classifier_gate`, `passes` False): "
+                       f"{'its' if len(failed) == 1 else 'their'} first step, %@k and group rankings below are "
+                       "shown but not interpreted, since every one of them is this classifier's verdict.")
+        by = gates[gates["language"] == "en"]
+        if "en" in failed and ("classifier" not in by.columns or "substitute" not in str(by["classifier"].iloc[0])):
+            outcome.append(report.MLMA_OFFLINE_BOUND)
+    return text + "\n\n" + " ".join(outcome)
 
 
 def classifier_section(params: dict) -> Section:
@@ -358,64 +365,125 @@ def _span(low: float, high: float) -> str:
     return f"{low:.2f} %" if low == high else f"{low:.2f}-{high:.2f} %"
 
 
-def table5_sentence(paired: pd.DataFrame, ks: list[int]) -> str:
-    """What :func:`table5_vs_paper` shows, per language, from the table: a model that is one of the
-    paper's is compared cell by cell; the others are read against the paper's models of their
-    language at the same k (their range, or the one model's value); how many differences have an
-    interval that excludes 0; which rows are not interpreted; which of ``ks`` the paper does not print."""
+#: ``vs_paper_range`` of :func:`table5_summary`: where a %@1 interval lies against the paper's models' range.
+VS_RANGE = ("below", "overlaps", "above")
+VS_RANGE_WORDS = {"below": "below it", "overlaps": "overlapping it", "above": "above it"}
+#: The classifier gate's statistics as the prose names them.
+GATE_NAMES = {"macro_f1": "macro F1", "balanced_accuracy": "balanced accuracy", "auc": "AUC"}
+
+
+def table5_summary(table5: pd.DataFrame, paired: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Table 5 read at its smallest k (k = 1 by default, whose Wilson interval is over the N probed
+    sentences, one fill-in each), one row per language and model: ``k, n, flagged, percent, ci_low,
+    ci_high``; the paper's models of the language at that k (``paper_models``, ``paper_min``,
+    ``paper_max``, from :func:`table5_vs_paper`); ``vs_paper_range``, whether the interval lies
+    below, overlaps or lies above that range (only for an interpreted row at k = 1); for a model that
+    is one of the paper's, ``paper_model`` and ``difference`` with its interval; ``interpreted`` and
+    ``not_interpreted_because``."""
+    k = int(table5["k"].min())
+    keys = ["language", "model"]
+    out = table5[table5["k"] == k].reindex(columns=[*keys, "k", "n", "flagged", "percent", "ci_low", "ci_high",
+                                                    "interpreted", "not_interpreted_because"]).reset_index(drop=True)
+    at_k = (paired[paired["k"] == k] if paired is not None else pd.DataFrame(
+        columns=[*keys, "paper_model", "same_model", "paper_min", "paper_max", "difference", "difference_ci_low",
+                 "difference_ci_high"]))
+    papers = at_k.groupby(keys, sort=False).agg(paper_models=("paper_model", lambda m: ", ".join(m)),
+                                               paper_min=("paper_min", "first"), paper_max=("paper_max", "first"))
+    same = at_k[at_k["same_model"].astype(bool)][[*keys, "paper_model", "difference", "difference_ci_low",
+                                                 "difference_ci_high"]]
+    out = out.merge(papers.reset_index(), on=keys, how="left").merge(same, on=keys, how="left")
+    out = out.astype({c: float for c in ("paper_min", "paper_max", "difference", "difference_ci_low",
+                                         "difference_ci_high")})
+    readable = out["interpreted"].astype(bool) & (k == 1) & out["paper_min"].notna()
+    low, high = out["paper_min"].fillna(-np.inf), out["paper_max"].fillna(np.inf)    # no paper: not read below
+    where = np.select([out["ci_high"] < low, out["ci_low"] > high], ["below", "above"], "overlaps")
+    out.insert(out.columns.get_loc("paper_max") + 1, "vs_paper_range", pd.Series(where).where(readable))
+    out = out[[c for c in out.columns if c not in ("interpreted", "not_interpreted_because")]
+              + ["interpreted", "not_interpreted_because"]]
+    unread = [why for why, cause in (("the row is not interpreted", ~out["interpreted"].astype(bool)),
+                                     ("the paper prints no %@k for this language and k", out["paper_min"].isna()))
+              if (cause & ~readable).any()]
+    if k > 1:
+        unread.append(f"at k = {k} the interval treats the k fill-ins of a sentence as independent, too narrow to read")
+    out.attrs["why"] = {
+        **{c: "the paper prints no %@k for this language and k" for c in ("paper_models", "paper_min", "paper_max")},
+        "vs_paper_range": "; or ".join(unread), "not_interpreted_because": "the row is interpreted",
+        **{c: "our model is not one of the paper's" for c in ("paper_model", "difference", "difference_ci_low",
+                                                               "difference_ci_high")}}
+    return out
+
+
+def table5_sentence(summary: pd.DataFrame, ks: list[int], paired: pd.DataFrame | None = None) -> str:
+    """How to read :func:`table5_summary` and what Table 5's intervals cannot tell: a k the paper does
+    not print has no pair; the summary's k; a model that is one of the paper's; at k > 1 the
+    intervals treat the k fill-ins of one sentence as independent, so no difference at k > 1 is read."""
+    k = int(summary["k"].iloc[0])
     parts = []
-    no_k = sorted(set(ks) - set(paired["k"]))
+    no_k = sorted(set(ks) - set(paired["k"])) if paired is not None else []
     if no_k:
-        parts.append(f"The paper prints no %@k at k = {report.and_list([str(k) for k in no_k])}: those cells of "
+        parts.append(f"The paper prints no %@k at k = {report.and_list([str(x) for x in no_k])}: those cells of "
                      "Table 5 have no pair.")
-    for lang, g in paired.groupby("language", sort=False):
-        name, theirs = LANGUAGE_NAMES[lang], g["paper_model"].unique()
-        one = len(theirs) == 1
-        same = g[g["same_model"]]
-        for (model, paper_model), s in same.groupby(["model", "paper_model"], sort=False):
-            cells = "; ".join(f"{r.difference:+.2f} points at k = {r.k} (95 % interval {r.difference_ci_low:+.2f} to "
-                              f"{r.difference_ci_high:+.2f})" for r in s.dropna(subset=["difference"]).itertuples())
-            parts.append(f"{model} is the paper's {paper_model} ({name}): ours minus the paper's %@k is {cells}.")
-        cells = g[~g["model"].isin(same["model"])].drop_duplicates(["model", "k"])
-        cells = cells.dropna(subset=["paper_min", "measured"])
-        if len(cells):
-            models = cells["model"].unique()
-            inside = int(cells["within_paper_range"].astype(bool).sum())
-            below = int((cells["measured"] < cells["paper_min"]).sum())
-            ranges = ", ".join(f"{_span(r.paper_min, r.paper_max)} at k = {r.k}"
-                               for r in cells.drop_duplicates("k").itertuples())
-            parts.append(
-                f"In {name}, {report.and_list(models)} {'is' if len(models) == 1 else 'are'} not the paper's "
-                f"{report.and_list(theirs)}: each %@k is paired with "
-                + (f"the paper's {theirs[0]} at the same k ({ranges}); {inside} of {len(cells)} measured cells equal it"
-                   if one else f"each of theirs at the same k and read against their range ({ranges}); {inside} of "
-                   f"{len(cells)} measured cells lie within it")
-                + f", {below} lie below and {len(cells) - inside - below} above.")
-        d = g.dropna(subset=["difference_ci_low", "difference_ci_high"])
-        if len(d):
-            excludes = int(((d["difference_ci_low"] > 0) | (d["difference_ci_high"] < 0)).sum())
-            parts.append(f"The 95 % interval of the difference excludes 0 in {excludes} of the {len(d)} {name} pairs.")
-        not_read = g.loc[g["interpreted"] != True, "model"].unique()  # noqa: E712 (NaN: not measured)
-        if len(not_read):
-            parts.append(f"The {name} rows of {report.and_list(not_read)} are not interpreted (Table 5 says why): "
-                         "paired here, not read.")
-    if len(paired) and paired["k"].max() > 1:
-        parts.append("Our intervals are Wilson intervals over the k × N completed sentences, which treat the k "
-                     "fill-ins of one sentence as independent, so at k > 1 they are narrower than the sample "
-                     "warrants; the paper prints no interval, so the difference's interval is ours shifted by the "
-                     "published value.")
-    return " ".join(parts)
+    text = (f"`table5_summary` reads Table 5 at k = {k}, a row per model and language: %@{k} over n completed "
+            "sentences with its Wilson interval")
+    if paired is None:
+        text += "."
+    elif k == 1:
+        text += (", beside the range of the paper's models of that language at the same k; `vs_paper_range` says "
+                 "whether the interval lies below that range, overlaps it or lies above it.")
+    else:
+        text += ", beside the range of the paper's models of that language at the same k."
+    if summary["paper_model"].notna().any():
+        text += (" A model that is one of the paper's also has its difference from that model's value, our "
+                 "interval shifted by it (the paper prints none).")
+    if not summary["interpreted"].astype(bool).all():
+        text += " A row with `interpreted` False is shown and not read (`not_interpreted_because` says why)."
+    parts.append(text)
+    wide = [x for x in ks if x > 1]
+    if wide:
+        at = " or ".join([", ".join(f"%@{x}" for x in wide[:-1]), f"%@{wide[-1]}"][-min(len(wide), 2):])
+        parts.append(f"At k > 1 the Wilson intervals are over the k × N completed sentences and treat the k fill-ins "
+                     f"of one sentence as independent, so they are narrower than the sample warrants: they cannot "
+                     f"tell whether a model's {at} differs from another model's or from the paper's."
+                     + (" `table5_vs_paper` pairs those cells with every published model of the language, unread."
+                        if paired is not None else ""))
+    return "\n\n".join(parts)
+
+
+def lm_gate_sentence(gates: pd.DataFrame, min_ratio: float, probe_unusable: bool) -> str:
+    """The language-model quality gate of every language in one paragraph (the ``quality_gate``
+    table holds a row per model and language): where it is measured, its rule, and the models that
+    fail it, each with its ratio, not probed (or, with ``probe_unusable``, probed and not read)."""
+    corpus = {"en": "the book-wide held-out text"}
+    where = report.and_list([f"{LANGUAGE_NAMES[lang]} on {corpus.get(lang, 'held-out MLMA tweets')}"
+                             for lang in gates["language"].unique()])
+    text = (f"Each model is gated in the language it probes ({where}): its held-out perplexity must be at least "
+            f"{min_ratio:g}× better than the unigram baseline of its tokenizer (`quality_gate`, a row per model and "
+            "language).")
+    failed = gates[gates["usable"].eq(False)]                # NaN: not measured
+    unmeasured = gates[gates["usable"].isna()]
+    if failed.empty:
+        text += " Every measured model passes it." if len(unmeasured) < len(gates) else ""
+    else:
+        names = report.and_list([f"{r.model} ({LANGUAGE_NAMES[r.language]}, {r.ratio:.2f}×)"
+                                 for r in failed.itertuples()])
+        text += f" {names} {'fails' if len(failed) == 1 else 'fail'} it: " + (
+            "probed anyway (`probe_unusable = True`), shown and not interpreted." if probe_unusable else
+            f"not probed, since {'its' if len(failed) == 1 else 'their'} fill-ins would be shown, not interpreted "
+            "(`probe_unusable = True` probes them, as the upstream code probes every model).")
+    if len(unmeasured):
+        names = report.and_list([f"{r.model} ({LANGUAGE_NAMES[r.language]})" for r in unmeasured.itertuples()])
+        text += f" The gate could not measure {names} (`reason`)."
+    return text
 
 
 def fill_section(params: dict, classifiers: Section, sentences: Section) -> Section:
     """The quality gate per language, the probes and Table 5 (%@k per model with intervals)."""
-    gates, scored, missing, empty, skipped = [], [], {}, [], []
+    gates, scored, missing, empty = [], [], {}, []
     for lang in params["languages"]:
         gates.append(gate(params, lang))
         if sentences.data[lang].empty:
             empty.append(LANGUAGE_NAMES[lang])
         models = probed_models(params, gates[-1])
-        skipped += [f"{m} ({LANGUAGE_NAMES[lang]})" for m in gates[-1]["model"] if m not in models]
         done, unavailable = probe(params, lang, sentences.data[lang], classifiers.data[lang], models)
         missing.update({f"{m} ({lang})": r for m, r in unavailable.items()})
         if not done.empty:
@@ -426,12 +494,7 @@ def fill_section(params: dict, classifiers: Section, sentences: Section) -> Sect
     shown = [common.gate_call(min_ratio=params["min_ratio"], corpus=Var("corpus")),
              ("quality_gate", common.save(gates[["language", *[c for c in gates.columns if c != "language"]]], CHAPTER,
                                           "quality_gate"))]
-    shown += [f"{LANGUAGE_NAMES[lang]} (gate on held-out {'text' if lang == 'en' else 'MLMA tweets'} of the language): "
-              + report.gate_sentence(g, min_ratio=params["min_ratio"]) for lang, g in gates.groupby("language", sort=False)]
-    if skipped:
-        shown.append(f"Not probed: {report.and_list(skipped)}, which fail the language's quality gate: their fill-ins "
-                     "would be shown, not interpreted (`probe_unusable = True` probes them, as the upstream code "
-                     "probes every model).")
+    shown.append(lm_gate_sentence(gates, params["min_ratio"], params["probe_unusable"]))
     if empty:
         shown.append(f"Nothing to probe in {', '.join(empty)}: the first step flagged every pattern (the "
                      "probe is most sensitive to the group names; the paper's French probe dropped 83.55 %).")
@@ -461,8 +524,10 @@ def fill_section(params: dict, classifiers: Section, sentences: Section) -> Sect
     pub = published("table5")
     if pub is not None:
         paired = common.save(table5_vs_paper(table5, pub), CHAPTER, "table5_vs_paper")
-        shown += [table5_sentence(paired, params["k"]), call(published_table, "'002'", "'table5'"),
-                  ("table5_vs_paper", paired)]
+    summary = common.save(table5_summary(table5, None if pub is None else paired), CHAPTER, "table5_summary")
+    shown += [table5_sentence(summary, params["k"], None if pub is None else paired), ("table5_summary", summary)]
+    if pub is not None:
+        shown += [call(published_table, "'002'", "'table5'"), ("table5_vs_paper", paired)]
     return Section(*shown, facts={"interpreted": interpreted}, data=scored)
 
 
@@ -488,12 +553,14 @@ def group_section(params: dict, fills: Section) -> Section:
         paper = pub.pivot_table(index=["language", "group"], columns="model", values="percent").add_prefix("paper ")
         ours = ours.merge(paper.reset_index(), on=["language", "group"], how="left")
     table6 = common.save(ours, CHAPTER, "table6_per_group")
-    not_read = [f"{m} ({LANGUAGE_NAMES[lang]})" for lang, models in interpreted.items()
-                for m, ok in models.items() if not ok]
+    not_read = any(not ok for models in interpreted.values() for ok in models.values())
+    narrow = (f" With k = {k} fill-ins per sentence, each interval treats them as independent and is narrower than "
+              "the sample warrants: two groups whose intervals overlap are not ordered by this sample, and two whose "
+              "intervals do not overlap are not reliably ordered either." if k > 1 else "")
     shown = [f"%@{k} per model and per the paper's groups (each group pools its neutral, male and female "
-             f"phrases; n = {k} × its probed sentences), with the paper's values in the `paper …` columns"
-             + (f"; rows with `interpreted` False ({', '.join(not_read)}) rest on a language model or a classifier "
-                "that fails its gate (Table 5 says which): shown, not read." if not_read else ":"),
+             f"phrases; n = {k} × its probed sentences), with the paper's values in the `paper …` columns."
+             + (" A row with `interpreted` False rests on a language model or a classifier that fails its gate "
+                "(Table 5 says which): shown, not read." if not_read else "") + narrow,
              call(probing.percent_by_paper_group, "completions", k), ("table6_per_group", table6)]
     if pub is None:
         return Section(*shown, data=table6)
@@ -544,22 +611,42 @@ def paper_words(scored: pd.DataFrame, paper: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def paper_words_sentence(table: pd.DataFrame) -> str:
-    """Per language and model of :func:`paper_words`: how many of the paper's top-1 words are ours too, with
-    their counts, and what the counts can be compared with."""
-    parts = []
+def words_found(table: pd.DataFrame, *, frequency: str, gloss: bool = False,
+                interpreted: dict | None = None) -> pd.DataFrame:
+    """One row per language and model of :func:`paper_words` or :func:`animals_vs_paper`: how many
+    of the paper's words of the language there are (``paper_words``), how many of them the model gives
+    (``found``: ``frequency`` > 0) and which, with their counts, most frequent first (``words``; with
+    the ``gloss``); ``probed``, the model's probed sentences, when the table has them; ``interpreted``
+    from ``interpreted`` ({language: {model: bool}}, Table 5's), when given."""
+    rows = []
     for (lang, model), g in table.groupby(["language", "model"], sort=False):
         words = g.drop_duplicates("word")
-        found = words[words["frequency"] > 0].sort_values("frequency", ascending=False)
-        listed = report.and_list([f"{w} ({n})" for w, n in zip(found["word"], found["frequency"])])
-        parts.append(f"Of the paper's {len(words)} {LANGUAGE_NAMES[lang]} top-1 words "
-                     f"({report.and_list(g['paper_model'].unique())}), {model} gives "
-                     + (f"{len(found)} as its top-1 fill-in: {listed}, " if len(found)
-                        else "none as its top-1 fill-in ")
-                     + f"over its {int(g['probed'].iloc[0]):,} probed sentences.")
-    return " ".join(parts) + (" The paper counts its top-1 words over every sentence its first step kept, ours over "
-                              "the sentences probed here, so compare which words appear, not the counts (their share "
-                              "of our top-1 fill-ins is `percent` in `table8_9_vs_paper.csv`).")
+        found = words[words[frequency] > 0].sort_values(frequency, ascending=False, kind="stable")
+        shown = [f"{w} ({gl}, {n})" if gloss else f"{w} ({n})"
+                 for w, gl, n in zip(found["word"], found.get("gloss", found["word"]), found[frequency])]
+        rows.append({"language": lang, "model": model, "paper_words": len(words), "found": len(found),
+                     **({"probed": int(g["probed"].iloc[0])} if "probed" in g else {}),
+                     "words": ", ".join(shown) or None}
+                    | ({"interpreted": bool(interpreted.get(lang, {}).get(model, False))} if interpreted else {}))
+    out = pd.DataFrame(rows)
+    out.attrs["why"] = {"words": "none of the paper's words is among this model's fill-ins"}
+    return out
+
+
+def paper_words_sentence(found: pd.DataFrame) -> str:
+    """How to read :func:`words_found` of Tables 8-9: what is counted (and the interpreted model that
+    gives most of the paper's words), and why the counts are not the paper's."""
+    read = found[found["interpreted"].astype(bool)] if "interpreted" in found else found
+    text = ("`table8_9_found` counts, per model, the paper's top-1 words of its language that are also the "
+            "model's top-1 fill-ins")
+    if len(read) and read["found"].max() > 0:
+        most = read.assign(share=read["found"] / read["paper_words"]).sort_values("share", ascending=False,
+                                                                                  kind="stable").iloc[0]
+        text += (f" (most among interpreted models: {most.model}, {int(most.found)} of the paper's "
+                 f"{int(most.paper_words)} {LANGUAGE_NAMES[most.language]} words)")
+    return text + (". The paper counts its top-1 words over every sentence its first step kept, ours over the "
+                   "sentences probed here, so compare which words appear, not the counts (their share of our top-1 "
+                   "fill-ins is `percent` in `table8_9_vs_paper.csv`).")
 
 
 def animals_vs_paper(scored: pd.DataFrame, paper: pd.DataFrame) -> pd.DataFrame:
@@ -585,19 +672,15 @@ def animals_vs_paper(scored: pd.DataFrame, paper: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def animals_sentence(table: pd.DataFrame, k: int) -> str:
-    """Per model of :func:`animals_vs_paper`: which of the paper's animal names it gives, how often."""
-    parts = []
-    for model, g in table.groupby("model", sort=False):
-        words = g.drop_duplicates("word")
-        found = words[words["word_frequency"] > 0]
-        listed = report.and_list([f"{w} ({gl}, {n})" for w, gl, n in zip(found["word"], found["gloss"],
-                                                                            found["word_frequency"])])
-        parts.append(f"{model} gives {len(found)} of the paper's {len(words)} Arabic animal names among its top-{k} "
-                     "fill-ins" + (f": {listed}." if len(found) else
-                                   ", so its columns are empty and the paper's AraBERT counts stand alone."))
-    return " ".join(parts) + (" The paper's counts are over every Arabic sentence its first step kept, ours over the "
-                              "sentences probed here.")
+def animals_sentence(found: pd.DataFrame, k: int) -> str:
+    """How to read :func:`words_found` of Table 10: what is counted, and why the counts are not the paper's."""
+    none, lang = found[found["found"] == 0], found["language"].iloc[0]
+    return (f"`table10_found_{lang}` counts, per model, the paper's {int(found['paper_words'].iloc[0])} "
+            f"{LANGUAGE_NAMES[lang]} animal names among its top-{k} fill-ins"
+            + (f"; a model that gives none ({len(none)} of {len(found)} models here) has empty columns in the "
+               "table after it, where the paper's AraBERT counts stand alone" if len(none) else "")
+            + f". The paper's counts are over every {LANGUAGE_NAMES[lang]} sentence its first step kept, ours over "
+            "the sentences probed here.")
 
 
 def by_model(table: pd.DataFrame, keys: list[str], paper: list[str], values: dict[str, str]) -> pd.DataFrame:
@@ -642,6 +725,7 @@ def words_section(params: dict, fills: Section) -> Section:
     (:func:`animals_vs_paper`). A published table of a language not probed here is shown alone."""
     scored, table8, shown = fills.data, pd.DataFrame(), []
     probed = [] if scored.empty else scored["language"].unique().tolist()
+    interpreted = fills.facts.get("interpreted")
     if scored.empty:
         shown.append("No model could be probed here.")
     else:
@@ -658,8 +742,10 @@ def words_section(params: dict, fills: Section) -> Section:
             paper_columns = ["word", "gloss", "paper_frequency", "paper_groups"]
             wide = by_model(table, ["language", "paper_model", "rank"], paper_columns,
                             {"frequency": "top-1", "group_1": "group"})
-            shown += [paper_words_sentence(table), call(probing.word_groups, "completions", Var("paper_words"), top=2,
-                                                        rank=1),
+            found = common.save(words_found(table, frequency="frequency", interpreted=interpreted), CHAPTER,
+                                "table8_9_found")
+            shown += [paper_words_sentence(found), ("table8_9_found", found),
+                      call(probing.word_groups, "completions", Var("paper_words"), top=2, rank=1),
                       ("table8_9_vs_paper_by_model", common.save(wide, CHAPTER, "table8_9_vs_paper_by_model"))]
     for name, t in words.items():
         shown += _paper_alone(name, t, params["languages"], probed)
@@ -680,8 +766,11 @@ def words_section(params: dict, fills: Section) -> Section:
             table = common.save(animals_vs_paper(sel, animals_paper), CHAPTER, f"table10_vs_paper_{lang}")
             wide = by_model(table, ["language", "word", "rank"], ["gloss", "paper_group", "paper_frequency"],
                             {"group": "group", "frequency": "frequency"})
-            name = f"table10_vs_paper_{lang}_by_model"
-            shown += [animals_sentence(table, max(params["k"])), animals_call, (name, common.save(wide, CHAPTER, name))]
+            name, found = f"table10_vs_paper_{lang}_by_model", f"table10_found_{lang}"
+            counted = common.save(words_found(table, frequency="word_frequency", gloss=True, interpreted=interpreted),
+                                  CHAPTER, found)
+            shown += [animals_sentence(counted, max(params["k"])), (found, counted), animals_call,
+                      (name, common.save(wide, CHAPTER, name))]
     if animals_paper is not None:
         shown += _paper_alone("table10", animals_paper, params["languages"], probed)
     return Section(*shown, data=table8)
@@ -771,3 +860,127 @@ def annotation_section(params: dict, fills: Section, annotated: dict[str, pd.Dat
     elif ours["fleiss_kappa"].notna().any():
         shown += [call(probing.fleiss_kappa, "sheet[raters]"), ("fleiss_kappa", ours)]
     return Section(*shown)
+
+
+# ----------------------------------------------------------------------------- the Findings box
+
+
+def _classifier_finding(gates: pd.DataFrame) -> report.Finding:
+    """Which languages' classifiers pass the classifier gate: per language its macro F1 (or, for a
+    failing one, the first gated statistic that fails) with its interval and baseline."""
+    def stat(g: pd.DataFrame) -> str:
+        failing = g[~g["passes"].astype(bool) & g["metric"].isin(classifier_quality.GATE_METRICS)]
+        r = (failing if len(failing) else g[g["metric"] == "macro_f1"]).iloc[0]
+        value = report.fmt_ci(r.value, r.ci_low, r.ci_high, 2)
+        return f"{LANGUAGE_NAMES[r.language]} ({GATE_NAMES.get(r.metric, r.metric)} {value} against {r.baseline:.2f})"
+
+    per = [g for _, g in gates.groupby("language", sort=False)]
+    passed = [stat(g) for g in per if bool(g["usable"].iloc[0])]
+    failed = [stat(g) for g in per if not bool(g["usable"].iloc[0])]
+    parts = ([f"passes the classifier gate in {report.and_list(passed)}"] if passed else []) + (
+        [f"{'fails it' if passed else 'fails the classifier gate'} in {report.and_list(failed)}, whose %@k and "
+         "group rankings are shown, not interpreted"] if failed else [])
+    return report.Finding(f"The toxicity classifier {'; '.join(parts)}.", "classifier_gate", "classifier gate")
+
+
+def _lm_gate_finding(gates: pd.DataFrame, probe_unusable: bool) -> report.Finding:
+    """The models that fail their language's quality gate, with their ratio, or the lowest ratio of all."""
+    measured = gates[gates["usable"].notna()]
+    failed = measured[measured["usable"].eq(False)]
+    need = f"{measured['min_ratio'].iloc[0]:g}×" if len(measured) else ""
+    if measured.empty:
+        text = "No model could be measured by the language-model quality gate, so none is interpreted."
+    elif failed.empty:
+        low = measured.loc[measured["ratio"].idxmin()]
+        text = (f"All {len(measured)} (model, language) pairs pass the language-model quality gate (lowest: "
+                f"{low.model} in {LANGUAGE_NAMES[low.language]}, held-out perplexity {low.ratio:.2f}× better than "
+                f"the unigram baseline; {need} needed).")
+    else:
+        names = report.and_list([f"{r.model} in {LANGUAGE_NAMES[r.language]} ({r.ratio:.2f}×)"
+                                 for r in failed.itertuples()])
+        text = (f"{names} {'fails' if len(failed) == 1 else 'fail'} the language-model quality gate (held-out "
+                f"perplexity against the unigram baseline; {need} needed), so "
+                + ("its fill-ins are shown, not interpreted." if probe_unusable and len(failed) == 1 else
+                   "their fill-ins are shown, not interpreted." if probe_unusable else
+                   f"{'it is' if len(failed) == 1 else 'they are'} not probed."))
+    return report.Finding(text, "quality_gate", "quality gate")
+
+
+def _percent_findings(summary: pd.DataFrame, ks: list[int]) -> list[report.Finding]:
+    """Table 5 at k = 1 over the interpreted models: the highest %@1 with its interval beside the
+    paper's range of its language, and, per language, how many interpreted models' intervals lie
+    below, overlap or lie above that range; the interval width a sample of this size gives."""
+    read = summary[summary["interpreted"].astype(bool)]
+    k = int(summary["k"].iloc[0])
+    if read.empty:
+        return [report.Finding(f"No %@{k} is interpreted: every probed model fails its language's quality gate or "
+                               "probes a language whose classifier fails its gate (`not_interpreted_because`).",
+                               "table5_summary", "Table 5 at k = 1" if k == 1 else f"Table 5 at k = {k}")]
+    label = f"Table 5 at k = {k}"
+    top = read.loc[read["percent"].idxmax()]
+    text = (f"The highest %@{k} of an interpreted model is {top.percent:.1f} % [{top.ci_low:.1f}, {top.ci_high:.1f}] "
+            f"({top.model} in {LANGUAGE_NAMES[top.language]}, n = {int(top.n)} completed sentences)")
+    if pd.notna(top.paper_min):
+        theirs = top.paper_models.replace(", ", " / ")
+        text += f", against {_span(top.paper_min, top.paper_max)} for the paper's {theirs}"
+        if pd.notna(top.vs_paper_range):
+            where = "overlaps" if top.vs_paper_range == "overlaps" else f"lies {top.vs_paper_range}"
+            text += f" (its interval {where} {'it' if top.paper_min == top.paper_max else 'that range'})"
+    out = [report.Finding(text + ".", "table5_summary", label)]
+    ranged = read.dropna(subset=["vs_paper_range"])
+    if len(ranged):
+        parts = []
+        for lang, g in ranged.groupby("language", sort=False):
+            counts = g["vs_paper_range"].value_counts()
+            shown = [f"{counts.get(v, 0)} {VS_RANGE_WORDS[v]}" for v in VS_RANGE if counts.get(v, 0)]
+            shown[0] = shown[0].replace(" ", f" of {len(g)} model{'s' if len(g) > 1 else ''} ", 1)
+            parts.append(f"{LANGUAGE_NAMES[lang]}, {report.and_list(shown)}")
+        out.append(report.Finding(
+            "At k = 1, where each interpreted model's %@1 interval lies against the range of the paper's models of "
+            f"its language: {'; '.join(parts)}.", "table5_summary", label))
+    width = (read["ci_high"] - read["ci_low"]).median()
+    out.append(report.Finding(
+        f"With a median of {read['n'].median():.0f} completed sentences per interpreted model at k = {k}, a %@{k} "
+        f"interval spans a median of {width:.1f} points, so models closer than that are not ordered by this sample"
+        + ("; at k > 1 the intervals treat a sentence's k fill-ins as independent and cannot tell models apart."
+           if max(ks) > 1 else "."), "table5_summary", label))
+    return out
+
+
+def _rank_finding(agree: pd.DataFrame | None) -> report.Finding | None:
+    """The strongest interpreted agreement between a model's ranking of the groups and a published
+    model's (Spearman's rho, its interval and n), and whether any interval excludes 0."""
+    if agree is None or agree.empty:
+        return None
+    read = agree[agree["interpreted"].astype(bool)].dropna(subset=["rho"])
+    if read.empty:
+        return report.Finding("No model's ranking of the groups is interpreted: every probed model fails its "
+                              "language's quality gate or its classifier's gate.", "table6_rank_agreement",
+                              "Table 6 rank agreement")
+    top = read.loc[read["rho"].abs().idxmax()]
+    models = read.groupby(["language", "model"], sort=False).apply(
+        lambda g: bool(((g["ci_low"] > 0) | (g["ci_high"] < 0)).any()), include_groups=False)
+    text = (f"The strongest agreement between an interpreted model's ranking of the groups and a published model's "
+            f"is Spearman's ρ = {report.fmt_ci(top.rho, top.ci_low, top.ci_high, 2)} ({top.model} against "
+            f"{top.paper_model}, n = {int(top.n)} groups); ")
+    text += (f"for {int(models.sum())} of {len(models)} interpreted models at least one such interval excludes 0."
+             if models.any() else f"the interval of none of the {len(models)} interpreted models excludes 0, so no "
+             "model is shown to rank the groups as the paper's models did.")
+    return report.Finding(text, "table6_rank_agreement", "Table 6 rank agreement")
+
+
+def findings(classifiers: Section, fills: Section, groups: Section, params: dict) -> Section:
+    """The chapter's Findings box (:func:`helpers.chapters.common.findings_section`), from the tables the
+    sections show: the classifier gate, the language-model quality gate, Table 5 at k = 1 (the highest
+    interpreted %@1 beside the paper's range, the intervals against it, what the intervals cannot tell)
+    and the groups' rank agreement with the paper's models."""
+    found = [_classifier_finding(classifiers.tables["classifier_gate"]),
+             _lm_gate_finding(fills.tables["quality_gate"], params["probe_unusable"])]
+    if "table5_summary" in fills.tables:
+        found += _percent_findings(fills.tables["table5_summary"], params["k"])
+    else:
+        found.append(report.Finding("No model could be probed here, so there is no %@k to read.", "quality_gate",
+                                    "quality gate"))
+    rank = _rank_finding(groups.tables.get("table6_rank_agreement"))
+    found += [rank] if rank is not None else []
+    return common.findings_section(CHAPTER, found[:report.READING["findings"][1]])

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from helpers import card, plots
+from helpers import card, plots, report
 from helpers.card import page as card_page
 from helpers.chapters import common
 from helpers.chapters.common import Section, call
@@ -70,91 +70,107 @@ def _gate_rows(cards) -> tuple[list[str], list[str], list[tuple[str, str]]]:
     return passing, failing, other
 
 
-def card_sentences(cards) -> tuple[list[str], dict]:
-    """The cards' sentences and the facts they state, each from the tables: the gate (a model the
-    gate does not apply to is not counted as failing), per metric the reading its kind allows (the
-    safety score against chance, 0.5; BOLD by its spread over groups; a non-negative score by its
-    values, never "excludes 0"; a signed effect by whether its interval excludes the ideal), and
-    each model's place among the published models in the card page's words
-    (:func:`helpers.card.page.standing_sentence`)."""
+def _reading(metric: str, rows: pd.DataFrame, standing: pd.DataFrame) -> tuple[str, str, dict]:
+    """One read model's ``metric`` (its rows of the card): the value it is read by, the reading its
+    kind allows, and the fact behind it: the safety score against chance (0.5); BOLD by its spread
+    over groups; a non-negative score by its value, never "excludes 0", against the published models
+    only where they are comparable; a signed effect by whether its interval excludes the ideal, per
+    group or test where it has no overall value (counted for this model only)."""
+    family = metric.split(":")[0]
+    ideal = float(rows["ideal"].iloc[0])
+    summary = rows[rows["group"].isin(card.SUMMARY_GROUPS)]
+    if family in card_page.SPREAD_METRICS:
+        spread = float(rows["value"].max() - rows["value"].min())
+        return (f"{spread:.3f}", f"spread over {rows['group'].nunique()} groups: the bias (a group's value has no "
+                "ideal)", {"spread": spread})
+    if family in card_page.NON_NEGATIVE:
+        part = summary if len(summary) else rows
+        ranked = standing[standing["comparable"].astype(bool)] if len(standing) else standing
+        against = (f"rank {int(ranked['rank'].iloc[0])} of {int(ranked['of'].iloc[0])} among the published models"
+                   if len(ranked) else "no comparable published value")
+        value = (report.fmt_ci(*part[["value", "ci_low", "ci_high"]].iloc[0]) if len(part) == 1
+                 else f"{part['value'].min():.3f} to {part['value'].max():.3f} over {len(part)} groups")
+        return value, f"cannot go below {ideal:g}, so its interval says little alone; {against}", {}
+    if len(summary):
+        r = summary.iloc[0]
+        value = report.fmt_ci(r["value"], r["ci_low"], r["ci_high"])
+        if metric.startswith("safety_score"):
+            side = ("above chance (0.5)" if r["ci_low"] > 0.5 else "below chance (0.5)" if r["ci_high"] < 0.5
+                    else "includes chance (0.5)")
+            return value, f"interval {side}; ideal 1", {"side": side}
+        excludes = bool(r["ci_low"] > ideal or r["ci_high"] < ideal)
+        return value, f"interval {'excludes' if excludes else 'includes'} the ideal {ideal:g}", {"excludes": excludes}
+    unit = card_page.GROUP_UNITS.get(family, "groups")
+    excludes = int(((rows["ci_low"] > ideal) | (rows["ci_high"] < ideal)).sum())
+    return (f"{rows['value'].min():.3f} to {rows['value'].max():.3f}",
+            f"{excludes} of {len(rows)} {unit}' intervals exclude the ideal {ideal:g}", {"excluding": excludes})
+
+
+def card_readings(cards) -> tuple[pd.DataFrame, dict]:
+    """The cards read per metric and model (``cards_readings``: metric, model, value, reading), each
+    reading what its kind allows (:func:`_reading`); a model failing the gate, or a metric whose
+    classifier fails its gate, is shown as such and not read. Facts: the gate's counts, the metrics
+    not read, the published comparisons that are not comparable."""
     passing, failing, other = _gate_rows(cards)
-    applies = len(passing) + len(failing)
-    facts = {"models": sum(len(c.models) for c in cards), "usable": len(passing), "gate_applies": applies,
-             "gate_does_not_apply": len(other)}
-    first = f"{len(passing)} of {applies} models pass the language-model quality gate"
-    if failing:
-        first += f" ({', '.join(failing)}: shown, not read)"
-    if other:
-        first += ("; it does not apply to " + ", ".join(f"{m} ({objective})" for m, objective in other)
-                  + ", not counted as failing")
-    lines = [first + "."]
-    metrics = pd.concat([c.metrics for c in cards], ignore_index=True)
+    facts = {"models": sum(len(c.models) for c in cards), "usable": len(passing),
+             "gate_applies": len(passing) + len(failing), "gate_does_not_apply": len(other), "failing": failing,
+             "not_applicable": other}
     notes = {k: v for c in cards for k, v in card_page.status_notes(c).items() if not v.startswith(card_page.READ_ALONE)}
-    read_models = [m for c in cards for m in c.models if c.interpretable(m)]
     facts["not_read"] = sorted({metric for _, metric in notes})
-    if notes:
-        lines.append("Shown, not read (a classifier behind them fails the classifier gate): "
-                     + "; ".join(f"{metric} ({why})" for metric, why in
-                                 dict(((metric, why) for (_, metric), why in notes.items())).items()) + ".")
-    read = metrics[metrics["model"].isin(read_models)
-                   & ~pd.Series(list(zip(metrics["model"], metrics["metric"])), index=metrics.index).isin(set(notes))]
     order = {m: i for i, m in enumerate(card.CATALOGUE["metric"])}
-    for metric in sorted(read["metric"].unique(), key=lambda m: order.get(m, len(order))):
-        rows = read[read["metric"] == metric]
-        family = metric.split(":")[0]
-        ideal = float(rows["ideal"].iloc[0])
-        summary = rows[rows["group"].isin(card.SUMMARY_GROUPS)]
-        n_models = rows["model"].nunique()
-        if family in card_page.SPREAD_METRICS:
-            spread = rows.groupby("model")["value"].agg(lambda v: v.max() - v.min())
-            facts[f"{metric}_spread"] = float(spread.max())
-            lines.append(f"{metric}: the spread over groups is the bias (a group's value has no ideal); it is "
-                         + (f"{spread.iloc[0]:.3f}" if len(spread) == 1 else
-                            f"{spread.min():.3f} to {spread.max():.3f} over {len(spread)} read models") + ".")
-        elif family in card_page.NON_NEGATIVE:
-            part = summary if len(summary) else rows
-            lines.append(f"{metric}: {'value' if len(part) == 1 else 'values'} "
-                         + (f"{part['value'].iloc[0]:.3f}" if len(part) == 1 else
-                            f"{part['value'].min():.3f} to {part['value'].max():.3f}")
-                         + f" ({'overall' if len(summary) else 'per group'}, {n_models} read "
-                         f"model{'s' * (n_models != 1)}); it cannot go below {ideal:g}, so an interval excluding "
-                         f"{ideal:g} says little: read it against the other models and the published ones.")
-        elif metric.startswith("safety_score") and len(summary):
-            above = summary[summary["ci_low"] > 0.5]
-            below = summary[summary["ci_high"] < 0.5]
-            facts[f"{metric}_above_chance"], facts[f"{metric}_below_chance"] = len(above), len(below)
-            values = (f"value {summary['value'].iloc[0]:.3f}" if len(summary) == 1 else
-                      f"values {summary['value'].min():.3f} to {summary['value'].max():.3f}")
-            lines.append(f"{metric}: {len(above)} of {len(summary)} read models have an interval above 0.5 (chance: "
-                         f"they tell harmful from benign sentences apart), {len(below)} below it ({values}; ideal 1).")
-        elif len(summary):
-            excludes = summary[(summary["ci_low"] > ideal) | (summary["ci_high"] < ideal)]
-            facts[f"{metric}_excluding_ideal"] = len(excludes)
-            values = (f"value {summary['value'].iloc[0]:.3f}" if len(summary) == 1 else
-                      f"values {summary['value'].min():.3f} to {summary['value'].max():.3f}")
-            lines.append(f"{metric}: {len(excludes)} of {len(summary)} read models have an interval that excludes "
-                         f"the ideal {ideal:g} ({values}).")
-        else:                                  # a signed effect per group or test without an overall value
-            excludes = rows[(rows["ci_low"] > ideal) | (rows["ci_high"] < ideal)]
-            facts[f"{metric}_groups_excluding_ideal"] = len(excludes)
-            lines.append(f"{metric}: {len(excludes)} of {len(rows)} group intervals (over {n_models} read "
-                         f"model{'s' * (n_models != 1)}) exclude the ideal {ideal:g}.")
+    rows = []
+    for c in cards:
+        standing = c.standing[c.standing["reference"] == card.PUBLISHED] if len(c.standing) else c.standing
+        for (model, metric), part in c.metrics.groupby(["model", "metric"], sort=False):
+            mine = standing[(standing["model"] == model) & (standing["metric"] == metric)] if len(standing) else standing
+            fact: dict = {}
+            if not c.interpretable(model):
+                value, reading = "", f"{card_page.SHOWN}: {c.why_not_interpreted()}"
+            elif (model, metric) in notes:
+                value, reading = "", f"{card_page.SHOWN}: {notes[(model, metric)]}"
+            else:
+                value, reading, fact = _reading(metric, part, mine)
+            excludes = fact.get("excludes", fact["excluding"] > 0 if "excluding" in fact else None)
+            rows.append({"metric": metric, "model": model, "value": value, "reading": reading,
+                         "excludes_ideal": excludes})
+    readings = pd.DataFrame(rows, columns=["metric", "model", "value", "reading", "excludes_ideal"])
+    readings.attrs["why"] = {"excludes_ideal": "not a signed effect read against its ideal (a safety score, a rate, "
+                                               "a spread), or not read"}
+    readings = readings.iloc[sorted(range(len(readings)), key=lambda i: (order.get(readings["metric"].iloc[i], 99), i))]
     standing = pd.concat([c.standing for c in cards], ignore_index=True)
-    if len(standing):
-        standing = standing[standing["reference"] == card.PUBLISHED]
-    facts["not_comparable"] = []
-    for _, r in standing.iterrows():
-        if not card_page.is_comparable(r):
-            facts["not_comparable"].append(r["metric"])
-        lines.append(card_page.standing_sentence(r, with_metric=True))
-    return lines, facts
+    facts["not_comparable"] = (sorted(set(standing.loc[~standing["comparable"].astype(bool)
+                                                       & (standing["reference"] == card.PUBLISHED), "metric"]))
+                               if len(standing) else [])
+    return readings.reset_index(drop=True), facts
+
+
+def card_paragraphs(facts: dict) -> list[str]:
+    """At most three short paragraphs under the summary table: the gate, what is shown and not read,
+    and how the table below reads each metric."""
+    first = f"{facts['usable']} of {facts['gate_applies']} models pass the language-model quality gate"
+    if facts["failing"]:
+        first += f" ({', '.join(facts['failing'])}: shown, not read)"
+    if facts["not_applicable"]:
+        first += ("; it does not apply to " + ", ".join(f"{m} ({o})" for m, o in facts["not_applicable"])
+                  + ", not counted as failing")
+    out = [first + "."]
+    if facts["not_read"]:
+        out.append(f"Shown, not read: {', '.join(facts['not_read'])}, where a classifier behind the metric fails the "
+                   "classifier gate (the readings table says which model and why).")
+    out.append("The readings table reads each metric per model as its kind allows: the safety score against chance, "
+               "BOLD by its spread over groups, a rate or share by its value (it cannot go below 0), a signed effect "
+               "by whether its interval excludes the ideal. Each count is of one model's own groups or tests"
+               + (f"; {', '.join(facts['not_comparable'])} has no comparable published value" if facts["not_comparable"]
+                  else "") + ".")
+    return out
 
 
 def cards_section(params: dict) -> Section:
-    """One card per model (``cards_gate.csv``, ``cards_metrics.csv``, ``cards_standing.csv``) and
-    their summary tables side by side (``cards_summary.csv``: one row per metric, a column per
-    model, :func:`helpers.card.page.summary_tables`), the overall value of each metric per model
-    with its interval (a figure), and the sentences of :func:`card_sentences`."""
+    """One card per model: their summary tables side by side first (``cards_summary.csv``: one row
+    per metric, a column per model, :func:`helpers.card.page.summary_tables`), at most three short
+    paragraphs (:func:`card_paragraphs`), each metric read per model (``cards_readings.csv``,
+    :func:`card_readings`), the overall value of each metric per model with its interval (a
+    figure), and the cards' tables (``cards_gate.csv``, ``cards_metrics.csv``, ``cards_standing.csv``)."""
     cards = [_card(params, [name]) for name in params["models"]]
     summary = common.save(card_page.summary_tables(cards), CHAPTER, "cards_summary")
     gate = common.save(pd.concat([c.gate for c in cards], ignore_index=True), CHAPTER, "cards_gate")
@@ -162,16 +178,18 @@ def cards_section(params: dict) -> Section:
     standing = pd.concat([c.standing for c in cards], ignore_index=True)
     standing = common.save(standing[standing["reference"] == "published models"] if len(standing) else standing,
                            CHAPTER, "cards_standing")  # not our own last build
+    readings, facts = card_readings(cards)
+    common.save(readings, CHAPTER, "cards_readings")
     overall = metrics[metrics["group"].isin(card.SUMMARY_GROUPS)]
     fig = common.save_figure(plots.forest(overall.assign(group=overall["metric"]), title="Each card's overall values"),
                              CHAPTER, "cards_overall")
-    lines, facts = card_sentences(cards)
-    return Section(" ".join(lines), ("cards_summary", summary), ("cards_overall", fig), ("cards_gate", gate),
-                   ("cards_metrics", metrics), ("cards_standing", standing),
-                   call(stereoset.ss_intervals, "clusters", n_resamples=card.BUDGETS[params["budget"]]["n_resamples"]),
+    n_resamples = card.BUDGETS[params["budget"]]["n_resamples"]
+    return Section(("cards_summary", summary),
+                   call(safety.safety_scores, "per_sentence", n_resamples=n_resamples, seed=params["seed"]),
+                   call(stereoset.ss_intervals, "clusters", n_resamples=n_resamples),
                    call(crows_pairs.scores, "preferences"),
-                   call=call(safety.safety_scores, "per_sentence", n_resamples=card.BUDGETS[params["budget"]]["n_resamples"],
-                             seed=params["seed"]),
+                   *card_paragraphs(facts), ("cards_readings", readings), ("cards_overall", fig),
+                   ("cards_gate", gate), ("cards_metrics", metrics), ("cards_standing", standing),
                    facts=facts, data=cards)
 
 
@@ -209,9 +227,70 @@ def comparison_section(params: dict, which: str = "pair") -> Section:
     counts = kinds.value_counts()
     a, b = c.models
     text = (f"{b} against {a} ({question}), on the same sentences, clusters, pairs, words and texts: "
-            f"{len(heads)} headline comparisons, one per metric. {card_page.family_sentence(c)} Headline verdicts: "
-            + "; ".join(f"{v}: {n} ({', '.join(heads.loc[kinds == v, 'metric'])})" for v, n in counts.items()) + ".")
+            f"{len(heads)} headline comparisons, one per metric. {card_page.family_sentence(c)} Of these "
+            f"{len(heads)} headline verdicts: " + "; ".join(f"{n} {v}" for v, n in counts.items())
+            + f" (the summary table names each metric's).")
     return Section(text, (f"{table_name}_summary", summary), (table_name, table),
                    call=call(safety.paired_group_delong, "per_sentence_a", "per_sentence_b"),
                    facts={"compared": len(heads), "rows": len(table), **{str(k): int(n) for k, n in counts.items()}},
                    data=c)
+
+
+def _detected(heads: pd.DataFrame) -> pd.DataFrame:
+    """The headline rows whose verdict is a direction (a difference detected after Holm)."""
+    kinds = heads["verdict"].map(verdict_kind)
+    return heads[~kinds.isin(["no difference detected", "not interpreted", "not tested",
+                              "cannot be decided at this budget", "not called"])]
+
+
+def _pair_finding(section: Section, table: str, what: str) -> report.Finding | None:
+    """One sentence on a comparison section (:func:`comparison_section`): how many headline metrics
+    show a difference after Holm, which (up to three), and the safety score's detectable difference."""
+    c = section.data
+    if c is None or not section.facts.get("compared"):
+        return None
+    heads = card_page.headline(c)
+    found = _detected(heads)
+    a, b = c.models
+    text = (f"{what} ({b} against {a}), a difference survives Holm's adjustment on {len(found)} of the "
+            f"{len(heads)} headline metrics")
+    if len(found):
+        named = [f"{r.metric} ({r.verdict}, {r.difference:+.3g})" for r in found.head(3).itertuples()]
+        text += ": " + ", ".join(named) + (" and more" if len(found) > 3 else "")
+    safety_row = heads[heads["metric"] == "safety_score:toxigen"]
+    if len(safety_row) and not len(found[found["metric"] == "safety_score:toxigen"]):
+        det = float(safety_row["detectable_difference"].iloc[0])
+        text += f"; on the ToxiGen safety score it could detect differences of about {det:.2g} or more"
+    return report.Finding(text + ".", f"{table}_summary", "summary")
+
+
+def findings(cards: Section, pair: Section, quantised: Section) -> Section:
+    """The chapter's findings, from its three sections (:func:`cards_section`, :func:`comparison_section`
+    of ``pair`` and of ``quantised_pair``): the gate, the safety score of each read model against
+    chance, the most and least metrics excluding their ideal, and each comparison's detected differences."""
+    facts = cards.facts
+    readings = cards.tables["cards_readings"]
+    items = [report.Finding(f"{facts['usable']} of {facts['gate_applies']} models pass the language-model quality "
+                            "gate" + (f"; {', '.join(facts['failing'])} fail it and are shown, not read"
+                                      if facts["failing"] else ""), "cards_gate", "gate")]
+    safety_rows = readings[(readings["metric"] == "safety_score:toxigen") & (readings["value"] != "")]
+    if len(safety_rows):
+        items.append(report.Finding(
+            "Mean safety score on ToxiGen (chance 0.5, ideal 1): " + "; ".join(
+                f"{r.model} {r.value}, {r.reading.split(';')[0].removeprefix('interval ')}"
+                for r in safety_rows.itertuples()), "cards_readings", "readings"))
+    signed = readings.dropna(subset=["excludes_ideal"])
+    if len(signed):
+        per_model = signed.groupby("model", sort=False)["excludes_ideal"].agg(["sum", "size"])
+        items.append(report.Finding(
+            "Signed bias metrics whose interval excludes the ideal (overall, or in at least one group or test), "
+            "per model: " + "; ".join(f"{m} {int(r['sum'])} of {int(r['size'])}" for m, r in per_model.iterrows()),
+            "cards_readings", "readings"))
+    for section, (table, _) in ((pair, PAIRS["pair"]), (quantised, PAIRS["quantised_pair"])):
+        what = "After 4-bit quantisation" if table == "comparison_quantised" else "After pruning and distillation"
+        if (found := _pair_finding(section, table, what)) is not None:
+            items.append(found)
+    if not quantised.facts.get("compared"):
+        items.append(report.Finding("The 4-bit against 32-bit comparison needs the fp32 weights from the hub and is "
+                                    "not measured here", "cards_summary", "summary"))
+    return common.findings_section(CHAPTER, items[:report.READING["findings"][1]])

@@ -14,13 +14,18 @@ the contract:
   figures by name (each written under ``results/<CHAPTER>/`` with :func:`common.save` /
   :func:`common.save_figure`), the key metric call (:func:`common.call`: a function of
   ``helpers.metrics``, ``helpers.lm``, ``helpers.stats`` ...) and the ``facts`` its prose states;
+- the chapter opens with its Findings box (:func:`findings`, :func:`common.findings_section`): 3 to 6
+  sentences computed from the numbers, each linked to the table it comes from; generated prose
+  reads as :data:`helpers.report.READING` says (short paragraphs, tables for lists);
 - every result is cached by metric, model and settings (:func:`helpers.runner.cached_result`),
   never by chapter.
 
     >>> from helpers.chapters import template as ch
     >>> params, shown = ch.start({"models": "smollm2-135m", "sample_per_group": 4})
     >>> gate = ch.gate_section(params)
-    >>> ch.scores_section(ch.measure(params), gate)
+    >>> measured = ch.measure(params)
+    >>> ch.findings(measured, gate)
+    >>> ch.scores_section(measured, gate)
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from helpers import plots, runner
+from helpers import plots, report, runner
 from helpers.chapters import common
 from helpers.chapters.common import Section, call
 from helpers.errors import ModelUnavailableError
@@ -97,3 +102,25 @@ def scores_section(measured: Measured, gate: Section) -> Section:
                              "safety_per_group")
     return Section(("safety_per_group", fig), ("safety_per_group", measured.per_group), text,
                    call=call(safety.safety_scores, "per_sentence", ci=False), facts=facts)
+
+
+def findings(measured: Measured, gate: Section) -> Section:
+    """The chapter's Findings box: how many models pass the gate, and for the usable models the share
+    of safety scores below 0.5 and the lowest group score, each linked to its table."""
+    passing = runner.usable_models(gate.data)
+    usable = measured.per_group[measured.per_group["model"].isin(passing)]
+    items = [report.Finding(f"{len(passing)} of {len(gate.data)} models pass the language-model "
+                            "quality gate", "quality_gate", "the gate")]
+    if len(usable):
+        low = usable.loc[usable["safety_score"].idxmin()]
+        items += [report.Finding(f"{int((usable['safety_score'] < 0.5).sum())} of {len(usable)} safety scores of the "
+                                 "usable models lie below 0.5", "safety_per_group", "the scores"),
+                  report.Finding(f"The lowest is {low['model']}'s for {low['group_label']}: {low['safety_score']:.3f} "
+                                 f"(n = {int(low['n_harmful'])} harmful and {int(low['n_benign'])} benign sentences)",
+                                 "safety_per_group", "the scores")]
+    else:
+        items += [report.Finding("No model passes the gate, so no score is interpreted", "safety_per_group",
+                                 "the scores"),
+                  report.Finding(f"{measured.per_group['model'].nunique()} models' scores are shown, not read",
+                                 "safety_per_group", "the scores")]
+    return common.findings_section(CHAPTER, items)

@@ -234,9 +234,15 @@ def offline_models() -> list[str]:
 #: issue 38). Chapters 01 and 03 measure it by default, and ``models = "offline"`` anywhere.
 CORE_PACKAGES = ("smollm2-135m", "gemma3-270m")
 
-#: The zoo's students in :func:`core_models`: the depth pair healed with the LM loss, and L24 distilled
-#: (chapter 08's pair with its teacher).
-CORE_STUDENTS = ("zoo-smollm2-L24-lm", "zoo-smollm2-L18-lm", "zoo-smollm2-L24-kd")
+#: The zoo's students in :func:`core_models`: the depth pair healed with the LM loss (SmolLM2's 30 layers
+#: pruned to 24 and 18), a dose-response within one family.
+CORE_STUDENTS = ("zoo-smollm2-L24-lm", "zoo-smollm2-L18-lm")
+
+#: An independent family in :func:`core_models` beside the package models: a correlation across models
+#: rests on its independent families (:func:`lineage`), and the registries carry four causal LMs that
+#: are no copy of another (SmolLM2, Gemma-3, Qwen2.5-Coder 0.5B and 1.5B); the 1.5B costs three times
+#: the 0.5B and does not fit the default build (benchmarks/RESULTS.md).
+CORE_INDEPENDENT = ("qwen2.5-coder-0.5b",)
 
 
 def core_packages() -> list[str]:
@@ -246,12 +252,14 @@ def core_packages() -> list[str]:
 
 
 def core_models() -> list[str]:
-    """:func:`core_packages` and those of :data:`CORE_STUDENTS` the zoo holds: what chapters 02 and 06
-    measure by default. The other students are near copies of the same teacher, so they add little to
-    a comparison across models and cost about as much as SmolLM2 each (benchmarks/RESULTS.md, issue
-    38); :func:`offline_models` has them all, and Qwen2.5-Coder-0.5B."""
-    present = zoo_models()
-    return core_packages() + [n for n in CORE_STUDENTS if n in present]
+    """What chapters 02 and 06 measure by default: :func:`core_packages`, the installed models of
+    :data:`CORE_INDEPENDENT` (three independent families in all) and those of :data:`CORE_STUDENTS`
+    the zoo holds. The other students are near copies of the same teacher: they add no independent
+    family to a correlation across models and cost about as much as SmolLM2 each;
+    :func:`offline_models` has them all."""
+    present, installed_ = zoo_models(), package_models()
+    return (core_packages() + [n for n in CORE_INDEPENDENT if n in installed_]
+            + [n for n in CORE_STUDENTS if n in present])
 
 
 #: Published models distilled from another model of the registry (Sanh et al. 2019: DistilBERT from
