@@ -490,13 +490,13 @@ def _classifier_note(params: dict, measured: "Measured") -> str:
              f"{params['classifier_train']} HateXplain train posts (hatespeech or offensive = toxic), its FPR per "
              "group on the test-split posts whose target communities (named by two of three annotators) include "
              "the group." if "HateX" not in measured.not_measured
-             else f"HateX is not measured: {measured.not_measured['HateX']}")
+             else f"HateX is not measured: {measured.not_measured['HateX']}.")
     why = measured.not_measured.get("ToxD (Jigsaw)")
-    toxd = (f"ToxD's substitute (the Jigsaw data: {why}): {built}, trained on {params['classifier_train']} texts of "
-            f"each of {', '.join(TOXD_SETS.values())} (a substitute for Jigsaw's comments; each text's first "
-            f"{SUBSTITUTE_WORDS} words; trained on MLMA alone, as before, every model's probe failed the gate), "
-            f"and its false-positive rate per identity on {params['toxd_per_identity']} madlibs "
-            f"sentences each (Dixon et al.'s templated test set; no 'atheist' or 'Hindu' there)." if why else
+    toxd = (f"ToxD uses a substitute for Jigsaw's comments. {why}.\n\nToxD's classifier is {built}, trained on "
+            f"{params['classifier_train']} texts of each of {report.and_list(list(TOXD_SETS.values()))} (each text's "
+            f"first {SUBSTITUTE_WORDS} words; trained on MLMA alone, every model's probe failed the gate). Its "
+            f"false-positive rate per identity is read on {params['toxd_per_identity']} madlibs sentences each "
+            "(Dixon et al.'s templated test set; no 'atheist' or 'Hindu' there)." if why else
             f"ToxD: {built}, trained on {params['classifier_train']} CivilComments (Jigsaw) train comments (toxic: "
             f"at least half the raters), and its false-positive rate per identity on up to "
             f"{params['toxd_per_identity']} test comments that mention it (by its words; the hub's copy has no "
@@ -704,9 +704,9 @@ HATEX_OFFLINE = ("HateXplain's posts are not in the data directory and cannot be
                  "`harms fetch-data hatexplain` gets them where the network is reachable, or copy its folder "
                  "`hatexplain/` into the data directory (`HARMS_DATA_DIR`)")
 #: Why ToxD uses the offline substitute when Jigsaw's comments cannot be had, and where to get them.
-JIGSAW_OFFLINE = ("Jigsaw's comments (CivilComments, a hub data set) are not in the data directory and the hub "
-                  "cannot be reached here; with the hub, or its Parquet files in `civil_comments/` of the data "
-                  "directory, ToxD uses them")
+JIGSAW_OFFLINE = ("CivilComments (Jigsaw's comments, a hub data set) is not in the data directory and the hub cannot "
+                  "be reached here; with the hub, or its Parquet files in `civil_comments/` of the data directory, "
+                  "ToxD uses it")
 
 
 def _hatex_or_none(params: dict) -> tuple[tuple | None, str | None]:
@@ -873,7 +873,7 @@ def correlation_section(params: dict, gate: Section, intrinsic: Section, extrins
              call(disparity.variance_correlations, "variances", "intrinsic", "extrinsic"),
              call(stats.adjust_p_values, "pearson", method="holm"), *_left_out_items(variances),
              ("correlations_vs_paper", common.save(pearson, CHAPTER, "correlations_vs_paper")),
-             _verdict(pearson, few_families=facts["families"] < need),
+             _verdict(pearson, few_families=facts["families"] < need) if n_hi >= 3 else "",
              _spearman_sentence(spearman),
              ("correlations_spearman", common.save(spearman, CHAPTER, "correlations_spearman"))]
     shown += within_family(variances, intr, extr)
@@ -944,6 +944,8 @@ def _families_paragraph(lineages: dict, facts: dict) -> str:
     """n and the independent families the correlations rest on (:func:`helpers.report.families_sentence`),
     and each row's own."""
     text = report.families_sentence(lineages, strong=STRONG)
+    if facts["n_max"] < 3:
+        return text
     text += (f" Each row counts its own models (`n`, {_span(facts['n_min'], facts['n_max'])}) and families "
              f"(`families`, {_span(facts['families_min'], facts['families_max'])}).")
     if facts["families"] < facts["families_needed"]:
@@ -1100,6 +1102,8 @@ def _rests_on(corr: pd.DataFrame) -> str:
     def span(col: str) -> str:
         return _span(int(corr[col].min()), int(corr[col].max()))
     need = stats.pairs_for_correlation(STRONG)
+    if corr["n"].max() < 3:
+        return f"n = {span('n')} model{'s' if corr['n'].max() > 1 else ''}, too few for any correlation (3 at least)"
     text = (f"n = {span('n')} models from {span('families')} independent "
             f"famil{'y' if corr['families'].max() == 1 else 'ies'}")
     return text + (", too few to tell any correlation from none" if corr["families"].max() < need else "")
@@ -1365,7 +1369,8 @@ def findings(gate: Section, extrinsic: Section, correlations: Section) -> Sectio
         strongest = _strongest_finding(pearson)
         if strongest:
             items.append(report.Finding(strongest, "correlations_vs_paper"))
-        items.append(report.Finding(_holm_finding(pearson), "correlations_vs_paper"))
+        if pearson["p_value"].notna().any():
+            items.append(report.Finding(_holm_finding(pearson), "correlations_vs_paper"))
     for name, table in shown.items():
         if name.startswith("within_family_") and len(items) < 5:
             items.append(report.Finding(_family_finding(table, name.removeprefix("within_family_")), name))
@@ -1375,13 +1380,19 @@ def findings(gate: Section, extrinsic: Section, correlations: Section) -> Sectio
     table = gate.data
     if len(items) < report.READING["findings"][0]:
         lms = table[table["objective"] != "encoder"]
-        items.append(report.Finding(f"{len(runner.usable_models(table))} of the {len(lms)} language models pass the "
-                                    "language-model quality gate and enter the correlations.", "quality_gate"))
+        ok = len(runner.usable_models(table))
+        items.append(report.Finding(f"{ok} of the {len(lms)} language models {'passes' if ok == 1 else 'pass'} the "
+                                    f"language-model quality gate and {'enters' if ok == 1 else 'enter'} the "
+                                    "correlations.", "quality_gate"))
     return common.findings_section(CHAPTER, items[:report.READING["findings"][1]])
 
 
 def _power_finding(facts: dict, tested: int) -> str:
     """Whether the chapter's models are enough to tell a strong correlation from none."""
+    if facts["n_max"] < 3:
+        n = facts["n_max"]
+        return (f"No correlation can be computed here: one needs at least 3 usable models with both metrics, and "
+                f"this run has {n}. The table shows {'its' if n == 1 else 'their'} variances beside the paper's r.")
     rest = (f"n = {_span(facts['n_min'], facts['n_max'])} models from "
             f"{_span(facts['families_min'], facts['families_max'])} independent model families")
     if facts["families_max"] < facts["families_needed"]:
