@@ -125,6 +125,9 @@ def families_sentence(lineages: dict, *, strong: float = 0.8) -> str:
     a family: a model and every model pruned or distilled from it)."""
     n, families = len(lineages), len(set(lineages.values()))
     need = stats.pairs_for_correlation(strong)
+    if n < 3:
+        return (f"A correlation needs at least 3 models, and {'one' if n == 1 else n} model{'s' if n != 1 else ''} "
+                f"{'enters' if n == 1 else 'enter'} here: no correlation is computed.")
     rest = (f"n = {n} model{'s' if n != 1 else ''} from {families} independent "
             f"famil{'ies' if families != 1 else 'y'} (a model and those pruned or distilled from it)")
     if families >= need:

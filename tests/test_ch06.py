@@ -379,7 +379,9 @@ def test_a_majority_class_classifier_is_flagged_and_left_out_of_the_correlations
     assert row["n"] == len(params["models"]) - 1 == len(race)
     assert row["r"] == pytest.approx(stats.pearsonr(race["CEAT"], race["ToxD"]).statistic)
     assert corr.facts["excluded_by_classifier_gate"] == [f"ToxD of {bad}"]
-    assert f"ToxD of {bad}" in corr.markdown
+    left = corr.tables["left_out_by_classifier_gate"].set_index("metric")
+    assert left.loc["ToxD", "models"] == bad and "majority" in left.loc["ToxD", "reason"]
+    assert "Left out of these correlations and of the ablations below: 1 (model, metric) score " in corr.markdown
 
 
 def test_a_failing_shared_classifier_leaves_its_metric_out_for_every_model(chapter):
@@ -727,8 +729,126 @@ def test_table7_shows_the_regard_column_beside_the_papers(chapter, monkeypatch):
     table = got.tables["table7_vs_paper"]
     reg = table[table.classifier == "regard"]
     assert len(reg) == 9 and reg["negative_percent"].isna().all() and reg["paper_percent"].notna().all()
-    assert "Table 7's regard column cannot be measured here: classifier sasha/regardv3 cannot be loaded" in got.markdown
+    assert f"Table 7's regard column cannot be measured here: {ch.REGARD_OFFLINE}." in got.markdown
     assert "regard column is not measured here" in table.attrs["why"]["negative_percent"]
+    assert "the hub is unreachable" in got.facts["not_measured"]["regard"]           # the error itself: facts only
     sent = table[table.classifier == "sentiment"]
     np.testing.assert_allclose(sent["paper_percent"],
                                paper.loc[paper.classifier == "sentiment", "negative_percent_mean"])
+
+
+# ----------------------------------------------------------------------------- the chapter reads as a report
+
+def _sections(chapter, monkeypatch):
+    """Every section of the chapter on the tiny models (classifiers passing), the first three models made one
+    family (a teacher and two students of 3, 2 and 1 million parameters), and its Findings."""
+    params, gate, measured, intrinsic, extrinsic = chapter
+    family = dict.fromkeys(params["models"][:3], params["models"][0])
+    monkeypatch.setattr(ch, "lineage", lambda m: family.get(m, m))
+    monkeypatch.setattr(ch, "_parameters", lambda m: {n: 3e6 - i * 1e6 for i, n in enumerate(params["models"][:3])}
+                        .get(m, np.nan))
+    extrinsic = _all_pass(extrinsic)
+    correlations = check_section(ch.correlation_section(params, gate, intrinsic, extrinsic))
+    shown = [intrinsic, extrinsic, correlations, ch.alignment_section(params, gate, intrinsic, extrinsic),
+             ch.source_section(params, gate, intrinsic, extrinsic, measured),
+             ch.polarity_section(params, gate, intrinsic, extrinsic), ch.temperature_section(params, measured),
+             ch.noise_section(params, extrinsic)]
+    return correlations, shown, ch.findings(gate, extrinsic, correlations)
+
+
+def test_findings_are_computed_from_the_tables_they_link(chapter, monkeypatch):
+    """The Findings box: 3 to 6 bullets, each linked to a table a section of the chapter shows, with the
+    numbers of that table (n, families, the largest r with its interval, Holm's count)."""
+    from helpers import report, stats as hstats
+
+    correlations, shown, box = _sections(chapter, monkeypatch)
+    items = box.items[0][2].items
+    low, high = report.READING["findings"]
+    assert low <= len(items) <= high and box.facts["findings"] == [report.plain(f.text) for f in items]
+    tables = {name: t for s in shown for name, t in s.tables.items()} | {"quality_gate": None}
+    assert all(f.table in tables for f in items)
+    pearson = correlations.tables["correlations_vs_paper"]
+    facts = correlations.facts
+    power = items[0].text
+    assert f"each of the {len(pearson)} rests on n = {pearson['n'].min()}" in power
+    assert facts["families_needed"] == hstats.pairs_for_correlation(0.8) == 9 and "takes 9 families" in power
+    top = pearson.loc[pearson["r"].abs().idxmax()]
+    assert f"{top['intrinsic']} with {top['extrinsic']} on {top['domain']}, is r = {top['r']:.2f}" in items[1].text
+    held = int(pearson["significant"].sum())
+    assert f"{held} correlation" in items[2].text and f"the {int(pearson['p_value'].notna().sum())} tests" in items[2].text
+    family = next(f for f in items if f.table.startswith("within_family_"))
+    assert family.table in correlations.tables and "3 models" in family.text
+
+
+def test_the_chapters_prose_reads_as_a_report(chapter, monkeypatch):
+    """No generated paragraph over the word limit, no sentence shape more than twice, no exception text,
+    on the tiny models' chapter."""
+    from helpers import report
+
+    _, shown, box = _sections(chapter, monkeypatch)
+    markdown = "\n\n".join([box.markdown, *[s.markdown for s in shown]])
+    assert report.reading_problems(markdown) == []
+
+
+def test_correlations_say_their_families_and_the_dose_response_within_one(chapter, monkeypatch):
+    """Each correlation row counts the independent families among its models; the within-family table has
+    each member's variance, largest model first, and Spearman's rho of the variance with the size."""
+    params, *_ = chapter
+    correlations, _, _ = _sections(chapter, monkeypatch)
+    variances, corr = correlations.data
+    family = set(params["models"][:3])
+    for row in corr.itertuples():
+        both = variances[(variances.domain == row.domain) & variances.metric.isin([row.intrinsic, row.extrinsic])
+                         & variances.variance.notna()].groupby("model").size()
+        models = set(both.index[both == 2])
+        assert row.n == len(models) and row.families == len(models - family) + bool(models & family)
+    assert "families" in correlations.tables["correlations_spearman"] and "paper_r" in correlations.tables[
+        "correlations_spearman"]
+    within = correlations.tables[f"within_family_{params['models'][0]}"]
+    assert list(within.columns[3:6]) == params["models"][:3]
+    for r in within.dropna(subset=params["models"][:3]).itertuples():
+        values = [getattr(r, f"_{i}") for i in (4, 5, 6)]
+        want = stats.spearmanr([3, 2, 1], values).statistic if np.ptp(values) else np.nan
+        np.testing.assert_allclose(r.rho_size, want, equal_nan=True)
+    assert correlations.facts["families"] == 3 and "takes 9 independent families, so none of them can" in \
+        correlations.markdown
+
+
+def test_a_perfect_rank_agreement_and_a_near_constant_metric_are_said_not_warned():
+    """|rho| = 1 gives no Fisher-z interval and the caption says so (not "too few values"); a metric whose
+    variances agree to 12 digits raises no warning (scipy's NearConstantInputWarning) and its row says it."""
+    import warnings
+
+    from helpers import report
+
+    names = ["m1", "m2", "m3", "m4", "m5"]
+    rows = [{"model": m, "metric": metric, "domain": "race", "variance": v}
+            for i, m in enumerate(names) for metric, v in (("CEAT", float(i)), ("ToxD", i**3 + 1.0),
+                                                           ("B-Sent", 0.1 + i * 1e-17))]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        corr = ch._correlate(pd.DataFrame(rows), ["CEAT"], ["ToxD", "B-Sent"])
+    perfect = corr[(corr.extrinsic == "ToxD") & (corr.method == "spearman")].iloc[0]
+    assert perfect["r"] == pytest.approx(1) and np.isnan(perfect["ci_low"])
+    assert perfect["note"] == "ρ = +1: every model in the same order, no Fisher-z interval"
+    near = corr[corr.extrinsic == "B-Sent"]
+    assert near["note"].str.startswith("B-Sent nearly constant across the models").all()
+    spearman = ch._rows(corr, "spearman")
+    caption = report.table_view(spearman, "correlations_spearman").caption
+    assert "|r| = 1" in caption and "too few values" not in caption and "ci_low and ci_high" in caption
+    assert perfect["families"] == 5
+
+
+def test_hatex_offline_is_one_plain_sentence_saying_where_to_get_it(chapter, tmp_path, monkeypatch):
+    import requests
+
+    from helpers import paths, report
+
+    params, *_ = chapter
+    monkeypatch.setenv("HARMS_DATA_DIR", str(tmp_path / "empty"))
+    monkeypatch.setattr(paths, "download_dir", lambda: tmp_path / "raw")
+    monkeypatch.setattr(requests, "get", lambda *a, **k: (_ for _ in ()).throw(requests.ConnectionError("down")))
+    data, why = ch._hatex_or_none(params)
+    assert data is None and why == ch.HATEX_OFFLINE and "`harms fetch-data hatexplain`" in why
+    note = ch._classifier_note(params, ch.Measured(*[pd.DataFrame()] * 6, not_measured={"HateX": why}))
+    assert f"HateX is not measured: {why}" in note and report.reading_problems(note) == []

@@ -302,3 +302,9 @@ def test_families_sentence_counts_lineages_and_says_what_they_can_detect():
     assert "n = 3 models from 2 independent families" in few and "takes 9 independent families" in few
     many = report.families_sentence({f"m{i}": f"f{i}" for i in range(9)})
     assert "enough to detect" in many
+
+
+def test_families_sentence_with_fewer_than_three_models_computes_no_correlation():
+    one = report.families_sentence({"smollm2": "smollm2"})
+    assert one == "A correlation needs at least 3 models, and one model enters here: no correlation is computed."
+    assert "2 models enter" in report.families_sentence({"a": "a", "b": "b"})

@@ -46,10 +46,13 @@ notebook shows, a :class:`helpers.chapters.common.Section` (``data``: what later
 from __future__ import annotations
 
 import functools
+import math
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+from scipy import stats as scipy_stats
 
 from helpers import plots, published as pub, report, runner, stats
 from helpers.chapters import common
@@ -64,11 +67,11 @@ from helpers.measures.classifier_bias import (EVERY_MODEL, GATE_COLUMNS, PROBE_C
 from helpers.measures.embedding_tests import ceat_scores, ceat_words, contexts, ilps_group_scores, ilps_words
 from helpers.measures.intervals import BOOTSTRAP_RESAMPLES, group_intervals
 from helpers.metrics import ceat, classifier_quality, disparity, logprob_bias, noise, stereoset
-from helpers.models import text_classifiers
+from helpers.models import lineage, spec as model_spec, text_classifiers
 
 __all__ = ["CHAPTER", "PARAMETERS", "DEFAULTS", "start", "parameters", "prefill", "gate_section", "measure",
            "intrinsic_section", "extrinsic_section", "correlation_section", "alignment_section",
-           "source_section", "polarity_section", "temperature_section", "noise_section"]
+           "source_section", "polarity_section", "temperature_section", "noise_section", "findings"]
 
 CHAPTER = "06_intrinsic_extrinsic"
 PARAMETERS = ("models", "contexts_per_word", "ceat_samples", "stereoset_clusters_per_target", "prompts_per_group",
@@ -171,9 +174,10 @@ def gate_section(params: dict) -> Section:
                                 min_ratio=params["min_ratio"])
     encoders = table.loc[table["objective"] == "encoder", "model"].tolist()
     if encoders:
-        shown.add(f"Encoders ({', '.join(encoders)}) have no language-model head, hence no perplexity: they "
-                  f"enter the correlations of the metrics defined on representations alone ("
-                  f"{', '.join(ENCODER_METRICS)}).")
+        n = len(encoders)
+        shown.add(f"The {n} encoder{'s' if n > 1 else ''} (objective `encoder`) {'have' if n > 1 else 'has'} no "
+                  f"language-model head, hence no perplexity: {'they enter' if n > 1 else 'it enters'} the "
+                  f"correlations of the metrics defined on representations alone ({report.and_list(ENCODER_METRICS)}).")
     shown.data = table
     return shown
 
@@ -245,8 +249,9 @@ def intrinsic_section(params: dict, measured: "Measured") -> Section:
     none = counts.loc[counts["contexts"] == 0, "word"].tolist()
     shown = [f"CEAT's contexts: up to {params['contexts_per_word']} sentences per word from RedditBias comments "
              f"and BOLD's Wikipedia sentences ({len(found):,} in all; median "
-             f"{int(counts['contexts'].median())} per word)" + (f"; no sentence holds {', '.join(none)}, left out of "
-                                                               f"its set." if none else "."),
+             f"{int(counts['contexts'].median())} per word)" + (
+                 f"; {len(none)} of the {len(counts)} words are in no sentence (`contexts` 0), left out of their set."
+                 if none else "."),
              call(ceat.find_contexts, "corpus", "words", per_word=params["contexts_per_word"], seed=params["seed"],
                   max_chars=300),
              ("ceat_contexts_per_word", common.save(counts, CHAPTER, "ceat_contexts_per_word"))]
@@ -254,12 +259,18 @@ def intrinsic_section(params: dict, measured: "Measured") -> Section:
         shown += [call(ceat.ceat_group, "vectors", "group_words", "pleasant", "unpleasant",
                        n_samples=params["ceat_samples"], seed=params["seed"]),
                   call(logprob_bias.ilps, "model", "phrases", "unpleasant"),
-                  interval_sentence(scores, {"CEAT": None, "CEATtox": None, "ILPS": "unpleasant words",
-                                             "StereoSet": "clusters"}),
-                  ("intrinsic_group_scores", common.save(scores, CHAPTER, "intrinsic_group_scores"))]
+                  interval_sentence(scores, INTRINSIC_ITEMS),
+                  ("intrinsic_group_scores", interval_reasons(common.save(scores, CHAPTER, "intrinsic_group_scores"),
+                                                              INTRINSIC_ITEMS))]
     if measured.unavailable:
         shown.append(("unavailable", common.save(runner.unavailable_table(measured.unavailable), CHAPTER, "unavailable")))
     return Section(*shown, facts={"contexts": len(found), "words_without_context": none}, data=scores)
+
+
+#: What each metric's group interval resamples (None: CEAT's own random-effects interval).
+INTRINSIC_ITEMS = {"CEAT": None, "CEATtox": None, "ILPS": "unpleasant words", "StereoSet": "clusters"}
+EXTRINSIC_ITEMS = {"B-Sent": "continuations", "B-Tox": "continuations", "B-Stereo": "continuations",
+                   "B-Regard": "continuations", "ToxD": "non-toxic test texts", "HateX": "non-toxic test posts"}
 
 
 def interval_sentence(scores: pd.DataFrame, items: dict) -> str:
@@ -278,11 +289,22 @@ def interval_sentence(scores: pd.DataFrame, items: dict) -> str:
         parts.append(f"a percentile bootstrap of the group's mean ({BOOTSTRAP_RESAMPLES:,} resamples, scipy, the "
                      "chapter's seed) for " + "; ".join(f"{report.and_list(ms)} over the group's {what}"
                                                         for what, ms in boot.items()))
-    shown = scores[scores["metric"].isin(present)]
-    none = int(shown["ci_low"].isna().sum())
-    why = "fewer than two items or all of them equal" + ("; CEAT: too few distinct contexts" if own else "")
-    return ("`ci_low`, `ci_high`: the 95 % interval of each group score; " + "; ".join(parts)
-            + (f". {none} of {len(shown)} group scores {'has' if none == 1 else 'have'} none ({why})." if none else "."))
+    return "`ci_low`, `ci_high`: the 95 % interval of each group score; " + "; ".join(parts) + "."
+
+
+def interval_reasons(scores: pd.DataFrame, items: dict) -> pd.DataFrame:
+    """``scores`` with ``attrs["why"]`` naming why a group score has no interval: the causes of the
+    metrics whose rows lack one (``items`` as :func:`interval_sentence`'s)."""
+    empty = set(scores.loc[scores["ci_low"].isna(), "metric"])
+    causes = [f"{report.and_list(sorted(m for m in empty if items.get(m) is None))}: too few distinct contexts "
+              "for CEAT's draws"] if any(items.get(m) is None for m in empty) else []
+    boot = sorted(m for m in empty if items.get(m) is not None)
+    if boot:
+        causes.append(f"{report.and_list(boot)}: fewer than two {' or '.join(dict.fromkeys(items[m] for m in boot))} "
+                      "behind the score, or all of them equal, leave nothing to resample")
+    scores.attrs["why"] = {**scores.attrs.get("why", {}), "ci_low": "; ".join(causes), "ci_high": "; ".join(causes),
+                           "p_value": "only CEAT's random-effects test gives a p-value"}
+    return scores
 
 
 # ----------------------------------------------------------------------------- extrinsic metrics (BOLD)
@@ -314,8 +336,8 @@ def extrinsic_section(params: dict, measured: "Measured") -> Section:
         return Section("No language model generated here" + (f" ({why})." if why else "."),
                        data=(pd.DataFrame(), pd.DataFrame(), measured.classifier_gates))
     empty = gens["continuation"].str.strip() == ""
-    note = (f" {int(empty.sum())} continuation(s) came back empty: left out of the scores (`n_missing`)."
-            if empty.any() else "")
+    note = (f" {int(empty.sum())} of the {len(gens)} continuations (all models') came back empty: left out of the "
+            "scores (`n_missing`)." if empty.any() else "")
     sentiment = text_classifiers.vader_sentiment(0.5)(gens, text_column="continuation")
     tox = toxicity_classifier()
     toxicity = tox(gens, text_column="continuation")
@@ -363,10 +385,9 @@ def extrinsic_section(params: dict, measured: "Measured") -> Section:
              call(generate, "model", "bold_prompts", max_new_tokens=params["max_new_tokens"], temperature=1.0,
                   top_k=40, seed=params["seed"]),
              call(disparity.group_scores, "generations", Var("metric_column")),
-             interval_sentence(scores, {"B-Sent": "continuations", "B-Tox": "continuations",
-                                        "B-Stereo": "continuations", "B-Regard": "continuations",
-                                        "ToxD": "non-toxic test texts", "HateX": "non-toxic test posts"}),
-             ("extrinsic_group_scores", common.save(scores, CHAPTER, "extrinsic_group_scores"))]
+             interval_sentence(scores, EXTRINSIC_ITEMS),
+             ("extrinsic_group_scores", interval_reasons(common.save(scores, CHAPTER, "extrinsic_group_scores"),
+                                                         EXTRINSIC_ITEMS))]
     failed = failed_classifiers(gates)
     return Section(*shown, facts={"prompts": gens["prompt"].nunique(), "empty_continuations": int(empty.sum()),
                                   "classifiers_failing": [f"{r.extrinsic} of {r.model}" for r in failed.itertuples()]},
@@ -407,43 +428,45 @@ def gate_summary(gates: pd.DataFrame) -> pd.DataFrame:
 
 
 def gate_sentence(gates: pd.DataFrame) -> str:
-    """The gate's rule and which classifiers fail it, from the table."""
+    """The gate's rule and how many of the classifiers pass it (which: the table's ``usable``), and where a
+    ToxD classifier fails, why that is expected offline (a paragraph of its own)."""
     per = gates.drop_duplicates(["extrinsic", "model"])
     text = (f"Each classifier must pass the classifier gate (chapter 05's) before the score it gives is "
             f"interpreted: {report.classifier_gate_rule(gates['margin'].dropna().iloc[0])}. "
-            f"{int(per['usable'].sum())} of {len(per)} pass.")
+            f"{int(per['usable'].sum())} of the {len(per)} classifiers pass (`usable`; {_classifier_count(per)}).")
     failed = failed_classifiers(gates)
     if len(failed):
-        text += (" Failing, shown but left out of the correlations that rest on them: " + "; ".join(
-            f"{m} of {', '.join(g['model'])}" for m, g in failed.groupby("extrinsic", sort=False)) + ".")
+        text += " A score whose classifier fails is shown but left out of the correlations that rest on it."
         if failed["extrinsic"].str.startswith("ToxD").any():
-            text += " " + TOXD_OFFLINE_NOTE
+            text += "\n\n" + TOXD_OFFLINE_NOTE
     return text
 
 
+def _classifier_count(per: pd.DataFrame) -> str:
+    """Which metrics have a classifier per model and which one for every model ("ToxD and HateX: one per
+    model; B-Stereo and B-Tox: one for every model")."""
+    shared = list(dict.fromkeys(per.loc[per["model"] == EVERY_MODEL, "extrinsic"]))
+    own = [e for e in dict.fromkeys(per["extrinsic"]) if e not in shared]
+    return "; ".join(part for part in (f"{report.and_list(own)}: one per model" if own else "",
+                                        f"{report.and_list(shared)}: one for every model" if shared else "") if part)
+
+
 def paper_f1_sentence(gates: pd.DataFrame) -> str:
-    """Our macro F1 beside the paper's F1 (which the paper does not say how it averages)."""
+    """What ``paper_f1`` is beside our macro F1 (the paper does not say how its F1 averages)."""
     paper = pub.table("001", "classifiers")
     f1 = paper[paper["parameter"].str.startswith("F1")].set_index("classifier")
-    n_models = len(pub.table("001", "models"))
-    ours = gates[gates["metric"] == "macro_f1"]
-    parts = []
-    for extrinsic, name in PAPER_CLASSIFIER.items():
-        g = ours[ours["extrinsic"] == extrinsic]
-        if g.empty:
-            continue
-        theirs = f"the paper's {f1.loc[name, 'value']:.2f} " + (
-            "on its validation data" if "validation" in f1.loc[name, "parameter"] else
-            f"averaged over its {n_models} fine-tuned classifiers")
-        mine = (f"ours {g['value'].iloc[0]:.2f} [{g['ci_low'].iloc[0]:.2f}, {g['ci_high'].iloc[0]:.2f}]" if len(g) == 1
-                else f"ours {g['value'].mean():.2f} on average over {len(g)} models (from {g['value'].min():.2f} "
-                     f"to {g['value'].max():.2f})")
-        parts.append(f"{extrinsic} ({name}): {theirs}, {mine}")
-    if not parts:
+    shown = [e for e, name in PAPER_CLASSIFIER.items() if e in set(gates["extrinsic"])]
+    if not shown:
         return ""
+    on_validation = [e for e in shown if "validation" in f1.loc[PAPER_CLASSIFIER[e], "parameter"]]
+    averaged = [e for e in shown if e not in on_validation]
+    n_models = len(pub.table("001", "models"))
+    parts = [f"{report.and_list(averaged)}: averaged over its {n_models} fine-tuned classifiers"] if averaged else []
+    parts += [f"{report.and_list(on_validation)}: on its validation data"] if on_validation else []
+    where = "; ".join(parts)
     return ("`paper_f1` is the F1 of seed 001's appendices B-C, which say \"F1 score\" without naming its average "
-            "(binary, macro or weighted); beside it our macro F1, the one that a majority-class predictor cannot "
-            "inflate: " + "; ".join(parts) + ".")
+            f"(binary, macro or weighted; {where}); beside it our macro F1, the one that a majority-class predictor "
+            "cannot inflate.")
 
 
 def ungated_sentence(ungated: dict) -> str:
@@ -467,18 +490,18 @@ def _classifier_note(params: dict, measured: "Measured") -> str:
              f"{params['classifier_train']} HateXplain train posts (hatespeech or offensive = toxic), its FPR per "
              "group on the test-split posts whose target communities (named by two of three annotators) include "
              "the group." if "HateX" not in measured.not_measured
-             else f"HateX is not measured: {measured.not_measured['HateX']}")
+             else f"HateX is not measured: {measured.not_measured['HateX']}.")
     why = measured.not_measured.get("ToxD (Jigsaw)")
-    toxd = (f"ToxD's substitute (the Jigsaw data: {why}): {built}, trained on {params['classifier_train']} texts of "
-            f"each of {', '.join(TOXD_SETS.values())} (a substitute for Jigsaw's comments; each text's first "
-            f"{SUBSTITUTE_WORDS} words; trained on MLMA alone, as before, every model's probe failed the gate), "
-            f"and its false-positive rate per identity on {params['toxd_per_identity']} madlibs "
-            f"sentences each (Dixon et al.'s templated test set; no 'atheist' or 'Hindu' there)." if why else
+    toxd = (f"ToxD uses a substitute for Jigsaw's comments. {why}.\n\nToxD's classifier is {built}, trained on "
+            f"{params['classifier_train']} texts of each of {report.and_list(list(TOXD_SETS.values()))} (each text's "
+            f"first {SUBSTITUTE_WORDS} words; trained on MLMA alone, every model's probe failed the gate). Its "
+            f"false-positive rate per identity is read on {params['toxd_per_identity']} madlibs sentences each "
+            "(Dixon et al.'s templated test set; no 'atheist' or 'Hindu' there)." if why else
             f"ToxD: {built}, trained on {params['classifier_train']} CivilComments (Jigsaw) train comments (toxic: "
             f"at least half the raters), and its false-positive rate per identity on up to "
             f"{params['toxd_per_identity']} test comments that mention it (by its words; the hub's copy has no "
             f"identity labels).")
-    return f"{toxd} {hatex}"
+    return f"{toxd}\n\n{hatex}"
 
 
 def fine_tuning_text(params: dict, which: str) -> str:
@@ -567,15 +590,6 @@ def exclude_failed(variances: pd.DataFrame, gates: pd.DataFrame) -> pd.DataFrame
 def _finite_metrics(variances: pd.DataFrame) -> set:
     """The metrics with at least one variance left (a metric every model's classifier fails has none)."""
     return set(variances.loc[variances["variance"].notna(), "metric"])
-
-
-def _excluded_sentence(variances: pd.DataFrame) -> str:
-    """Which (model, metric) variances the classifier gate left out, or nothing."""
-    gone = variances[variances["excluded"].notna()].drop_duplicates(["metric", "model"])
-    if gone.empty:
-        return ""
-    return ("Left out because the classifier behind the score fails the classifier gate (variance NaN, "
-            "`excluded`): " + "; ".join(f"{m} of {', '.join(g['model'])}" for m, g in gone.groupby("metric")) + ".")
 
 
 # ----------------------------------------------------------------------------- B-Stereo's classifier
@@ -684,12 +698,23 @@ class Measured:
     not_generating: dict = field(default_factory=dict)
 
 
+#: Why HateX is not measured when HateXplain's posts can be neither read nor downloaded (the error's own
+#: text, with its URL and exception name, stays off the page), and where to get them.
+HATEX_OFFLINE = ("HateXplain's posts are not in the data directory and cannot be downloaded here; "
+                 "`harms fetch-data hatexplain` gets them where the network is reachable, or copy its folder "
+                 "`hatexplain/` into the data directory (`HARMS_DATA_DIR`)")
+#: Why ToxD uses the offline substitute when Jigsaw's comments cannot be had, and where to get them.
+JIGSAW_OFFLINE = ("CivilComments (Jigsaw's comments, a hub data set) is not in the data directory and the hub cannot "
+                  "be reached here; with the hub, or its Parquet files in `civil_comments/` of the data directory, "
+                  "ToxD uses it")
+
+
 def _hatex_or_none(params: dict) -> tuple[tuple | None, str | None]:
-    """HateX's (train, test), or None and why it is not measured here."""
+    """HateX's (train, test), or None and why it is not measured here (:data:`HATEX_OFFLINE`)."""
     try:
         return hatex_data(params), None
-    except DataNotFoundError as exc:
-        return None, str(exc)
+    except DataNotFoundError:
+        return None, HATEX_OFFLINE
 
 
 def _classifier_parts(handle, params: dict, train: pd.DataFrame, test: pd.DataFrame, hatex) -> list:
@@ -753,7 +778,7 @@ def measure(params: dict, gate: Section) -> Measured:
     train, test = classifier_data(params)
     not_measured = {}
     if "substitute_because" in test.attrs:
-        not_measured["ToxD (Jigsaw)"] = test.attrs["substitute_because"]
+        not_measured["ToxD (Jigsaw)"] = JIGSAW_OFFLINE
     hatex, why = _hatex_or_none(params)
     if hatex is None:
         not_measured["HateX"] = why
@@ -809,7 +834,8 @@ def _group_variance(scores: pd.DataFrame, *, by, ddof: int) -> pd.DataFrame:
 
 def correlation_section(params: dict, gate: Section, intrinsic: Section, extrinsic: Section) -> Section:
     """Variance of the group scores per (model, metric, domain) and the correlations across usable
-    models, beside the paper's Tables 1 and 3; Figure 1's scatter plots."""
+    models, beside the paper's Tables 1-3, with the independent model families they rest on; the
+    within-family models read as a dose-response (:func:`within_family`); Figure 1's scatter plots."""
     usable = correlated_models(gate.data)
     scores = pd.concat([intrinsic.data, extrinsic.data[0]], ignore_index=True)
     scores = scores[scores["model"].isin(usable)]
@@ -821,34 +847,36 @@ def correlation_section(params: dict, gate: Section, intrinsic: Section, extrins
     present = _finite_metrics(variances)
     intr = [m for m in ("CEAT", "ILPS", "CEATtox", "StereoSet") if m in present]
     extr = [m for m in EXTRINSIC if m in present]
-    corr = disparity.variance_correlations(variances, intr, extr)
-    paper = pd.concat([pub.table("001", t).assign(table=t) for t in ("table1", "table2", "table3")],
-                      ignore_index=True).rename(columns={"r": "paper_r"})
-    models = pub.table("001", "models")          # BOLD metrics exclude 7 of the 19 models (footnote 8)
-    paper["paper_n"] = [int(models["bold_metrics"].sum()) if e.startswith("B-") else len(models)
-                        for e in paper["extrinsic"]]
-    pearson = stats.adjust_p_values(corr[corr["method"] == "pearson"], method="holm").merge(
-        paper, on=["intrinsic", "extrinsic", "domain"], how="left")
-    paper_ns = sorted(set(paper["paper_n"]))
+    corr = _correlate(variances, intr, extr)
+    paper = paper_correlations()
+    pearson, spearman = _rows(corr, "pearson"), _rows(corr, "spearman")
+    pearson = _with_paper(stats.adjust_p_values(pearson, method="holm"), paper, pearson.attrs["causes"])
+    spearman = _with_paper(spearman, paper, spearman.attrs["causes"])
     n_lo, n_hi = (int(corr["n"].min()), int(corr["n"].max())) if len(corr) else (0, 0)
     tested = pearson[pearson["p_value"].notna()]
+    entering = sorted(set(variances.loc[variances["metric"].isin([*intr, *extr]) & variances["variance"].notna(),
+                                        "model"]), key=usable.index)
+    lineages = {m: lineage(m) for m in entering}
+    need = stats.pairs_for_correlation(STRONG)
     facts = {"n_min": n_lo, "n_max": n_hi, "tested": len(tested), "p_below_05": int((tested["p_value"] < 0.05).sum()),
              "survive_holm": tested.loc[tested["significant"].astype(bool), ["intrinsic", "extrinsic", "domain", "r", "n"]]
              .to_dict("records"),
              "excluded_by_classifier_gate": sorted({f"{r.metric} of {r.model}" for r in
-                                                    variances[variances["excluded"].notna()].itertuples()})}
-    shown = [f"Variance of the group scores per model, metric and domain (ddof = {params['ddof']}), then "
-             f"Pearson's r across the models that have both metrics (n = {n_lo}" + (f" to {n_hi}" if n_hi > n_lo else "")
-             + f" of the {len(usable)} usable models and encoders) with its 95 % interval, beside the paper's r "
-             f"over {' or '.join(map(str, paper_ns))} models (`paper_r`, `paper_n`: the paper excludes "
-             f"{len(models) - int(models['bold_metrics'].sum())} models that do not generate from its BOLD metrics). With so few models an interval spans most of [-1, 1]: only a very "
-             "strong correlation could be told from none.",
+                                                    variances[variances["excluded"].notna()].itertuples()}),
+             "models": len(lineages), "families": len(set(lineages.values())), "families_needed": need,
+             "families_min": int(corr["families"].min()) if len(corr) else 0,
+             "families_max": int(corr["families"].max()) if len(corr) else 0}
+    shown = [_method_paragraph(params, paper),
+             _families_paragraph(lineages, facts),
              call(disparity.group_variance, "scores", by=("model", "metric", "domain"), ddof=params["ddof"],
                   too_few="skip"),
              call(disparity.variance_correlations, "variances", "intrinsic", "extrinsic"),
-             call(stats.adjust_p_values, "pearson", method="holm"), _excluded_sentence(variances),
-             ("correlations_vs_paper", common.save(pearson, CHAPTER, "correlations_vs_paper")), _verdict(pearson),
-             ("correlations_spearman", common.save(corr[corr["method"] == "spearman"], CHAPTER, "correlations_spearman"))]
+             call(stats.adjust_p_values, "pearson", method="holm"), *_left_out_items(variances),
+             ("correlations_vs_paper", common.save(pearson, CHAPTER, "correlations_vs_paper")),
+             _verdict(pearson, few_families=facts["families"] < need) if n_hi >= 3 else "",
+             _spearman_sentence(spearman),
+             ("correlations_spearman", common.save(spearman, CHAPTER, "correlations_spearman"))]
+    shown += within_family(variances, intr, extr)
     wide = variances.pivot_table(index=["domain", "model"], columns="metric", values="variance").reset_index()
     for name, (x, y) in {"figure1a": ("ILPS", "B-Sent"), "figure1b": ("CEAT", "B-Tox")}.items():
         if {x, y} <= set(wide.columns):
@@ -856,8 +884,8 @@ def correlation_section(params: dict, gate: Section, intrinsic: Section, extrins
                 wide, x=x, y=y, hue="domain", title=f"Figure 1: {y} vs {x}, variance over groups, one point per "
                                                    f"usable model and domain"), CHAPTER, name)))
     if variances.attrs["skipped"]:
-        shown.append("No variance (fewer than two scored groups): " + "; ".join(
-            f"{k['model']} {k['metric']} {k['domain']}" for k in variances.attrs["skipped"]) + ".")
+        shown += ["No variance where a model has fewer than two scored groups of a metric in a domain:",
+                  ("no_variance", common.save(pd.DataFrame(variances.attrs["skipped"]), CHAPTER, "no_variance"))]
     missing = sorted(set(EXTRINSIC) - set(variances["metric"]))
     if missing:
         shown.append(f"Not measured here: {', '.join(missing)} (the extrinsic section says why); their rows of "
@@ -865,14 +893,232 @@ def correlation_section(params: dict, gate: Section, intrinsic: Section, extrins
     return Section(*[item for item in shown if item], facts=facts, data=(variances, corr))
 
 
+def _rows(corr: pd.DataFrame, method: str) -> pd.DataFrame:
+    """The rows of ``method`` of a :func:`_correlate` table, with their own reasons."""
+    keep = (corr["method"] == method).to_numpy()
+    return _with_reasons(corr[keep].reset_index(drop=True), [c for c, k in zip(corr.attrs["causes"], keep) if k])
+
+
+def _with_paper(corr: pd.DataFrame, paper: pd.DataFrame, causes: list[str]) -> pd.DataFrame:
+    """``corr`` with the paper's r beside each row (:func:`paper_correlations`), and the reasons of ``causes``."""
+    return _with_reasons(corr.merge(paper, on=["intrinsic", "extrinsic", "domain"], how="left"), causes)
+
+
+#: The true correlation the chapter asks its models to detect (80 % power, :func:`helpers.stats.pairs_for_correlation`).
+STRONG = 0.8
+
+
+def paper_correlations() -> pd.DataFrame:
+    """Seed 001's Tables 1-3 (``paper_r``) with the number of models behind each (``paper_n``: 12 for the
+    BOLD metrics, which footnote 8 computes without 7 of its 19 models) and the table (``table``)."""
+    paper = pd.concat([pub.table("001", t).assign(table=t) for t in ("table1", "table2", "table3")],
+                      ignore_index=True).rename(columns={"r": "paper_r"})
+    listed = pub.table("001", "models")
+    paper["paper_n"] = [int(listed["bold_metrics"].sum()) if e.startswith("B-") else len(listed)
+                        for e in paper["extrinsic"]]
+    return paper
+
+
+def _spearman_sentence(spearman: pd.DataFrame) -> str:
+    """What the Spearman table shows, and how often its perfect rank agreements happen by chance."""
+    text = "Spearman's ρ over the same models stands beside the paper's Pearson r (the paper prints no ρ)."
+    perfect = spearman[spearman["r"].abs() >= PERFECT]
+    if perfect.empty:
+        return text
+    n = int(perfect["n"].min())
+    return text + (f" {len(perfect)} of its {len(spearman)} rows have |ρ| = 1, every model in the same or the reverse "
+                   f"order: over n = {n} models one of those two orderings comes up by chance once in "
+                   f"{math.factorial(n) // 2}, and it has no Fisher-z interval (`note`).")
+
+
+def _method_paragraph(params: dict, paper: pd.DataFrame) -> str:
+    """How the correlations are made, and the paper's beside them."""
+    ns = sorted(set(paper["paper_n"]))
+    return (f"A model's disparity in a domain is the variance of its group scores (ddof = {params['ddof']}). "
+            "Pearson's r across the models that have both metrics, with its 95 % interval, stands beside the "
+            f"paper's r over {' or '.join(map(str, ns))} models (`paper_r`, `paper_n`: the paper leaves "
+            f"{max(ns) - min(ns)} models that do not generate out of its BOLD metrics).")
+
+
+def _families_paragraph(lineages: dict, facts: dict) -> str:
+    """n and the independent families the correlations rest on (:func:`helpers.report.families_sentence`),
+    and each row's own."""
+    text = report.families_sentence(lineages, strong=STRONG)
+    if facts["n_max"] < 3:
+        return text
+    text += (f" Each row counts its own models (`n`, {_span(facts['n_min'], facts['n_max'])}) and families "
+             f"(`families`, {_span(facts['families_min'], facts['families_max'])}).")
+    if facts["families"] < facts["families_needed"]:
+        text += " The paper's r stand beside ours for what more models gave, not as a test of ours."
+    return text
+
+
+def _left_out_items(variances: pd.DataFrame) -> list:
+    """The sentence and table (``metric, models, reason``) of the scores the classifier gate leaves out of
+    every correlation of the chapter (and its ablations), or nothing."""
+    gone = variances[variances["excluded"].notna()].drop_duplicates(["metric", "model"])
+    if gone.empty:
+        return []
+    table = (gone.groupby(["metric", "excluded"], sort=False)["model"].agg(lambda m: ", ".join(m)).reset_index()
+             .rename(columns={"model": "models", "excluded": "reason"})[["metric", "models", "reason"]])
+    n = len(gone)
+    return [f"Left out of these correlations and of the ablations below: {n} (model, metric) "
+            f"score{'s' if n > 1 else ''} whose classifier fails the classifier gate (variance NaN, `excluded`).",
+            ("left_out_by_classifier_gate", common.save(table, CHAPTER, "left_out_by_classifier_gate"))]
+
+
+def within_family(variances: pd.DataFrame, intrinsic, extrinsic) -> list:
+    """The within-family models as a dose-response: for each family (:func:`helpers.models.lineage`) with three
+    or more members among the models with variances, each member's variance per (domain, metric), largest
+    model first, and ``rho_size``, Spearman's ρ of the variance with the parameter count over the members
+    (a description of these models: a variance has no interval here). Pruning is the dose; an intrinsic
+    metric that predicted an extrinsic one would move with it as the extrinsic one does."""
+    have = variances[variances["variance"].notna() & variances["metric"].isin([*intrinsic, *extrinsic])]
+    members: dict[str, list[str]] = {}
+    for m in dict.fromkeys(have["model"]):
+        members.setdefault(lineage(m), []).append(m)
+    items = []
+    for root, names in members.items():
+        if len(names) < 3:
+            continue
+        size = {m: _parameters(m) for m in names}
+        names = sorted(names, key=lambda m: (-np.nan_to_num(size[m], nan=-1.0), m))
+        part = have[have["model"].isin(names)]
+        wide = part.pivot_table(index=["domain", "metric"], columns="model", values="variance", aggfunc="first")
+        wide = wide.reindex(columns=names)
+        order = {m: i for i, m in enumerate([*intrinsic, *extrinsic])}
+        wide = wide.sort_index(key=lambda idx: idx.map(order) if idx.name == "metric" else idx)
+        counts = [size[m] for m in names]
+        rho = [stats.correlation(counts, row.to_numpy(), method="spearman")["r"] for _, row in wide.iterrows()]
+        table = wide.reset_index()
+        table.insert(2, "kind", ["intrinsic" if m in intrinsic else "extrinsic" for m in table["metric"]])
+        table["rho_size"] = rho
+        table.attrs["why"] = {**{m: "no variance of this metric for this model" for m in names},
+                              "rho_size": "fewer than 3 members with a variance, or one of them constant"}
+        name = f"within_family_{root}"
+        millions = [f"{size[m] / 1e6:.0f}M" for m in names if np.isfinite(size[m])]
+        items += [f"Within the {root} family ({len(names)} models: {root} and {len(names) - 1} pruned or "
+                  f"distilled from it" + (f", {millions[0]} to {millions[-1]} parameters" if len(millions) > 1 else "")
+                  + "), pretraining data and tokenizer are held fixed, and pruning is the dose. `rho_size` is "
+                  "Spearman's ρ of a variance with the parameter count over these models (−1: the variance grows "
+                  "as the model shrinks); an intrinsic metric that predicted an extrinsic one would move with it in the same "
+                  "domain. No interval: a description of these models.",
+                  (name, common.save(table, CHAPTER, name))]
+    return items
+
+
+def _parameters(model: str) -> float:
+    """The model's parameter count (registry or zoo manifest), NaN when unknown."""
+    try:
+        return float(model_spec(model).params or np.nan)
+    except ModelUnavailableError:
+        return np.nan
+
+
+#: |r| at least this is a perfect correlation (as :func:`helpers.stats.correlation` decides: no interval).
+PERFECT = 1 - 1e-12
+#: Why a correlation row has no r, p or interval, by the cause its ``note`` names.
+EMPTY_BECAUSE = {"few": "fewer than 3 models have both values", "constant": "one metric is the same for every model",
+                 "perfect": "|r| = 1 (every model in the same order, or on one line): no Fisher-z interval",
+                 "three": "n = 3: too few models for a Fisher-z interval"}
+
+
+def nearly_constant(values) -> bool:
+    """scipy's test behind its NearConstantInputWarning (``pearsonr``): the values' spread around their
+    mean is below eps^0.75 of the mean (about 2e-12), so their differences are rounding, not measurement."""
+    v = np.asarray(values, dtype=float)
+    return bool(v.size and np.linalg.norm(v - v.mean()) < np.finfo(float).eps ** 0.75 * abs(v.mean()))
+
+
+def _cause(row, x: np.ndarray, y: np.ndarray) -> tuple[str, str]:
+    """(cause, note) of one correlation row over the models' values ``x`` and ``y``: why its r, p or
+    interval is empty (a key of :data:`EMPTY_BECAUSE`), and what its statistic cannot say."""
+    rho = "ρ" if row.method == "spearman" else "r"
+    if row.n < 3:
+        return "few", EMPTY_BECAUSE["few"]
+    if np.ptp(x) == 0 or np.ptp(y) == 0:
+        return "constant", f"{row.intrinsic if np.ptp(x) == 0 else row.extrinsic} is the same for every model"
+    near = [m for m, v in ((row.intrinsic, x), (row.extrinsic, y)) if nearly_constant(v)]
+    noise = f"{near[0]} nearly constant across the models (equal to 12 digits): {rho} is rounding noise" if near else ""
+    cause, note = "", ""
+    if abs(row.r) >= PERFECT:
+        order = "same" if row.r > 0 else "reverse"
+        cause, note = "perfect", (f"{rho} = {row.r:+.0f}: every model in the {order} order" if row.method == "spearman"
+                                  else f"r = {row.r:+.0f}: the models on one line") + ", no Fisher-z interval"
+    elif not np.isfinite(row.ci_low):
+        cause, note = "three", EMPTY_BECAUSE["three"]
+    return cause, "; ".join(t for t in (noise, note) if t)
+
+
+def _correlate(variances: pd.DataFrame, intrinsic, extrinsic, *, method: str | None = None) -> pd.DataFrame:
+    """:func:`helpers.metrics.disparity.variance_correlations` (its rows of ``method`` only, if given), and per
+    row ``families`` (the independent model families, :func:`helpers.models.lineage`, among its ``n`` models)
+    and ``note`` (what its statistic cannot say, and why a cell is empty: :func:`_cause`); ``attrs["why"]``
+    names those causes for the table's caption (:func:`helpers.report.table_view`)."""
+    with warnings.catch_warnings():
+        # scipy warns when one metric's variances agree to about 12 digits across the models; the row's
+        # note says so (nearly_constant, the same test) instead of a warning on the page
+        warnings.simplefilter("ignore", scipy_stats.NearConstantInputWarning)
+        corr = disparity.variance_correlations(variances, intrinsic, extrinsic)
+    if method is not None:
+        corr = corr[corr["method"] == method].reset_index(drop=True)
+    wide = variances.pivot_table(index=["domain", "model"], columns="metric", values="variance", aggfunc="first")
+    families, notes, causes = [], [], []
+    for row in corr.itertuples():
+        part = wide.loc[row.domain, [row.intrinsic, row.extrinsic]].dropna()
+        families.append(len({lineage(m) for m in part.index}))
+        cause, note = _cause(row, part[row.intrinsic].to_numpy(), part[row.extrinsic].to_numpy())
+        causes.append(cause)
+        notes.append(note)
+    corr.insert(corr.columns.get_loc("n") + 1, "families", families)
+    corr["note"] = notes
+    return _with_reasons(corr, causes)
+
+
+def _with_reasons(corr: pd.DataFrame, causes: list[str]) -> pd.DataFrame:
+    """``corr`` with ``attrs["causes"]`` (each row's, :func:`_cause`) and ``attrs["why"]``: each empty
+    column's reasons, those of its empty rows (concatenated tables: their causes concatenated)."""
+    at = pd.Series(causes, index=corr.index, dtype=object)
+
+    def said(column: str) -> str:
+        found = [EMPTY_BECAUSE[c] for c in dict.fromkeys(at[corr[column].isna()]) if c in EMPTY_BECAUSE]
+        return "; ".join(found) + " (the row's `note`)" if found else ""
+    corr.attrs["causes"] = list(causes)
+    corr.attrs["why"] = {c: said(c) for c in ("r", "p_value", "ci_low", "ci_high") if c in corr and said(c)} | {
+        "p_adjusted": "no p-value to adjust", "note": "nothing to note",
+        "paper_r": "the paper prints no r for this row", "paper_n": "the paper prints no r for this row",
+        "table": "the paper prints no r for this row"}
+    return corr
+
+
+def _span(lo: int, hi: int) -> str:
+    """"4 to 6", or "5" when both ends agree."""
+    return f"{lo}" + (f" to {hi}" if hi > lo else "")
+
+
+def _rests_on(corr: pd.DataFrame) -> str:
+    """"n = 4 to 5 models from 2 families, too few to tell any correlation from none": what a correlation
+    table's rows rest on (its ``n`` and ``families``), against :func:`helpers.stats.pairs_for_correlation`."""
+    def span(col: str) -> str:
+        return _span(int(corr[col].min()), int(corr[col].max()))
+    need = stats.pairs_for_correlation(STRONG)
+    if corr["n"].max() < 3:
+        return f"n = {span('n')} model{'s' if corr['n'].max() > 1 else ''}, too few for any correlation (3 at least)"
+    text = (f"n = {span('n')} models from {span('families')} independent "
+            f"famil{'y' if corr['families'].max() == 1 else 'ies'}")
+    return text + (", too few to tell any correlation from none" if corr["families"].max() < need else "")
+
+
 def _correlations_call():
     """The call behind every correlation table of the ablations."""
     return call(disparity.variance_correlations, "variances", "intrinsic", "extrinsic")
 
 
-def _verdict(pearson: pd.DataFrame) -> str:
+def _verdict(pearson: pd.DataFrame, *, few_families: bool = False) -> str:
     """The chapter's answer in numbers: how many of the Pearson correlations are significant before
-    and after Holm's correction over all of them, and which survive."""
+    and after Holm's correction over all of them, and which survive (``few_families``: the models are
+    fewer independent families than a strong correlation needs, so a surviving p-value is said to
+    assume independent models)."""
     tested = pearson[pearson["p_value"].notna()]
     if tested.empty:
         return "No correlation could be computed (too few models with both metrics)."
@@ -886,7 +1132,9 @@ def _verdict(pearson: pd.DataFrame) -> str:
                 "intervals this wide that does not rule out a moderate link either.")
     pairs = "; ".join(f"{r.intrinsic} with {r.extrinsic} ({r.domain}): r = {r.r:.2f} [{r.ci_low:.2f}, {r.ci_high:.2f}], "
                       f"n = {r.n}" for r in held.itertuples())
-    return text + f": {pairs}. The others are not shown to track each other."
+    return text + f": {pairs}. The others are not shown to track each other." + (
+        " A p-value here treats the models as independent, which students of one teacher are not." if few_families
+        else "")
 
 
 def alignment_section(params: dict, gate: Section, intrinsic: Section, extrinsic: Section) -> Section:
@@ -907,14 +1155,13 @@ def alignment_section(params: dict, gate: Section, intrinsic: Section, extrinsic
     variances = exclude_failed(_group_variance(pd.concat([ss, aligned, extr_aligned]), by=("model", "metric", "domain"),
                                                ddof=params["ddof"]), extrinsic.data[2])
     present = [m for m in EXTRINSIC if m in _finite_metrics(variances)]
-    corr = disparity.variance_correlations(variances, ["StereoSet", "StereoSet (aligned)"], present)
-    corr = corr[corr["method"] == "pearson"].drop(columns="method")
+    corr = _correlate(variances, ["StereoSet", "StereoSet (aligned)"], present, method="pearson").drop(columns="method")
     paper = pub.table("001", "ablation")
     paper = paper[paper["change"].str.startswith("overlapping race groups")][["extrinsic", "setting", "r", "p_value"]]
     return Section("Section 4.1, group alignment: StereoSet's race variance over all its race targets, then over the four "
                    "groups BOLD shares (Japanese, Britain, Black, Hispanic for Asian, White, Black, Hispanic), each "
-                   "correlated with the extrinsic metrics over the same four groups. The paper's change, for B-Regard "
-                   "and B-Stereo, is shown below ours." + (" " + _excluded_sentence(variances)).rstrip(),
+                   f"correlated with the extrinsic metrics over the same four groups ({_rests_on(corr)}). The paper's "
+                   "change, for B-Regard and B-Stereo, is shown below ours.",
                    ("alignment_race", common.save(corr, CHAPTER, "alignment_race")), ("paper_alignment", paper),
                    call=_correlations_call(), data=corr)
 
@@ -939,16 +1186,17 @@ def source_section(params: dict, gate: Section, intrinsic: Section, extrinsic: S
                                                ddof=params["ddof"]), extrinsic.data[2])
     extr = [m for m in ("B-Stereo", "B-Stereo (StereoSet contexts)") if m in _finite_metrics(variances)]
     if not extr or "StereoSet" not in _finite_metrics(variances):
-        return Section(("Section 4.1, source alignment: nothing to correlate. " + _excluded_sentence(variances)).rstrip())
-    corr = disparity.variance_correlations(variances, ["StereoSet"], extr)
-    corr = corr[corr["method"] == "pearson"].drop(columns="method")
+        gone = sorted(set(variances.loc[variances["excluded"].notna(), "metric"]))
+        return Section("Section 4.1, source alignment: nothing to correlate" + (
+            f", {report.and_list(gone)} being left out by the classifier gate (above)." if gone else "."))
+    corr = _correlate(variances, ["StereoSet"], extr, method="pearson").drop(columns="method")
     paper = pub.table("001", "ablation")
     paper = paper[paper["change"].str.startswith("B-Stereo on generations from StereoSet")][
         ["extrinsic", "domain", "setting", "r", "p_value"]]
     return Section(f"Section 4.1, source alignment: {gens['prompt'].nunique()} StereoSet intersentence contexts of "
                    f"{gens['group'].nunique()} race targets continued by each usable model, B-Stereo on those "
-                   "continuations per target, its variance correlated with StereoSet's; B-Stereo on BOLD's prompts "
-                   "beside it, the paper's change below." + (" " + _excluded_sentence(variances)).rstrip(),
+                   f"continuations per target, its variance correlated with StereoSet's over {_rests_on(corr)}; "
+                   "B-Stereo on BOLD's prompts beside it, the paper's change below.",
                    ("source_alignment_race", common.save(corr, CHAPTER, "source_alignment_race")),
                    ("paper_source_alignment", paper), call=_correlations_call(), data=corr)
 
@@ -975,14 +1223,16 @@ def polarity_section(params: dict, gate: Section, intrinsic: Section, extrinsic:
         variances = exclude_failed(_group_variance(pd.concat([intr, scores]), by=("model", "metric", "domain"),
                                                    ddof=params["ddof"]),       # a model left with one group: skipped
                                    extrinsic.data[2])
-        notes.append(_excluded_sentence(variances))
         present = [m for m in ("CEAT", "CEATtox", "ILPS") if m in _finite_metrics(variances)]
         extr = [m for m in ("B-Sent", "B-Tox") if m in _finite_metrics(variances)]
         if not (present and extr):
             continue
-        corr = disparity.variance_correlations(variances, present, extr)
-        rows.append(corr[corr["method"] == "pearson"].drop(columns="method").assign(setting=setting))
-    table = pd.concat(rows, ignore_index=True) if rows else pd.DataFrame()
+        rows.append(_correlate(variances, present, extr, method="pearson").drop(columns="method")
+                    .assign(setting=setting))
+    table = (_with_reasons(pd.concat(rows, ignore_index=True), [c for r in rows for c in r.attrs["causes"]]) if rows
+             else pd.DataFrame())
+    if rows:
+        notes.insert(0, f"Each setting's correlations rest on {_rests_on(table)}.")
     paper = pub.table("001", "ablation")
     paper = paper[paper["section"].str.startswith("4.2")][["intrinsic", "extrinsic", "domain", "setting", "r"]]
     failed = failed_classifiers(extrinsic.data[2])
@@ -1055,6 +1305,12 @@ def noise_classifiers() -> tuple[dict, dict]:
     return have, missing
 
 
+#: Why Table 7's regard column is not measured when the hub's regard classifier cannot be had (the error's
+#: own text stays off the page; ``facts["not_measured"]`` keeps it).
+REGARD_OFFLINE = ("the hub's regard classifier (sasha/regardv3) cannot be loaded here, being neither in the local "
+                  "Hugging Face cache nor downloadable; with the hub reachable it is downloaded once and cached")
+
+
 def noise_section(params: dict, extrinsic: Section) -> Section:
     """Appendix H / Table 7: up to ``noise_texts`` BOLD continuations (seeded), word swap and
     deletion at 5-20 %, :data:`NOISE_COPIES` copies, :data:`NOISE_REPEATS` repeats; the share each of
@@ -1079,7 +1335,8 @@ def noise_section(params: dict, extrinsic: Section) -> Section:
     side = paper.merge(pd.concat(ours, ignore_index=True), on=["classifier", "noise", "level_percent"], how="left")
     side = side[["classifier", "noise", "level_percent", "repeats", "negative_percent", "negative_percent_sd",
                  "paper_percent", "paper_sd"]].reset_index(drop=True)
-    why_not = "; ".join(f"the {c} column is not measured here ({r})" for c, r in missing.items())
+    why_not = "; ".join(f"the {c} column is not measured here (no {c} classifier: {REGARD_OFFLINE})"
+                        for c in missing)
     side.attrs["why"] = ({"negative_percent": why_not, "repeats": why_not} if missing else {}) | {
         "negative_percent_sd": "the clean texts are classified once, so no spread over repeats"
                                + "".join(f"; no {c} column here" for c in missing)}
@@ -1089,9 +1346,106 @@ def noise_section(params: dict, extrinsic: Section) -> Section:
             f"{NOISE_REPEATS} repeats, mean and sample sd of the share called negative (percent), the paper's "
             f"beside; {measured}.")
     if missing:
-        text += " " + " ".join(f"Table 7's {c} column cannot be measured here: {r}. The paper's {c} values are "
-                               "shown, ours left empty." for c, r in missing.items())
+        text += (f" Table 7's {report.and_list(list(missing))} column cannot be measured here: {REGARD_OFFLINE}. "
+                 "The paper's values are shown, ours left empty.")
     return Section(text, ("table7_vs_paper", common.save(side, CHAPTER, "table7_vs_paper")),
                    call=call(noise.noise_table, "texts", "is_negative", copies=NOISE_COPIES, repeats=NOISE_REPEATS,
                              seed=params["seed"]),
                    facts={"texts": len(texts), "classifiers": list(have), "not_measured": missing}, data=side)
+
+
+# ----------------------------------------------------------------------------- findings
+
+def findings(gate: Section, extrinsic: Section, correlations: Section) -> Section:
+    """The chapter's Findings box (:func:`helpers.chapters.common.findings_section`): what the correlations
+    can tell apart with these models, the strongest of them beside the paper's, Holm's correction, the
+    within-family dose-response, and the classifier gate, each linked to the table it comes from."""
+    items = []
+    shown = correlations.tables
+    pearson = shown.get("correlations_vs_paper", pd.DataFrame())
+    facts = correlations.facts
+    if len(pearson):
+        items.append(report.Finding(_power_finding(facts, len(pearson)), "correlations_vs_paper"))
+        strongest = _strongest_finding(pearson)
+        if strongest:
+            items.append(report.Finding(strongest, "correlations_vs_paper"))
+        if pearson["p_value"].notna().any():
+            items.append(report.Finding(_holm_finding(pearson), "correlations_vs_paper"))
+    for name, table in shown.items():
+        if name.startswith("within_family_") and len(items) < 5:
+            items.append(report.Finding(_family_finding(table, name.removeprefix("within_family_")), name))
+    gates = extrinsic.tables.get("classifier_gate_vs_paper")
+    if gates is not None and len(gates):
+        items.append(report.Finding(_classifier_finding(gates), "classifier_gate_vs_paper"))
+    table = gate.data
+    if len(items) < report.READING["findings"][0]:
+        lms = table[table["objective"] != "encoder"]
+        ok = len(runner.usable_models(table))
+        items.append(report.Finding(f"{ok} of the {len(lms)} language models {'passes' if ok == 1 else 'pass'} the "
+                                    f"language-model quality gate and {'enters' if ok == 1 else 'enter'} the "
+                                    "correlations.", "quality_gate"))
+    return common.findings_section(CHAPTER, items[:report.READING["findings"][1]])
+
+
+def _power_finding(facts: dict, tested: int) -> str:
+    """Whether the chapter's models are enough to tell a strong correlation from none."""
+    if facts["n_max"] < 3:
+        n = facts["n_max"]
+        return (f"No correlation can be computed here: one needs at least 3 usable models with both metrics, and "
+                f"this run has {n}. The table shows {'its' if n == 1 else 'their'} variances beside the paper's r.")
+    rest = (f"n = {_span(facts['n_min'], facts['n_max'])} models from "
+            f"{_span(facts['families_min'], facts['families_max'])} independent model families")
+    if facts["families_max"] < facts["families_needed"]:
+        return (f"No correlation of an intrinsic with an extrinsic disparity can be told from none here: each of the "
+                f"{tested} rests on {rest}, and detecting a true r = {STRONG:g} with 80 % power takes "
+                f"{facts['families_needed']} families.")
+    return (f"The {tested} correlations rest on {rest}, enough for some of them to detect a true r = {STRONG:g} "
+            f"with 80 % power ({facts['families_needed']} families).")
+
+
+def _strongest_finding(pearson: pd.DataFrame) -> str:
+    """The largest |r| with its interval, n, families and the paper's r for the same cell."""
+    have = pearson.dropna(subset=["r"])
+    if have.empty:
+        return ""
+    r = have.loc[have["r"].abs().idxmax()]
+    ci = (f"[{r['ci_low']:.2f}, {r['ci_high']:.2f}]" if np.isfinite(r["ci_low"]) else f"(no interval: {r['note']})")
+    paper = (f"; the paper's r for the same cell is {r['paper_r']:.2f} over {int(r['paper_n'])} models"
+             if np.isfinite(r.get("paper_r", np.nan)) else "; the paper prints no r for this cell")
+    reading = ("" if not np.isfinite(r["ci_low"]) else
+               ", its interval including 0" if r["ci_low"] <= 0 <= r["ci_high"] else
+               f", its interval excluding 0 over these {int(r['families'])} families only")
+    return (f"The largest of our Pearson correlations, {r['intrinsic']} with {r['extrinsic']} on {r['domain']}, is "
+            f"r = {r['r']:.2f} {ci} over {int(r['n'])} models{reading}{paper}.")
+
+
+def _holm_finding(pearson: pd.DataFrame) -> str:
+    """How many correlations are significant before and after Holm's correction."""
+    tested = pearson[pearson["p_value"].notna()]
+    held = int(tested["significant"].astype(bool).sum())
+    raw = int((tested["p_value"] < 0.05).sum())
+    return (f"After Holm's correction for the {len(tested)} tests, {held} correlation{'s' if held != 1 else ''} "
+            f"remain{'s' if held == 1 else ''} significant at 5 % ({raw} before it).")
+
+
+def _family_finding(table: pd.DataFrame, root: str) -> str:
+    """The within-family dose-response in one sentence: how many rows move steadily with size."""
+    members = [c for c in table.columns if c not in ("domain", "metric", "kind", "rho_size")]
+    steady = table[table["rho_size"].abs() >= PERFECT]
+    by_kind = {k: int((steady["kind"] == k).sum()) for k in ("intrinsic", "extrinsic")}
+    total = {k: int((table["kind"] == k).sum()) for k in ("intrinsic", "extrinsic")}
+    return (f"Within the {root} family ({len(members)} models, pruning as the dose), the variance changes steadily "
+            f"with model size (|ρ| = 1) for {by_kind['intrinsic']} of {total['intrinsic']} intrinsic and "
+            f"{by_kind['extrinsic']} of {total['extrinsic']} extrinsic (metric, domain) rows.")
+
+
+def _classifier_finding(gates: pd.DataFrame) -> str:
+    """How many classifiers pass the gate, and B-Stereo's macro F1 beside the paper's F1."""
+    text = (f"{int(gates['usable'].sum())} of the {len(gates)} classifiers behind the extrinsic scores pass the "
+            "classifier gate")
+    row = gates[gates["extrinsic"] == "B-Stereo"]
+    if len(row) and np.isfinite(row["paper_f1"].iloc[0]):
+        r = row.iloc[0]
+        text += (f"; B-Stereo's, shared by every model, has macro F1 {r['macro_f1']:.2f} "
+                 f"[{r['macro_f1_low']:.2f}, {r['macro_f1_high']:.2f}] against the paper's F1 {r['paper_f1']:.2f}")
+    return text + "."
