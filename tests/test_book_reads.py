@@ -21,8 +21,7 @@ pytestmark = pytest.mark.book
 #: Every chapter of the book, each checked on its own.
 CHAPTERS = [nb.stem for nb in book.notebooks(book.NOTEBOOKS_DIR)]
 #: Chapters whose pages do not read as a report yet, and why (each an expected failure until it does).
-NOT_YET: dict[str, str] = {"06_intrinsic_extrinsic": "chapter 06 has no Findings box yet and its generated prose "
-                                                    "is not yet rewritten (issue 46)"}
+NOT_YET: dict[str, str] = {}
 
 
 def _chapters(strict: bool = True):
