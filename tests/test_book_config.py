@@ -82,6 +82,34 @@ def test_training_progress_in_a_log_is_one_line_per_phase(tmp_path):
     assert len(lines) <= 3, lines                                # at most a stray library warning or two
 
 
+LOAD_SCRIPT = textwrap.dedent("""
+    import sys
+    from transformers import GPT2Config, GPT2LMHeadModel, GPT2TokenizerFast
+    from transformers.utils import logging as tlog
+    from helpers import models
+    tlog.enable_progress_bar()                                     # as transformers starts
+    GPT2LMHeadModel(GPT2Config(vocab_size=64, n_positions=16, n_embd=16, n_layer=1, n_head=2)).save_pretrained(
+        sys.argv[1])
+    GPT2TokenizerFast.from_pretrained(sys.argv[2]).save_pretrained(sys.argv[1])
+    if sys.argv[3] == "plain":
+        GPT2LMHeadModel.from_pretrained(sys.argv[1])               # transformers' own bar: the control
+    else:
+        models.load(sys.argv[1])
+""")
+
+
+def test_a_model_loaded_in_a_log_draws_no_library_bar(tmp_path, tiny_gpt2):
+    """``harms report`` in a log: the package's loader keeps transformers' "Loading weights" bar off
+    standard error (a plain ``from_pretrained`` in the same setting draws it)."""
+    def err(how: str) -> str:
+        res = subprocess.run([sys.executable, "-c", LOAD_SCRIPT, str(tmp_path / how), str(tiny_gpt2), how],
+                             capture_output=True, text=True, env=_log_env(), cwd=REPO_ROOT, timeout=600)
+        assert res.returncode == 0, res.stderr[-3000:]
+        return res.stderr
+    assert "Loading weights" in err("plain")
+    assert "Loading weights" not in err("helpers")
+
+
 def test_a_long_step_in_a_log_says_every_minute_how_long_is_left():
     """A step with a known total prints, besides its last line, one line per interval with the
     count and the time left at the speed so far (a clock stands in for time)."""

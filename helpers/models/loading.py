@@ -24,6 +24,7 @@ from typing import Any, Callable
 from helpers import hashing, paths, tables
 from helpers.hub import hub_offline_reason  # noqa: F401  (re-exported: models.hub_offline_reason)
 from helpers.errors import HarmsError, InputError, ModelUnavailableError
+from helpers.progress import progress_bars_of_libraries
 from helpers.models.registry import (BY_HUB_ID, OBJECTIVES, REGISTRY, ModelSpec, Objective, encoder_models, manifest_spec,
                                      unknown_message, zoo_spec)
 
@@ -428,7 +429,8 @@ def _from_pretrained(loc: str, objective: str | None, dtype, dev_kw: dict, token
     if obj in (None, "permutation"):
         config = AutoConfig.from_pretrained(loc, **kw)
         obj = obj or infer_objective(config)
-    model = _model_class(obj, config).from_pretrained(loc, dtype=dtype, **dev_kw, **kw)
+    with progress_bars_of_libraries():       # "Loading weights" bars only on a terminal
+        model = _model_class(obj, config).from_pretrained(loc, dtype=dtype, **dev_kw, **kw)
     if tokenizer is None:
         tokenizer = AutoTokenizer.from_pretrained(loc, **kw)
     return obj, model, tokenizer
@@ -777,8 +779,6 @@ def _load_gguf(f: Path, fingerprint: str, objective, dtype, dev_kw):
                                            tokenizer=_CONVERTED_TOKENIZERS.get(key))
         _CONVERTED_TOKENIZERS[key] = tok
         return obj, model, tok
-    from helpers.progress import progress_bars_of_libraries
-
     with _each_gguf_parsed_once(), progress_bars_of_libraries():
         obj, model, tok = _from_pretrained(str(f.parent), objective, dtype, dev_kw, gguf_file=f.name)
     dequantized = not any("gguf" in type(m).__name__.lower() for m in model.modules())
