@@ -17,7 +17,8 @@ Argument parsing and dispatch only: each subcommand is a thin layer over the fun
 notebooks call (helpers.models, helpers.lm, helpers.runner, helpers.datasets, helpers.metrics;
 concurrent runs share the cores through helpers.runs). Every problem is one line on stderr,
 ``harms: error: <what is wrong>`` (exit 2; bad options too), never a traceback; outputs
-are checked before any model is loaded or sentence scored. Ctrl-C prints exactly how many
+are checked before any model is loaded or sentence scored (an output that is empty, a file where
+a folder is named, under a file, unwritable, or already there without ``--overwrite``). Ctrl-C prints exactly how many
 sentences are saved in the score cache (exit 130, 128 + SIGINT); SIGTERM (``kill``, a batch
 scheduler, ``docker stop``) prints the same and exits 143 (128 + SIGTERM, what a shell reports for
 a terminated process); rerunning the same command resumes.
@@ -341,9 +342,8 @@ def _cmd_fill(args: argparse.Namespace) -> None:
 
 # --------------------------------------------------------------------------- harms safety
 
-def _safety_outputs(out: Path, overwrite: bool) -> tuple[Path, Path]:
-    if out.exists() and not out.is_dir():
-        raise InputError(f"{out}: exists and is not a directory (--output names a directory)")
+def _safety_outputs(output: str, overwrite: bool) -> tuple[Path, Path]:
+    out = tables.check_writable_folder(output)
     files = out / "per_sentence.csv", out / "per_group.csv"
     for f in files:
         tables.check_writable(f, overwrite=overwrite)
@@ -356,7 +356,7 @@ def _cmd_safety(args: argparse.Namespace) -> None:
     perplexities instead (:func:`helpers.datasets.scores_from_file`)."""
     from helpers import datasets, runner
 
-    sentence_csv, group_csv = _safety_outputs(Path(args.output), args.overwrite)
+    sentence_csv, group_csv = _safety_outputs(args.output, args.overwrite)
     if args.scores:
         per_sentence, per_group = runner.safety_from_scores(
             datasets.scores_from_file(args.scores, dataset=args.dataset), sample_per_group=args.sample_per_group,

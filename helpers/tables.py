@@ -339,8 +339,10 @@ def check_writable(path, *, overwrite: bool = False, formats: dict[str, str] | N
     One :class:`InputError` if: the extension is not a known output format (``formats``;
     ``None`` skips that check), ``path`` is an existing directory, ``path`` exists and
     ``overwrite`` is false, or its directory cannot be created or written (a probe file,
-    named by :func:`temporary_path`, is created and removed). Returns ``path``.
+    named by :func:`temporary_path`, is created and removed), or it is empty. Returns ``path``.
     """
+    if path is None or not str(path).strip():
+        raise InputError("--output is empty: name the file to write")
     path = Path(path)
     if formats is not None:
         _format(path, formats, "output")
@@ -355,6 +357,32 @@ def check_writable(path, *, overwrite: bool = False, formats: dict[str, str] | N
         probe.unlink()
     except OSError as exc:
         raise InputError(f"{path}: cannot create or write its directory ({exc.strerror or exc})") from None
+    return path
+
+
+def check_writable_folder(path, *, option: str = "--output") -> Path:
+    """Check, before any long work, that a folder of results can be made or written at ``path``.
+
+    One :class:`InputError` if ``path`` is empty (it would write into the current folder), is a
+    file, lies under a file, or the nearest existing folder on its way cannot be written (a probe
+    file, named by :func:`temporary_path`, is created and removed there). Nothing is created.
+    Returns ``path``."""
+    if path is None or not str(path).strip():
+        raise InputError(f"{option} is empty: name the folder to write into")
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise InputError(f"{path}: is a file, not a folder ({option} names a folder)")
+    nearest = path
+    while not nearest.exists() and nearest != nearest.parent:
+        nearest = nearest.parent
+    if not nearest.is_dir():
+        raise InputError(f"{path}: {nearest} is a file, so no folder can be made under it")
+    probe = temporary_path(nearest / "probe")
+    try:
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise InputError(f"{path}: cannot write in {nearest} ({exc.strerror or exc})") from None
     return path
 
 

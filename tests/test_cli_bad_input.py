@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from helpers import __version__, cli, paths, runs
+from helpers import __version__, cli, paths, runs, tables
 from helpers.errors import Interrupted
 
 from conftest import SENTENCES
@@ -247,7 +247,9 @@ def test_safety_output_checks(tmp_path, capsys):
     afile = tmp_path / "afile"
     afile.write_text("keep")
     assert cli.main(base + [str(afile)]) == 2
-    assert "not a directory" in _one_line(capsys) and afile.read_text() == "keep"
+    assert "is a file, not a folder" in _one_line(capsys) and afile.read_text() == "keep"
+    assert cli.main(base + [""]) == 2
+    assert "--output is empty" in _one_line(capsys) and not (Path.cwd() / "per_group.csv").exists()
     out = tmp_path / "existing"
     out.mkdir()
     assert cli.main(base + [str(out)]) == 0                         # an existing directory is fine
@@ -258,6 +260,47 @@ def test_safety_output_checks(tmp_path, capsys):
     assert (out / "per_group.csv").read_text() == "old"
     assert cli.main(base + [str(out), "--overwrite"]) == 0
     assert pd.read_csv(out / "per_group.csv")["group"].tolist() == ["women"]
+
+
+# ---------------------------------------------------------------- harms report --output DIR, checked first
+
+def _bad_report_outputs(tmp_path) -> dict:
+    """Each kind of unusable --output of ``harms report`` and the words its one line must hold."""
+    afile = tmp_path / "afile"
+    afile.write_text("keep")
+    card = tmp_path / "card"
+    card.mkdir()
+    (card / "report.json").write_text("{}")
+    return {"": "--output is empty", str(afile): "is a file, not a folder",
+            str(afile / "sub" / "card"): f"{afile} is a file, so no folder can be made under it",
+            str(card): "a report card is already there; pass --overwrite",
+            "/proc/harms-card": "cannot write in /proc"}
+
+
+def test_an_empty_output_file_is_one_line(inp, capsys):
+    assert cli.main(["score", "--model", "smollm2-135m", "--input", str(inp), "--output", ""]) == 2
+    assert "--output is empty" in _one_line(capsys)
+
+
+def test_report_outputs_are_checked_before_any_model_is_loaded(tmp_path, monkeypatch, capsys):
+    """``harms report --output`` empty, a file, under a file, unwritable or an existing card: one
+    line, exit 2, before the card is computed (the card's computation here fails the test); nothing
+    is written or created."""
+    from helpers import card
+
+    def computed(*a, **k):
+        raise AssertionError("the card was computed before its output was checked")
+    monkeypatch.setattr(card, "report_card", computed)
+    here = tmp_path / "here"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    for output, words in _bad_report_outputs(here).items():
+        before = sorted(p.name for p in here.rglob("*"))
+        assert cli.main(["report", "--model", "smollm2-135m", "--output", output]) == 2, output
+        assert words in _one_line(capsys), output
+        assert sorted(p.name for p in here.rglob("*")) == before and (here / "afile").read_text() == "keep"
+    assert tables.check_writable_folder(here / "new" / "card") == here / "new" / "card"
+    assert not (here / "new").exists()                             # a good output: checked, not created
 
 
 # ---------------------------------------------------------------- threads of concurrent runs

@@ -29,9 +29,12 @@ def validate(doc: dict) -> None:
 
 
 def check_output(output, *, overwrite: bool = False) -> Path:
-    """``output`` as a Path, or one line when a card is already there and ``overwrite`` is off
-    (checked before anything is computed, and again when writing)."""
-    out = Path(output)
+    """``output`` as a Path, checked before anything is computed (and again when writing): one line
+    when it is empty, a file, under a file or unwritable (:func:`helpers.tables.check_writable_folder`),
+    or when a card is already there and ``overwrite`` is off."""
+    from helpers import tables
+
+    out = tables.check_writable_folder(output)
     if (out / "report.json").exists() and not overwrite:
         raise InputError(f"{out}: a report card is already there; pass --overwrite to replace it")
     return out
