@@ -13,7 +13,8 @@ import pytest
 from scipy import stats
 
 from helpers import card, cli, models, runner
-from helpers.card import page as card_page
+from helpers.card import measuring, page as card_page
+from helpers.errors import HarmsError, InputError
 from helpers.metrics import safety
 
 SAMPLE = 3
@@ -129,7 +130,7 @@ def test_two_models_on_the_cli_write_a_comparison_holm_adjusted(tiny_gpt2, tiny_
     doc = json.loads((tmp_path / "report.json").read_text())
     card.validate(doc)
     comp = pd.read_csv(tmp_path / "comparison.csv")
-    assert doc["schema"] == card.SCHEMA_ID == "harms-report-card/4" and len(doc["models"]) == 2 and len(doc["comparison"]) == len(comp)
+    assert doc["schema"] == card.SCHEMA_ID == "harms-report-card/5" and len(doc["models"]) == 2 and len(doc["comparison"]) == len(comp)
     head = comp[comp["headline"]]
     assert head["metric"].is_unique and (head["family_size"] == len(head)).all()
     np.testing.assert_allclose(head["p_adjusted"], multipletests(head["p_value"], method="holm")[1])
@@ -693,3 +694,55 @@ def test_the_summary_reflows_on_a_narrow_screen():
     summary = page[page.index("<h2>Summary</h2>"):page.index("<details")]
     assert "<table class=reflow>" in summary and 'data-label="verdict"' in summary
     assert f"@media (max-width:{card_page.REFLOW_BELOW_PX}px)" in page
+
+
+# ----------------------------------------------------------------------------- one metric's failure is one row
+
+def _failing_for(model: str, measure, why: str):
+    """``measure`` that raises the package's one-line error for ``model`` only (as a tokenizer with no
+    token for a metric's word does), and measures every other model."""
+    def measured(handle, params):
+        if handle.name == models.lazy(model).name:
+            raise InputError(why)
+        return measure(handle, params)
+    return measured
+
+
+def test_a_metric_that_fails_for_one_model_is_one_row_and_the_rest_is_computed(tiny_gpt2, tiny_gpt2_bos, tmp_path,
+                                                                                 monkeypatch, capsys):
+    """A measurement raising for model B: B's status for its metrics is "not computed: <why>", the
+    comparison's row for each says "not tested: B: <why>" (outside the headline family), one note on
+    stderr; every other metric is computed for both and A's failing metric too; the card validates."""
+    why = "sentence row 3: the tokenizer gives no token for 'abuse'"
+    names = ("kurita_bec_pro",)
+    measurements = [(n, _failing_for(str(tiny_gpt2_bos), m, why) if n == names else m) for n, m in card.MEASUREMENTS]
+    monkeypatch.setattr(measuring, "MEASUREMENTS", measurements)
+    monkeypatch.setenv("HARMS_CACHE_DIR", str(tmp_path / "cache"))
+    c = card.report_card([str(tiny_gpt2), str(tiny_gpt2_bos)], budget="quick")
+    a, b = c.models
+    notes = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("harms: note:")]
+    assert notes == [f"harms: note: {b}: kurita_bec_pro not computed: {why}"]
+    status = c.status.set_index(["model", "metric"])["status"]
+    assert status[(b, "kurita_bec_pro")] == f"not computed: {why}" and status[(a, "kurita_bec_pro")] == "computed"
+    computed = {m for (model, m), s in status.items() if model == a and s == "computed"} - {"language_model_quality_gate"}
+    assert set(c.metrics.loc[c.metrics["model"] == a, "metric"]) == computed
+    assert set(c.metrics.loc[c.metrics["model"] == b, "metric"]) == computed - set(names)
+    row = c.comparison[c.comparison["metric"] == "kurita_bec_pro"]
+    assert len(row) == 1 and row["verdict"].iloc[0] == f"not tested: {b}: {why}" and not row["headline"].iloc[0]
+    heads = c.comparison[c.comparison["headline"].astype(bool)]
+    assert "kurita_bec_pro" not in set(heads["metric"]) and (heads["family_size"] == len(heads)).all()
+    summary = card_page.summary_table(c).set_index("metric")
+    assert summary.loc["kurita_bec_pro", f"B: {b}"] == "not computed"
+    assert summary.loc["kurita_bec_pro", "verdict"] == f"not tested: {b}: {why}"
+    out = card_page.write(c, tmp_path / "card")
+    card.validate(json.loads((out / "report.json").read_text()))
+    assert f"{b}: kurita_bec_pro not computed: {why}" in card_page.summary(c, width=200)
+
+
+def test_a_card_where_nothing_could_be_computed_is_one_error(tiny_gpt2, tmp_path, monkeypatch):
+    why = "the tokenizer gives no token for 'abuse'"
+    monkeypatch.setattr(measuring, "MEASUREMENTS", [(n, _failing_for(str(tiny_gpt2), m, why))
+                                                    for n, m in card.MEASUREMENTS])
+    monkeypatch.setenv("HARMS_CACHE_DIR", str(tmp_path / "cache"))
+    with pytest.raises(HarmsError, match=r"^nothing could be computed for the card: .*safety_score:toxigen: .*'abuse'"):
+        card.report_card([str(tiny_gpt2)], budget="quick")

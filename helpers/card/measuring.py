@@ -12,11 +12,11 @@ from pathlib import Path
 import pandas as pd
 
 from helpers import models, runner
-from helpers.card.catalogue import (CATALOGUE, MEASUREMENTS, METRIC_COLUMNS, PROBING, applies, check_budget,
+from helpers.card.catalogue import (CATALOGUE, MEASUREMENTS, METRIC_COLUMNS, PAIRED_ON, PROBING, applies, check_budget,
                                     check_languages, status_table)
-from helpers.card.comparison import next_budget_words, compare
+from helpers.card.comparison import COMPARISON_COLUMNS, next_budget_words, compare
 from helpers.card.references import standing
-from helpers.errors import HarmsError, InputError
+from helpers.errors import HarmsError, InputError, Interrupted
 from helpers.progress import mode as progress_mode, progress
 
 @dataclass
@@ -97,6 +97,7 @@ def report_card(names, *, baseline: str | None = None, budget: str = "quick", de
                 "languages": list(languages), "probing": PROBING}
     gates, metrics, status, per_sentence, provenance = [], [], [], {}, {"models": {}, "seconds": {}}
     flags: dict[tuple[str, str], str] = {}          # (model, metric) -> why it is shown, not interpreted
+    failed: dict[tuple[str, str], str] = {}         # (model, metric) -> why it could not be computed
     for name in names:
         handle = models.lazy(name, device=device)
         provenance["models"][handle.name] = {"fingerprint": handle.fingerprint,
@@ -122,7 +123,17 @@ def report_card(names, *, baseline: str | None = None, budget: str = "quick", de
         for _, measure, wanted in steps:
             bar.set_postfix(metric=", ".join(wanted))
             t = time.perf_counter()
-            for metric, (rows, items, *flag) in measure(handle, params).items():
+            try:
+                measured = measure(handle, params)
+            except Interrupted:
+                raise
+            except HarmsError as exc:             # this measurement only: the others go on
+                why = _one_line(exc)
+                failed.update({(handle.name, metric): why for metric in wanted})
+                print(f"harms: note: {handle.name}: {', '.join(wanted)} not computed: {why}", file=sys.stderr,
+                      flush=True)
+                measured = {}
+            for metric, (rows, items, *flag) in measured.items():
                 if metric in wanted:
                     metrics.append(_rows(handle.name, metric, rows))
                     per_sentence[handle.name][metric] = items
@@ -137,8 +148,13 @@ def report_card(names, *, baseline: str | None = None, budget: str = "quick", de
         bar.close()
         handle.release()
     gate = pd.DataFrame(gates)
+    if failed and not metrics:
+        raise HarmsError("nothing could be computed for the card: " + "; ".join(
+            f"{model} {metric}: {why}" for (model, metric), why in failed.items()))
     table = pd.concat(metrics, ignore_index=True) if metrics else pd.DataFrame(columns=METRIC_COLUMNS)
     status = pd.concat(status, ignore_index=True)
+    status["status"] = [f"{NOT_COMPUTED}: {failed[(m, mt)]}" if (m, mt) in failed else st
+                        for m, mt, st in zip(status["model"], status["metric"], status["status"])]
     status["note"] = [_status_note(model, metric, flags) if s == "computed" else None
                       for model, metric, s in zip(status["model"], status["metric"], status["status"])]
     out = Card([g["model"] for g in gates], budget, settings, gate, table, status, pd.DataFrame(), pd.DataFrame(),
@@ -152,9 +168,35 @@ def report_card(names, *, baseline: str | None = None, budget: str = "quick", de
                                  interpretable=out.interpretable(a) and out.interpretable(b_), flags=flags,
                                  why_not=out.why_not_interpreted())
         out.comparison["verdict"] = next_budget_words(out.comparison, budget)
+        out.comparison = not_tested_rows(out.comparison, failed, a, b_)
     out.provenance.update(_versions())
     out.provenance["data"] = _data_digests()
     return out
+
+
+#: How a status starts for a metric whose measurement failed for a model (the reason follows).
+NOT_COMPUTED = "not computed"
+
+
+def _one_line(exc: BaseException) -> str:
+    """The first line of an error's message (the package's errors are one line already)."""
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    return lines[0] if lines else type(exc).__name__
+
+
+def not_tested_rows(comparison: pd.DataFrame, failed: dict, a: str, b: str) -> pd.DataFrame:
+    """``comparison`` with one row per metric that could not be computed for ``a`` or ``b`` (``failed``:
+    (model, metric) -> why): no statistic, its verdict "not tested: <model>: <why>", in no family."""
+    rows = []
+    for metric in dict.fromkeys(mt for (m, mt) in failed if m in (a, b)):
+        why = "; ".join(f"{m}: {failed[(m, metric)]}" for m in (a, b) if (m, metric) in failed)
+        rows.append({"metric": metric, "model_a": a, "model_b": b, "group": "overall", "headline": False,
+                     "paired_on": PAIRED_ON.get(metric.split(":")[0], ""), "n": 0, "test": "not tested",
+                     "family": "not tested", "family_size": 0, "verdict": f"not tested: {why}"})
+    if not rows:
+        return comparison
+    extra = pd.DataFrame(rows).reindex(columns=comparison.columns if len(comparison.columns) else COMPARISON_COLUMNS)
+    return pd.concat([comparison, extra], ignore_index=True) if len(comparison) else extra
 
 
 def _data_digests() -> dict:

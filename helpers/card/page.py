@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from helpers.card.catalogue import CATALOGUE, INTERVALS, SUMMARY_GROUPS, paper
-from helpers.card.measuring import Card
+from helpers.card.measuring import NOT_COMPUTED, Card
 from helpers.card.references import (PUBLISHED, REFERENCES, STANDING_NOTE, offline_reference,
                                    published_reference)
 from helpers.card.writing import write as write_files
@@ -341,8 +341,11 @@ def summary_table(c: Card) -> pd.DataFrame:
                             "detectable difference": f"±{_fmt(det)}" if np.isfinite(float(det)) else "—",
                             "verdict": str(h["verdict"])})
             else:
+                untested = (c.comparison.loc[(c.comparison["metric"] == metric) & (c.comparison["test"] == "not tested"),
+                                             "verdict"] if len(c.comparison) else pd.Series(dtype=str))
                 row.update({"difference B - A": "—", "adjusted p": "—", "detectable difference": "—",
-                            "verdict": "not tested: no paired comparison for this metric"})
+                            "verdict": untested.iloc[0] if len(untested)
+                            else "not tested: no paired comparison for this metric"})
         rows.append(row)
     cols = (["metric", *[label[m] for m in c.models]]
             + (["difference B - A", "verdict", "adjusted p", "detectable difference"] if two else [])
@@ -434,6 +437,10 @@ def summary(c: Card, width: int = 100) -> str:
     if (sentence := family_sentence(c)):
         lines += ["", textwrap.fill(sentence, width=width)]
     later = c.status[c.status["status"] != "computed"] if len(c.status) else c.status
+    failed = later[later["status"].str.startswith(NOT_COMPUTED)] if len(later) else later
+    for r in failed.itertuples():
+        lines.append(textwrap.fill(f"{r.model}: {r.metric} {r.status}", width=width, subsequent_indent="    "))
+    later = later[~later["status"].str.startswith(NOT_COMPUTED)] if len(later) else later
     if len(later):
         lines.append(f"{later['metric'].nunique()} more metrics listed in status.csv, not computed: not applicable "
                      "(with the reason) or not asked for")

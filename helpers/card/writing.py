@@ -12,7 +12,7 @@ from helpers.errors import InputError
 #: reference sets; 3 the headline family, adjusted p, interval levels, test floors and detectable
 #: differences of the comparison, the gate's ``gate_applies`` and the standing's ``comparable``; 4
 #: names the status's paper ``paper`` (it was ``seed``, beside the card's random seed).
-SCHEMA_ID = "harms-report-card/4"
+SCHEMA_ID = "harms-report-card/5"
 
 
 SCHEMA = Path(__file__).parent.parent / "report_card.schema.json"
