@@ -186,6 +186,62 @@ def test_a_dead_machine_stops_the_other_with_one_line_and_the_rerun_resumes(tiny
                                rtol=0, atol=1e-6)
 
 
+def test_killing_a_machines_harms_ends_its_whole_run_and_the_other_machine_stops(tiny_gpt2, tmp_path):
+    """``kill -9`` of the ``harms`` process of machine 1 mid-run (its worker stalled after one stored chunk):
+    no process it started outlives it (the launch gets the parent-death signal and ends its workers), and
+    machine 0 stops with one line instead of finishing alone."""
+    import psutil
+
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(_PAUSE)
+    flag, port = tmp_path / "paused", _port()
+    argv = ["score", "--model", str(tiny_gpt2), "--input", str(_score_input(tmp_path)),
+            "--output", str(tmp_path / "scores.csv")]
+    first = _machine(0, argv, port, env={"HARMS_CACHE_CHUNK_SIZE": "1"})
+    second = _machine(1, argv, port, env={"HARMS_CACHE_CHUNK_SIZE": "1", "TEST_PAUSE_FLAG": str(flag),
+                                          "PYTHONPATH": f"{hook}{os.pathsep}{ROOT}"})
+    while not flag.exists():
+        assert second.poll() is None and first.poll() is None
+        time.sleep(0.05)
+    started = psutil.Process(second.pid).children(recursive=True)
+    assert any("accelerate.commands.launch" in p.cmdline() for p in started)
+    second.send_signal(signal.SIGKILL)                # the machine's harms dies; its children are not signalled
+    second.communicate(timeout=600)
+    _, alive = psutil.wait_procs(started, timeout=120)  # a bound on a hang, not a timing: they end on a signal
+    assert not alive, [p.cmdline() for p in alive]
+    code0, lines0 = _finish(first)
+    assert code0 == 2 and len(lines0) == 1 and "machine rank 1" in lines0[0], lines0
+    assert not (tmp_path / "scores.csv").exists()
+
+
+def test_a_main_port_answered_by_another_program_is_one_line_without_torchs_log(tiny_gpt2, tmp_path):
+    """Another program answers at the main port (a web server's reply): torch's client retries and logs
+    each retry with its C++ stack frames; machine 1 prints only the one line."""
+    import threading
+
+    argv = ["score", "--model", str(tiny_gpt2), "--input", str(_score_input(tmp_path)), "--output",
+            str(tmp_path / "o.csv")]
+    with socket.socket() as other:
+        other.bind(("127.0.0.1", 0))
+        other.listen(64)
+
+        def answer():
+            while True:
+                try:
+                    conn, _ = other.accept()
+                    conn.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+                    conn.close()
+                except OSError:
+                    return
+        threading.Thread(target=answer, daemon=True).start()
+        proc = _machine(1, argv, other.getsockname()[1])
+        _, err = proc.communicate(timeout=600)
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert proc.returncode == 2 and len(lines) == 1, lines[:5]
+    assert "is not machine 0's harms launch" in lines[0] and "TCPStore" not in err and "frame #" not in err
+
+
 # ---------------------------------------------------------------------------- one line, never a hang
 
 def test_a_busy_main_port_is_one_line(tiny_gpt2, tmp_path):

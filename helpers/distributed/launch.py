@@ -20,8 +20,8 @@ machine that died; once every local worker has reported, the launcher gives the 
 from __future__ import annotations
 
 import contextlib
-import datetime
 import errno
+import functools
 import json
 import os
 import shutil
@@ -29,7 +29,6 @@ import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
@@ -124,27 +123,29 @@ def preflight(cluster: Cluster) -> None:
         time.sleep(0.5)
 
 
+#: The rendezvous store's client handshake, in a process of its own: torch's C++ client logs every
+#: retry with its stack frames on file descriptor 2, which a one-line error must not be preceded by.
+_HANDSHAKE = ("import datetime, sys, torch.distributed as d; "
+              "d.TCPStore(sys.argv[1], int(sys.argv[2]), is_master=False, "
+              "timeout=datetime.timedelta(seconds=float(sys.argv[3])))")
+
+
 def _check_store(ip: str, port: int, seconds: float = 10.0) -> None:
     """Whether what listens at ``ip:port`` is a torch rendezvous store (machine 0's launch), not
-    some other service on that port: a store client's handshake within ``seconds``."""
-    import torch.distributed as dist
-
-    outcome: list = []
-
-    def handshake() -> None:          # torch's client can wait past its timeout on a silent peer: a thread
-        try:
-            dist.TCPStore(ip, port, is_master=False, timeout=datetime.timedelta(seconds=seconds))
-            outcome.append(None)
-        except Exception as exc:      # noqa: BLE001 - torch raises several types here
-            outcome.append(" ".join(str(exc).split())[:100])
-
-    probe = threading.Thread(target=handshake, daemon=True)
-    probe.start()
-    probe.join(seconds)
-    if outcome[:1] != [None]:
-        why = outcome[0] if outcome else f"no answer in {seconds:.0f} s"
-        raise HarmsError(f"what listens at {ip}:{port} is not machine 0's harms launch (no rendezvous store "
-                         f"answered: {why}); check --main-ip and --main-port")
+    some other service on that port: a store client's handshake within ``seconds``, in a child
+    process whose standard error is read, not shown (the last line of its error names the cause)."""
+    try:
+        res = subprocess.run([sys.executable, "-c", _HANDSHAKE, ip, str(port), str(seconds)], capture_output=True,
+                             text=True, timeout=seconds + 30, env=dict(os.environ, TORCH_CPP_LOG_LEVEL="ERROR"))
+    except subprocess.TimeoutExpired:
+        why = f"no answer in {seconds:.0f} s"
+    else:
+        if res.returncode == 0:
+            return
+        last = next((ln for ln in reversed(res.stderr.splitlines()) if ln.strip()), "")
+        why = " ".join(last.split(": ", 1)[-1].split())[:100] or f"the handshake exited with {res.returncode}"
+    raise HarmsError(f"what listens at {ip}:{port} is not machine 0's harms launch (no rendezvous store "
+                     f"answered: {why}); check --main-ip and --main-port")
 
 
 def launch_command(argv: Sequence[str], cluster: Cluster, device: str) -> list[str]:
@@ -187,7 +188,8 @@ def launch(argv: Sequence[str], cluster: Cluster, device: str = "cpu") -> str:
     status = temporary_path(root / "status")
     status.mkdir()
     env = dict(os.environ, **{STATUS_ENV: str(status), CLUSTER_ENV: json.dumps(asdict(cluster))})
-    proc = subprocess.Popen(launch_command(argv, cluster, device), env=env, start_new_session=True)
+    proc = subprocess.Popen(launch_command(argv, cluster, device), env=env, start_new_session=True,
+                            preexec_fn=functools.partial(_ended_with, os.getpid()))
     try:
         _wait(proc, status, cluster.processes)
         reports = [json.loads(p.read_text()) for p in sorted(status.glob("rank-*.json"))]
@@ -211,6 +213,20 @@ def launch(argv: Sequence[str], cluster: Cluster, device: str = "cpu") -> str:
         if proc.poll() is None:
             _stop(proc, signal.SIGTERM)
         shutil.rmtree(status, ignore_errors=True)
+
+
+def _ended_with(parent: int) -> None:
+    """In the launch's child, before it runs: SIGTERM when ``parent`` (the ``harms`` that started it)
+    dies, however it dies (``kill -9`` too; Linux's parent-death signal), so its workers stop with it
+    and the other machines see a dead machine instead of one that goes on scoring alone. Elsewhere
+    nothing."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGTERM, 0, 0, 0)          # PR_SET_PDEATHSIG
+        if os.getppid() != parent:                       # the parent died before the call
+            os.kill(os.getpid(), signal.SIGTERM)
 
 
 def exchange_summary(exchanges: Sequence[dict], processes: int) -> str:
