@@ -215,6 +215,27 @@ def test_killing_a_machines_harms_ends_its_whole_run_and_the_other_machine_stops
     assert not (tmp_path / "scores.csv").exists()
 
 
+def test_a_main_machine_started_alone_gives_up_in_one_line_and_leaves_no_process(tiny_gpt2, tmp_path):
+    """Machine 0 of two, the other never started: after ``$HARMS_CONNECT_TIMEOUT`` seconds one line naming
+    the machine that did not join, exit 2, and no process of its launch left behind."""
+    import psutil
+
+    argv = ["score", "--model", str(tiny_gpt2), "--input", str(_score_input(tmp_path)), "--output",
+            str(tmp_path / "o.csv")]
+    proc = _machine(0, argv, _port(), env={"HARMS_CONNECT_TIMEOUT": "5"})
+    children = []
+    while proc.poll() is None and not children:
+        children = psutil.Process(proc.pid).children(recursive=True)
+        time.sleep(0.05)
+    _, err = proc.communicate(timeout=600)
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert proc.returncode == 2 and len(lines) == 1, lines[:5]
+    assert lines[0].startswith("harms: error: the run's process group did not form within 5 s: this machine "
+                               "(rank 0) started, machine rank 1 did not;"), lines
+    _, alive = psutil.wait_procs(children, timeout=120)
+    assert not alive, [p.cmdline() for p in alive]
+
+
 def test_a_main_port_answered_by_another_program_is_one_line_without_torchs_log(tiny_gpt2, tmp_path):
     """Another program answers at the main port (a web server's reply): torch's client retries and logs
     each retry with its C++ stack frames; machine 1 prints only the one line."""

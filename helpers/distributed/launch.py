@@ -24,11 +24,13 @@ import errno
 import functools
 import json
 import os
+import re
 import shutil
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
@@ -154,7 +156,8 @@ def launch_command(argv: Sequence[str], cluster: Cluster, device: str) -> list[s
            "--num_processes", str(cluster.world_size), "--num_machines", str(cluster.machines),
            "--machine_rank", str(cluster.machine_rank), "--mixed_precision", "no", "--dynamo_backend", "no"]
     if cluster.machines > 1:
-        cmd += ["--main_process_ip", cluster.main_ip, "--main_process_port", str(cluster.main_port)]
+        cmd += ["--main_process_ip", cluster.main_ip, "--main_process_port", str(cluster.main_port),
+                "--rdzv_conf", f"timeout={int(join_timeout()) + int(EXIT_GRACE)}"]
     else:
         cmd += ["--main_process_port", str(_free_port())]
     if not device.startswith("cuda"):
@@ -189,12 +192,18 @@ def launch(argv: Sequence[str], cluster: Cluster, device: str = "cpu") -> str:
     status.mkdir()
     env = dict(os.environ, **{STATUS_ENV: str(status), CLUSTER_ENV: json.dumps(asdict(cluster))})
     proc = subprocess.Popen(launch_command(argv, cluster, device), env=env, start_new_session=True,
-                            preexec_fn=functools.partial(_ended_with, os.getpid()))
+                            preexec_fn=functools.partial(_ended_with, os.getpid()), stderr=subprocess.PIPE)
+    relay = _Relay(proc.stderr)
     try:
-        _wait(proc, status, cluster.processes)
+        if not _wait(proc, status, cluster.processes, join_timeout() if cluster.machines > 1 else None):
+            relay.mute()
+            _stop(proc, signal.SIGTERM)
+            raise HarmsError(_not_joined(cluster))
         reports = [json.loads(p.read_text()) for p in sorted(status.glob("rank-*.json"))]
         failed = [r for r in reports if not r["ok"]]
         failed.sort(key=lambda r: (r["type"] == "PeerStopped", r["rank"]))   # a cause before its echoes
+        if failed or len(reports) < cluster.processes:
+            relay.mute()                     # torch's and Accelerate's logs of the failure stay off the terminal
         if failed:
             cls = getattr(errors, failed[0]["type"], None) or globals().get(failed[0]["type"])
             if isinstance(cls, type) and issubclass(cls, HarmsError):
@@ -207,11 +216,14 @@ def launch(argv: Sequence[str], cluster: Cluster, device: str = "cpu") -> str:
                              "the score cache")
         return exchange_summary([r["exchange"] for r in reports], cluster.world_size)
     except KeyboardInterrupt:
+        relay.mute()
         _stop(proc, signal.SIGINT)
         raise
     finally:
         if proc.poll() is None:
+            relay.mute()
             _stop(proc, signal.SIGTERM)
+        relay.close()
         shutil.rmtree(status, ignore_errors=True)
 
 
@@ -239,17 +251,85 @@ def exchange_summary(exchanges: Sequence[dict], processes: int) -> str:
             f"{worst['transfer_seconds']:.2f} s sending, {worst['wait_seconds']:.1f} s waiting for the others")
 
 
-def _wait(proc: subprocess.Popen, status: Path, local: int) -> None:
+def join_timeout() -> float:
+    """Seconds every machine waits for the run's process group to form (each machine's workers to
+    join): ``$HARMS_CONNECT_TIMEOUT``, the same bound as a machine's wait for the main machine."""
+    return env_seconds(CONNECT_TIMEOUT_ENV, DEFAULT_CONNECT_TIMEOUT)
+
+
+def _not_joined(cluster: Cluster) -> str:
+    """The one line of a run whose machines did not all join within :func:`join_timeout`."""
+    others = [r for r in range(cluster.machines) if r != cluster.machine_rank]
+    which = (f"machine rank {others[0]} did not" if len(others) == 1 else
+             f"not every one of machine ranks {', '.join(map(str, others))} did")
+    return (f"the run's process group did not form within {join_timeout():.0f} s: this machine (rank "
+            f"{cluster.machine_rank}) started, {which}; start every machine with the same --machines, "
+            f"--main-ip and --main-port (or raise ${CONNECT_TIMEOUT_ENV})")
+
+
+def _wait(proc: subprocess.Popen, status: Path, local: int, join: float | None = None) -> bool:
     """Until the launch exits, or every local worker has reported and :data:`EXIT_GRACE` has passed
-    (torchrun's exit barrier waits minutes for a dead machine's agent)."""
-    reported_at = None
+    (torchrun's exit barrier waits minutes for a dead machine's agent). False when ``join`` seconds
+    pass before any local worker has joined the process group (its ``joined-*`` file)."""
+    reported_at, started = None, time.monotonic()
     while proc.poll() is None:
         if len(list(status.glob("rank-*.json"))) >= local:
             reported_at = reported_at or time.monotonic()
             if time.monotonic() - reported_at > EXIT_GRACE:
                 _stop(proc, signal.SIGTERM)
-                return
+                return True
+        elif join is not None and time.monotonic() - started > join and not any(status.glob("joined-*")):
+            return False
         time.sleep(POLL_SECONDS)
+    return True
+
+
+#: Lines of torch's C++ log (``[W1129 02:18:32.42 TCPStore.cpp:340] ...``) and of its stack frames.
+_TORCH_LOG = re.compile(rb"^(\[[WEI]\d{4} \d\d:\d\d:\d\d|frame #\d+:|Exception raised from )")
+
+
+class _Relay:
+    """The launch's standard error passed on to this process's, as it comes (progress bars' carriage
+    returns kept), without torch's C++ log lines; :meth:`mute` stops it on a failure path, whose
+    one-line error is the whole message."""
+
+    def __init__(self, pipe):
+        self.pipe, self.muted = pipe, threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        out = getattr(sys.stderr, "buffer", None)
+        pending = b""
+        while chunk := os.read(self.pipe.fileno(), 65536):
+            if self.muted.is_set():
+                continue
+            pending += chunk
+            *lines, pending = pending.split(b"\n")
+            kept = b"".join(line + b"\n" for line in lines if not _TORCH_LOG.match(line.lstrip(b"\r")))
+            if pending and not _TORCH_LOG.match(pending.lstrip(b"\r")) and pending.endswith(b"\r"):
+                kept, pending = kept + pending, b""           # a progress bar's update: shown now
+            self._write(out, kept)
+        if pending and not self.muted.is_set() and not _TORCH_LOG.match(pending):
+            self._write(out, pending)
+
+    @staticmethod
+    def _write(out, data: bytes) -> None:
+        if not data:
+            return
+        if out is not None:
+            out.write(data)
+            out.flush()
+        else:
+            sys.stderr.write(data.decode(errors="replace"))
+            sys.stderr.flush()
+
+    def mute(self) -> None:
+        self.muted.set()
+
+    def close(self) -> None:
+        self.thread.join(timeout=EXIT_GRACE)
+        self.pipe.close()
 
 
 def _stop(proc: subprocess.Popen, sig: int) -> None:

@@ -320,6 +320,7 @@ def run_worker(body: Callable[[], None], device: str = "cpu") -> int:
     report: dict = {"rank": rank, "ok": True}
     try:
         _world = _World(device)
+        atomic_write(status / f"joined-{rank}", "")       # the process group formed: the launcher stops counting
         if _world.rank != 0:
             sys.stdout = open(os.devnull, "w")        # process 0 prints the summary
         body()
