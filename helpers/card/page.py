@@ -677,6 +677,7 @@ def html(c: Card) -> str:
              "table.reflow tr{border:1px solid #ccc;margin:.5em 0;padding:.2em 0}"
              "table.reflow td{white-space:normal;border:none;min-width:0!important;position:static}"
              "table.reflow td::before{content:attr(data-label) \": \";font-weight:bold;color:#444}"
+             "table.reflow td:empty{display:none}"                 # a blank cell: no label without a value
              "table.reflow td:first-child{font-weight:bold;background:#f4f4f4}"
              "table.reflow td:first-child::before{content:none}}")
     return ('<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" '
