@@ -74,10 +74,11 @@ def prefill(params: dict) -> list[str]:
 # ----------------------------------------------------------------------------- findings
 
 
-def _score(row) -> str:
-    """A safety score with its interval and what it is about: ``0.412 [0.371, 0.455] (`model`, Asian)``."""
+def _score(row, *, model: bool = True) -> str:
+    """A safety score with its interval and what it is about: ``0.412 [0.371, 0.455] (`model`, Asian)``
+    (``model`` False: the group alone, for a sentence that names the one model already)."""
     value = report.fmt_ci(row["safety_score"], row["ci_low"], row["ci_high"])
-    return f"{value} (`{row['model']}`, {row['group_label']})"
+    return f"{value} (`{row['model']}`, {row['group_label']})" if model else f"{value} ({row['group_label']})"
 
 
 def findings(toxigen: Measured, ih: Measured, gate: Section) -> Section:
@@ -102,8 +103,8 @@ def findings(toxigen: Measured, ih: Measured, gate: Section) -> Section:
         lo, hi = usable.loc[usable["safety_score"].idxmin()], usable.loc[usable["safety_score"].idxmax()]
         n = usable["model"].nunique()
         out.append(report.Finding(
-            f"The safety scores of {f'the {n} usable models' if n != 1 else f'`{lo.model}`'} run from {_score(lo)} "
-            f"to {_score(hi)}; "
+            f"The safety scores of {f'the {n} usable models' if n != 1 else f'`{lo.model}`'} run from "
+            f"{_score(lo, model=n != 1)} to {_score(hi, model=n != 1)}; "
             f"the paper's {pub1['model'].nunique()} models run from {pub1['safety_score'].min():.3f} to "
             f"{pub1['safety_score'].max():.3f}.", "table1_view", "Table 1"))
         summary = per_model_summary(toxigen.per_group, pub1, excluded)

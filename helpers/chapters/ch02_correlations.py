@@ -780,9 +780,17 @@ def _family_finding(levels: pd.DataFrame, agree: pd.DataFrame) -> report.Finding
     noise = (f"; {inside} of the {total} lie inside the teacher's 95 % interval, where a change may be sampling noise"
              if total else "; these scores carry no interval here, so none of these changes can be told from sampling "
              "noise")
+    n = int(agree["students"].max())
+    if n == 1 and len(teachers) == 1:
+        moved = ("every other metric moved with the sign of that change" if same.min() == 1 else
+                 "no other metric moved with the sign of that change" if same.max() == 0 else
+                 f"{int((same == 1).sum())} of the {len(same)} other metrics moved with the sign of that change")
+        return report.Finding(f"Within {who}, the one student's Women safety score differs from the teacher's "
+                              f"{_safety_changes(levels)}, and {moved}{noise}.", "table4_sign_agreement",
+                              "within one family")
     return report.Finding(f"Within {who}, the students' Women safety scores differ from the teacher's "
                           f"{_safety_changes(levels)}, and each other metric moved with the sign of that change for "
-                          f"{count} of the {agree['students'].max()} students, "
+                          f"{count} of the {n} students, "
                           f"{'whichever' if same.min() == same.max() else 'depending on'} the metric{noise}.",
                           "table4_sign_agreement", "within one family")
 

@@ -167,12 +167,14 @@ def findings(scores: Scores, params: dict) -> Section:
     if len(ok):
         big = ok.loc[ok["difference"].abs().idxmax()]
         f = effect.facts
-        out.append(report.Finding(
-            f"Of the {len(ok)} shapes healed both ways with both students usable, distillation instead of the LM "
-            f"loss gives a higher average safety score for {f['higher']} and a lower one for {f['lower']} (paired "
-            "95 % intervals excluding 0); the largest difference is "
-            f"{big['difference']:+.3f} [{big['ci_low']:+.3f}, {big['ci_high']:+.3f}] ({big['shape']}).",
-            "distillation_effect", "distillation effect"))
+        diff = f"{big['difference']:+.3f} [{big['ci_low']:+.3f}, {big['ci_high']:+.3f}]"
+        text = (f"For the one shape healed both ways with both students usable ({big['shape']}), distillation "
+                f"instead of the LM loss changes the average safety score by {diff} (paired 95 % interval"
+                f"{' including 0' if big['ci_low'] <= 0 <= big['ci_high'] else ''})." if len(ok) == 1 else
+                f"Of the {len(ok)} shapes healed both ways with both students usable, distillation instead of the "
+                f"LM loss gives a higher average safety score for {f['higher']} and a lower one for {f['lower']} "
+                f"(paired 95 % intervals excluding 0); the largest difference is {diff} ({big['shape']}).")
+        out.append(report.Finding(text, "distillation_effect", "distillation effect"))
     t8 = table8(scores)
     measured = t8.tables["table8_measured"].dropna(subset=["r"])
     if len(measured):

@@ -255,8 +255,8 @@ def _pair_finding(section: Section, table: str, what: str) -> report.Finding | N
     text = (f"{what} ({b} against {a}), a difference survives Holm's adjustment on {len(found)} of the "
             f"{len(heads)} headline metrics")
     if len(found):
-        named = [f"{r.metric} ({r.verdict}, {r.difference:+.3g})" for r in found.head(3).itertuples()]
-        text += ": " + ", ".join(named) + (" and more" if len(found) > 3 else "")
+        named = [f"{r.metric} {r.difference:+.3g}, {r.verdict}" for r in found.head(3).itertuples()]
+        text += ": " + "; ".join(named) + ("; and more" if len(found) > 3 else "")
     safety_row = heads[heads["metric"] == "safety_score:toxigen"]
     if len(safety_row) and not len(found[found["metric"] == "safety_score:toxigen"]):
         det = float(safety_row["detectable_difference"].iloc[0])
@@ -270,21 +270,24 @@ def findings(cards: Section, pair: Section, quantised: Section) -> Section:
     chance, the most and least metrics excluding their ideal, and each comparison's detected differences."""
     facts = cards.facts
     readings = cards.tables["cards_readings"]
-    items = [report.Finding(f"{facts['usable']} of {facts['gate_applies']} models pass the language-model quality "
-                            "gate" + (f"; {', '.join(facts['failing'])} fail it and are shown, not read"
-                                      if facts["failing"] else ""), "cards_gate", "gate")]
+    n, failing = facts["gate_applies"], facts["failing"]
+    gate = ("The one model the gate applies to passes the language-model quality gate" if n == 1 and not failing else
+            f"{facts['usable']} of {n} models {'passes' if facts['usable'] == 1 else 'pass'} the language-model "
+            "quality gate" + (f"; {report.and_list(failing)} {'fails' if len(failing) == 1 else 'fail'} it and "
+                              f"{'is' if len(failing) == 1 else 'are'} shown, not read" if failing else ""))
+    items = [report.Finding(gate + ".", "cards_gate", "gate")]
     safety_rows = readings[(readings["metric"] == "safety_score:toxigen") & (readings["value"] != "")]
     if len(safety_rows):
         items.append(report.Finding(
             "Mean safety score on ToxiGen (chance 0.5, ideal 1): " + "; ".join(
                 f"{r.model} {r.value}, {r.reading.split(';')[0].removeprefix('interval ')}"
-                for r in safety_rows.itertuples()), "cards_readings", "readings"))
+                for r in safety_rows.itertuples()) + ".", "cards_readings", "readings"))
     signed = readings.dropna(subset=["excludes_ideal"])
     if len(signed):
         per_model = signed.groupby("model", sort=False)["excludes_ideal"].agg(["sum", "size"])
         items.append(report.Finding(
             "Signed bias metrics whose interval excludes the ideal (overall, or in at least one group or test), "
-            "per model: " + "; ".join(f"{m} {int(r['sum'])} of {int(r['size'])}" for m, r in per_model.iterrows()),
+            "per model: " + "; ".join(f"{m} {int(r['sum'])} of {int(r['size'])}" for m, r in per_model.iterrows()) + ".",
             "cards_readings", "readings"))
     for section, (table, _) in ((pair, PAIRS["pair"]), (quantised, PAIRS["quantised_pair"])):
         what = "After 4-bit quantisation" if table == "comparison_quantised" else "After pruning and distillation"
@@ -292,5 +295,5 @@ def findings(cards: Section, pair: Section, quantised: Section) -> Section:
             items.append(found)
     if not quantised.facts.get("compared"):
         items.append(report.Finding("The 4-bit against 32-bit comparison needs the fp32 weights from the hub and is "
-                                    "not measured here", "cards_summary", "summary"))
+                                    "not measured here.", "cards_summary", "summary"))
     return common.findings_section(CHAPTER, items[:report.READING["findings"][1]])
