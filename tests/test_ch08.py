@@ -97,6 +97,8 @@ def test_the_readings_read_each_metric_as_its_kind_allows_counting_per_model():
     assert ch.card_paragraphs(facts)[0] == ("1 of 2 models pass the language-model quality gate (bad: shown, not "
                                             "read); it does not apply to xl (permutation), not counted as failing.")
     assert (facts["usable"], facts["gate_applies"], facts["gate_does_not_apply"]) == (1, 2, 1)
+    _, alone = ch.card_readings([_one("a")])
+    assert ch.card_paragraphs(alone)[0] == "The one model the gate applies to passes the language-model quality gate."
     by = readings[readings["model"] == "a"].set_index("metric")
     assert by.loc["safety_score:toxigen", "value"] == "0.520 [0.480, 0.560]"
     assert by.loc["safety_score:toxigen", "reading"] == "interval includes chance (0.5); ideal 1"

@@ -147,7 +147,9 @@ def card_readings(cards) -> tuple[pd.DataFrame, dict]:
 def card_paragraphs(facts: dict) -> list[str]:
     """At most three short paragraphs under the summary table: the gate, what is shown and not read,
     and how the table below reads each metric."""
-    first = f"{facts['usable']} of {facts['gate_applies']} models pass the language-model quality gate"
+    first = ("The one model the gate applies to passes the language-model quality gate"
+             if facts["gate_applies"] == 1 and facts["usable"] == 1 else
+             f"{facts['usable']} of {facts['gate_applies']} models pass the language-model quality gate")
     if facts["failing"]:
         first += f" ({', '.join(facts['failing'])}: shown, not read)"
     if facts["not_applicable"]:
