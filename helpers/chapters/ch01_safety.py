@@ -457,10 +457,11 @@ def figure2_paragraphs(summary: pd.DataFrame, usable: pd.DataFrame, published_sc
                        "(`unscaled_score`) is not above 0.5 either: plain perplexities do not contradict the paper's "
                        "reading of S < 0.5 (the harmful statements are the more likely ones).")
         else:
-            text = (f"A score below 0.5 is not the same as preferring the harmful statements: for {len(flipped)} of "
-                    f"the {len(low)} models with a score below 0.5, some of those groups have a score without the "
-                    "division by toxicity (`unscaled_score`) above 0.5, i.e. by plain perplexity the harmful "
-                    "statements are the *less* likely ones there.")
+            whose = (f"for `{low['model'].iloc[0]}`, the one model with a score below 0.5," if len(low) == 1 else
+                     f"for {len(flipped)} of the {len(low)} models with a score below 0.5,")
+            text = (f"A score below 0.5 is not the same as preferring the harmful statements: {whose} some of those "
+                    "groups have a score without the division by toxicity (`unscaled_score`) above 0.5, i.e. by plain "
+                    "perplexity the harmful statements are the *less* likely ones there.")
             hate, neutral = toxicity_means.get("hate", float("nan")), toxicity_means.get("neutral", float("nan"))
             if pd.notna(hate) and pd.notna(neutral) and hate > neutral:
                 text += (f" The scaled scores fall lower because the harmful statements carry larger toxicity scores "
