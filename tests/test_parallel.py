@@ -145,21 +145,28 @@ def _stored(cache_dir: Path) -> dict[str, list]:
     return {h: row for p in _chunks(cache_dir) for h, row in json.loads(p.read_text())["rows"].items()}
 
 
-def test_a_dead_machine_stops_the_other_with_one_line_and_the_rerun_resumes(tiny_gpt2, tmp_path):
-    import psutil
-
+def _paused_pair(model: Path, tmp_path: Path) -> tuple[subprocess.Popen, subprocess.Popen, list[str]]:
+    """Two machines scoring with ``model``, one chunk at a time, returned (with their argv) once machine 1
+    has stored one chunk and stalls (``_PAUSE``), both still running."""
     hook = tmp_path / "hook"
     hook.mkdir()
     (hook / "sitecustomize.py").write_text(_PAUSE)
     flag, port = tmp_path / "paused", _port()
-    argv = ["score", "--model", str(tiny_gpt2), "--input", str(_score_input(tmp_path)),
+    argv = ["score", "--model", str(model), "--input", str(_score_input(tmp_path)),
             "--output", str(tmp_path / "scores.csv")]
     first = _machine(0, argv, port, env={"HARMS_CACHE_CHUNK_SIZE": "1"})
     second = _machine(1, argv, port, env={"HARMS_CACHE_CHUNK_SIZE": "1", "TEST_PAUSE_FLAG": str(flag),
                                           "PYTHONPATH": f"{hook}{os.pathsep}{ROOT}"})
-    while not flag.exists():                          # machine 1 has stored one chunk and stalls
+    while not flag.exists():
         assert second.poll() is None and first.poll() is None
         time.sleep(0.05)
+    return first, second, argv
+
+
+def test_a_dead_machine_stops_the_other_with_one_line_and_the_rerun_resumes(tiny_gpt2, tmp_path):
+    import psutil
+
+    first, second, argv = _paused_pair(tiny_gpt2, tmp_path)
     [worker] = [p for p in psutil.Process(second.pid).children(recursive=True)
                 if "helpers" in p.cmdline() and "accelerate.commands.launch" not in p.cmdline()]
     worker.send_signal(signal.SIGKILL)                # machine 1 dies mid-run
@@ -192,18 +199,7 @@ def test_killing_a_machines_harms_ends_its_whole_run_and_the_other_machine_stops
     machine 0 stops with one line instead of finishing alone."""
     import psutil
 
-    hook = tmp_path / "hook"
-    hook.mkdir()
-    (hook / "sitecustomize.py").write_text(_PAUSE)
-    flag, port = tmp_path / "paused", _port()
-    argv = ["score", "--model", str(tiny_gpt2), "--input", str(_score_input(tmp_path)),
-            "--output", str(tmp_path / "scores.csv")]
-    first = _machine(0, argv, port, env={"HARMS_CACHE_CHUNK_SIZE": "1"})
-    second = _machine(1, argv, port, env={"HARMS_CACHE_CHUNK_SIZE": "1", "TEST_PAUSE_FLAG": str(flag),
-                                          "PYTHONPATH": f"{hook}{os.pathsep}{ROOT}"})
-    while not flag.exists():
-        assert second.poll() is None and first.poll() is None
-        time.sleep(0.05)
+    first, second, argv = _paused_pair(tiny_gpt2, tmp_path)
     started = psutil.Process(second.pid).children(recursive=True)
     assert any("accelerate.commands.launch" in p.cmdline() for p in started)
     second.send_signal(signal.SIGKILL)                # the machine's harms dies; its children are not signalled
