@@ -344,6 +344,23 @@ WHY_MISSING = {
 }
 
 
+def correlation_why(table: pd.DataFrame, *, unit: str = "models",
+                    same_for: str = "every model of the family") -> dict:
+    """Why r, p or the interval of a correlation table (n, r, p_value, ci_low, ci_high) is empty, per
+    column, from the rows it is empty in: fewer than 3 ``unit``, a column the same for ``same_for``, or
+    (the interval) only 3 ``unit``, which give no Fisher-z interval (for a table's ``attrs["why"]``)."""
+    causes = [(table["n"] < 3, f"fewer than 3 {unit}"),
+              (table["r"].isna() & (table["n"] >= 3), f"the column is the same for {same_for}"),
+              (table["r"].notna() & (table["n"] == 3), f"3 {unit} give no Fisher-z interval")]
+    why = {}
+    for column in ("r", "p_value", "ci_low", "ci_high"):
+        empty = table[column].isna()
+        reasons = [text for mask, text in causes if (mask & empty).any()]
+        if reasons:
+            why[column] = "; ".join(reasons)
+    return why
+
+
 def _why(column: str, why: dict) -> str:
     if column in why:
         return why[column]

@@ -192,22 +192,6 @@ def table13_why(t13: pd.DataFrame) -> dict:
     return why
 
 
-def correlation_why(table: pd.DataFrame) -> dict:
-    """Why r, p or the interval of a correlation table (family, x, n, r, ...) is empty: fewer than 3 models, a
-    column the same for every model of the family, or (the interval) only 3 models, which give no Fisher-z
-    interval."""
-    why = {}
-    for column in ("r", "p_value", "ci_low", "ci_high"):
-        empty = table[table[column].isna()]
-        reasons = (["fewer than 3 models"] if (empty["n"] < 3).any() else []) + (
-            ["the column is the same for every model of the family"] if (empty["r"].isna() & (empty["n"] >= 3)).any()
-            else []) + (["3 models give no Fisher-z interval"] if (empty["r"].notna() & (empty["n"] == 3)).any()
-                        else [])
-        if reasons:
-            why[column] = "; ".join(reasons)
-    return why
-
-
 def figure3(m: Measured) -> Section:
     """Seed 000 Figure 3 (average safety score against parameters per family, measured and
     published; models that fail the quality gate as grey crosses, left out of the lines' meaning),
@@ -263,7 +247,7 @@ def table5_measured(params: dict, m: Measured) -> Section:
     ok = usable(m)
     t5 = save(architecture.table5(ok, min_variants=params["min_variants"], columns=architecture.ARCH_MEASURED)
               .assign(source="measured"), CHAPTER, "table5_measured")
-    t5.attrs["why"] = correlation_why(t5)
+    t5.attrs["why"] = report.correlation_why(t5)
     text = [gate_text(m, params)]
     lineages = {n: registry.lineage(n) for n in ok[ok["family"].isin(t5["family"])]["model"]}
     if len(t5):
@@ -289,7 +273,7 @@ def table5_published() -> Section:
         r_from_table13=rec13["r"].round(3), r_from_table1_averages=rec1["r"].round(3),
         p_value=rec13["p_value"], ci_low=rec13["ci_low"], ci_high=rec13["ci_high"],
         source="published-recomputed"), CHAPTER, "table5_published_recomputed")
-    t5.attrs["why"] = correlation_why(t5.assign(r=t5["r_from_table13"]))
+    t5.attrs["why"] = report.correlation_why(t5.assign(r=t5["r_from_table13"]))
     diff = t5[t5["r_from_table13"].round(2) != t5["r_published"]]
     same1 = bool((t5["r_from_table1_averages"].round(2) == t5["r_published"]).all())
     text = (f"Recomputed from Table 13's printed averages, {len(t5) - len(diff)} of {len(t5)} correlations match "

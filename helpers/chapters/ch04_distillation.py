@@ -471,24 +471,11 @@ def table8(scores: Scores) -> Section:
     measured = (pd.concat(rows, ignore_index=True).assign(source="measured") if rows else
                 pd.DataFrame(columns=TABLE8_COLUMNS))          # a tidy, empty table: no family has 3 students
     common.save(measured, CHAPTER, "table8_measured")
-    measured.attrs["why"] = correlation_why(measured)
+    measured.attrs["why"] = report.correlation_why(measured, unit="students", same_for="every student")
     text = table8_text(measured, scores)
     return Section(("table8_measured", measured), ("table8_published", published.table("000", "table8")), text,
                    call=call(stats.correlation_table, "usable_students", Var("SHAPE"), "safety_score"),
                    facts={"correlations": measured.to_dict("records")})
-
-
-def correlation_why(table: pd.DataFrame) -> dict:
-    """Why r, p or the interval of a correlation table (x, n, r, ...) is empty: a shape column the same for every
-    student, or only 3 students, which give no Fisher-z interval."""
-    why = {}
-    for column in ("r", "p_value", "ci_low", "ci_high"):
-        empty = table[table[column].isna()]
-        reasons = (["the column is the same for every student"] if empty["r"].isna().any() else []) + (
-            ["3 students give no Fisher-z interval"] if (empty["r"].notna() & (empty["n"] == 3)).any() else [])
-        if reasons:
-            why[column] = "; ".join(reasons)
-    return why
 
 
 def students_lineages(scores: Scores, families) -> dict:
