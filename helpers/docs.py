@@ -73,6 +73,18 @@ already going (or `HARMS_NUM_THREADS`): run two at once and each takes half. Wit
 an existing output file is refused before any work. Every bad input is one line `harms: error: …`
 (exit 2).
 
+**What you see when something is wrong.** One line on stderr in every case, never a traceback:
+
+| case | what `harms` does | exit |
+|---|---|---|
+| `--output` empty, an existing file, a path under a file, a folder it cannot write, or an existing card without `--overwrite` | `harms: error: <path>: <why>` before any model is loaded; nothing is created | 2 |
+| an unknown model, a hub id without the hub, damaged weights, a nonsense option value, a `--languages` entry the tokenizer cannot write | `harms: error: <what is wrong>` within seconds | 2 |
+| one metric of a card cannot run for one model (a word its tokenizer writes only as unknown, a classifier that cannot load, a data set absent offline) | the card is written; that model's row in `status.csv` says `not computed: <why>`, the comparison's row `not tested: <model>: <why>` (left out of the Holm family); one line `harms: note: <model>: <metric> not computed: <why>` | 0 |
+| no metric of a card could be computed | `harms: error: nothing could be computed for the card: <metric>: <why>; …`; nothing written | 2 |
+| the disk fills | `harms: error: cannot write the score cache in <dir>: No space left on device; set HARMS_CACHE_DIR …` (exit 2), or while writing an output `harms: error: No space left on device (<file>)` (exit 1); no half-written file (every write is atomic) | 2 / 1 |
+| Ctrl-C or SIGTERM | `harms: interrupted: 96 of 250 sentences are saved in the score cache; rerun to resume` | 130 / 143 |
+| a machine of a multi-machine run dies, never joins, or its port answers with another program | one line naming the machine and the setting that bounds the wait; see [SCALING.md](SCALING.md) | 2 |
+
 **Interrupted runs resume.** Scores are saved to the cache at least every 32 sentences or 30
 seconds: a killed run loses at most that, and Ctrl-C or SIGTERM (`kill`, a batch scheduler, `docker
 stop`) says exactly how many sentences are saved (exit 130 after Ctrl-C, 143 after SIGTERM: 128 +

@@ -76,15 +76,34 @@ def against_range(measured: pd.DataFrame, published: pd.DataFrame, by: str = "gr
     return out
 
 
-def top_groups(scores: pd.DataFrame, k: int = 4, value: str = "safety_score") -> list[str]:
-    """The ``k`` groups with the highest median ``value`` across models."""
-    return list(scores.groupby("group")[value].median().sort_values(ascending=False).index[:k])
-
-
 def and_list(keys, labels: dict | None = None) -> str:
     """"a, b and c" (labels, if given, rename the keys)."""
     keys = [labels.get(k, k) if labels else k for k in keys]
     return ", ".join(keys[:-1]) + (" and " if len(keys) > 1 else "") + (keys[-1] if keys else "")
+
+
+def count_of(k: int, n: int, noun: str, verb: tuple[str, str] | None = None, *, plural: str | None = None) -> str:
+    """``k`` of ``n`` things as a person writes it: "all 11 models", "both models", "the one model",
+    "none of the 8 students", "neither model", "3 of the 11 models"; ``verb`` (singular,
+    plural) follows in agreement ("the one model passes", "all 11 models pass"); ``plural`` where
+    the noun does not take an "s" ("(model, set) pairs" takes one; "classes" does not)."""
+    k, n = int(k), int(n)
+    many = plural or (noun + "s")
+    if n == 0:
+        phrase, one = f"no {many}", False
+    elif k == n:
+        phrase, one = (f"the one {noun}", True) if n == 1 else (f"both {many}" if n == 2 else f"all {n} {many}", False)
+    elif k == 0:
+        phrase, one = ((f"no {noun}", True) if n == 1 else (f"neither {noun}", True) if n == 2 else
+                       (f"none of the {n} {many}", False))
+    else:
+        phrase, one = f"{k} of the {n} {noun if n == 1 else many}", k == 1
+    return phrase + (f" {verb[0] if one else verb[1]}" if verb else "")
+
+
+def sentence_case(text: str) -> str:
+    """``text`` with its first letter capitalised and the rest untouched (``str.capitalize`` lowers it)."""
+    return text[:1].upper() + text[1:]
 
 
 def correlation_sentence(res: dict, what: str) -> str:
@@ -137,123 +156,6 @@ def families_sentence(lineages: dict, *, strong: float = 0.8) -> str:
             "models, and the within-family models as a dose-response (does pruning move both metrics together?).")
 
 
-def safety_summary(measured: pd.DataFrame, published: pd.DataFrame, *, labels: dict | None = None,
-                   paper_top: list[str] | None = None, toxicity_means: dict | None = None,
-                   excluded: list[str] | None = None) -> str:
-    """Markdown paragraph comparing measured safety scores (model, group, safety_score,
-    significant, and ``unscaled_score`` if present) with the published ones (model, group,
-    safety_score). With ``unscaled_score`` the reading "S < 0.5: the model prefers the harmful
-    statements" is checked against the plain-perplexity score, cell by cell; ``toxicity_means``
-    ({"hate": ..., "neutral": ...}, the mean toxicity score per label) says why the two can disagree
-    (only when the harmful statements' mean is the larger). ``excluded``: models that fail the
-    language-model quality gate; their rows are left out of every statement and named."""
-    excluded = [m for m in dict.fromkeys(excluded or []) if m in set(measured["model"])]
-    left_out = (f" Left out of this paragraph: {and_list([f'`{m}`' for m in excluded])}, which "
-                f"{'fails' if len(excluded) == 1 else 'fail'} the language-model quality gate "
-                "(shown in the figure, not interpreted).") if excluded else ""
-    ours = measured[~measured["model"].isin(excluded)].dropna(subset=["safety_score"])
-    if ours.empty:
-        return ("No safety score of a model that passes the language-model quality gate could be measured."
-                if excluded else "No safety score could be measured.") + left_out
-    cmp = against_range(ours, published)
-    n, inside = len(cmp), int(cmp["within_published_range"].sum())
-    below = int((cmp["safety_score"] < cmp["published_min"]).sum())
-    above = int((cmp["safety_score"] > cmp["published_max"]).sum())
-    models = ours["model"].nunique()
-    lines = [
-        f"Across the {models} measured model{'s' if models > 1 else ''}"
-        + (f" that pass{'es' if models == 1 else ''} the language-model quality gate" if excluded else "")
-        + f" and {ours['group'].nunique()} groups, "
-        f"{inside} of {n} safety scores ({inside / n:.0%}) lie within the range of the paper's "
-        f"{published['model'].nunique()} models for the same group; {below} lie below it and {above} above it. "
-        f"The measured median is {ours['safety_score'].median():.3f} "
-        f"(paper: {published['safety_score'].median():.3f})."]
-    over = ours[ours["safety_score"] >= 0.5]
-    paper_below = bool((published["safety_score"].dropna() < 0.5).all())
-    if over.empty:
-        lines.append(("As in the paper, every" if paper_below else "Every") + " measured score is below 0.5: for "
-                     "every group, a harmful statement more often than not has a lower toxicity-scaled perplexity "
-                     "than a benign one.")
-    else:
-        lines.append(("Unlike the paper, where every score is below 0.5, " if paper_below else "")
-                     + f"{len(over)} measured score{'s are' if len(over) > 1 else ' is'} at or above 0.5 "
-                     f"({and_list(sorted(over['model'] + ' / ' + over['group']))}).")
-    if "unscaled_score" in ours and ours["unscaled_score"].notna().any():
-        lines.append(unscaled_sentence(ours, toxicity_means))
-    if "significant" in ours:
-        ns = ours[~ours["significant"].astype(bool)]
-        if len(ns):
-            lines.append(f"{len(ns)} of {len(ours)} scores are not significantly different from 0.5 "
-                         "(Mann-Whitney p > 0.05); the upstream code would have dropped them silently, "
-                         "here they are kept and flagged.")
-    paper_top = paper_top or top_groups(published)
-    our_top = top_groups(ours, len(paper_top))
-    common = [g for g in our_top if g in paper_top]
-    lines.append(f"The paper finds the highest scores for {and_list(paper_top, labels)}; the measured models "
-                 f"have theirs for {and_list(our_top, labels)} ({len(common)} of {len(paper_top)} in common).")
-    return " ".join(lines) + left_out
-
-
-def unscaled_sentence(scores: pd.DataFrame, toxicity_means: dict | None = None) -> str:
-    """Whether the reading "S < 0.5: the model prefers the harmful statements" survives without the
-    division by toxicity, counted cell by cell over the rows of ``scores`` with both ``safety_score``
-    and ``unscaled_score``: of the cells with S < 0.5, how many have an unscaled score above 0.5 (by
-    plain perplexity the harmful statements are the *less* likely ones there). "A score below 0.5 is not
-    the same as preferring the harmful statements" is written only when at least one such cell exists, and
-    the toxicity explanation only when ``toxicity_means`` gives the harmful statements the larger
-    mean toxicity (the division then lowers their scaled perplexity, so S falls below the unscaled
-    score)."""
-    both = scores.dropna(subset=["safety_score", "unscaled_score"])
-    low = both[both["safety_score"] < 0.5]
-    flipped = low[low["unscaled_score"] > 0.5]
-    agree = int((low["unscaled_score"] < 0.5).sum())
-    if low.empty:
-        up = int((both["unscaled_score"] > 0.5).sum())
-        return (f"Without the division by toxicity (`unscaled_score`), {up} of {len(both)} scores are above 0.5 "
-                "(the harmful statements are the less likely ones by plain perplexity there).")
-    if flipped.empty:
-        ties = len(low) - agree
-        return (f"For each of the {len(low)} scores below 0.5, the score without the division by toxicity "
-                "(`unscaled_score`) is not above 0.5 either" + (f" ({ties} at exactly 0.5)" if ties else "")
-                + ": the plain perplexities do not contradict the paper's reading of S < 0.5 (the harmful "
-                "statements are the more likely ones) in any of these cells.")
-    text = (f"A score below 0.5 is not the same as preferring the harmful statements: for {len(flipped)} of the {len(low)} "
-            "scores below 0.5, the score without the division by toxicity (`unscaled_score`) is above 0.5, i.e. "
-            "by plain perplexity the harmful statements are the *less* likely ones there")
-    if toxicity_means and np.isfinite(toxicity_means.get("hate", np.nan)) and np.isfinite(
-            toxicity_means.get("neutral", np.nan)) and toxicity_means["hate"] > toxicity_means["neutral"]:
-        text += (f"; the scaled scores fall lower because the harmful statements carry larger toxicity scores "
-                 f"(mean {toxicity_means['hate']:.2f} vs {toxicity_means['neutral']:.2f} for the benign ones), "
-                 "which divide their perplexity")
-    return text + (f". The paper's reading of S < 0.5 (the harmful statements are the more likely ones) is "
-                   f"supported by the unscaled score in {agree} of those {len(low)} cells.")
-
-
-def log_perplexity_sentence(ours: pd.DataFrame, published: pd.DataFrame) -> str:
-    """Compare measured log-perplexities (model, label, mean) with the published per-model
-    ones (benign_mean, harmful_mean): range, and whether harmful > benign holds."""
-    wide = ours.pivot_table(index="model", columns="label", values="mean")
-    if not {"hate", "neutral"} <= set(wide.columns):
-        return "Log-perplexities need both harmful and benign sentences."
-    higher = wide.index[wide["hate"] > wide["neutral"]].tolist()
-    pub_higher = int((published["harmful_mean"] > published["benign_mean"]).sum())
-    lo = float(np.nanmin(published[["benign_mean", "harmful_mean"]].to_numpy()))
-    hi = float(np.nanmax(published[["benign_mean", "harmful_mean"]].to_numpy()))
-    vals = wide[["hate", "neutral"]].to_numpy()
-    inside = wide.index[((vals >= lo) & (vals <= hi)).all(axis=1)].tolist()
-    above = wide.index[(vals > hi).any(axis=1)].tolist()
-    below = [m for m in wide.index if m not in inside and m not in above]
-    return (f"The measured mean log-perplexities range from {np.nanmin(vals):.2f} to {np.nanmax(vals):.2f}; "
-            f"those of the paper's {len(published)} models from {lo:.2f} to {hi:.2f}. {len(inside)} of "
-            f"{len(wide)} measured models lie within the published range."
-            + (f" Above it: {and_list(above)}; the statements are less plausible text for these models than for "
-               "any of the paper's, which weakens what their safety scores can say." if above else "")
-            + (f" Below it: {and_list(below)}." if below else "")
-            + " Harmful sentences have the higher mean "
-            f"log-perplexity for {len(higher)} of {len(wide)} measured models, and for {pub_higher} of the "
-            f"paper's {len(published)}.")
-
-
 def format_number(x, digits: int = 3) -> str:
     return "–" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
 
@@ -294,7 +196,7 @@ def gate_sentence(table: pd.DataFrame, *, min_ratio: float = 2.0) -> str:
     n = len(measured)
     if bad.empty:
         need = and_list(sorted({f"{r:g}×" for r in measured["min_ratio"]}))
-        who = f"All {n} measured models pass" if n > 1 else "The one measured model passes"
+        who = sentence_case(count_of(n, n, "measured model", ("passes", "pass")))
         return (f"{who} the language-model quality gate: {'each has a' if n > 1 else 'its'} held-out perplexity "
                 f"{'' if n > 1 else 'is '}at least {need} better than the unigram baseline of its tokenizer.")
     why = []
@@ -307,7 +209,7 @@ def gate_sentence(table: pd.DataFrame, *, min_ratio: float = 2.0) -> str:
             why.append(f"{r.model} (perplexity {ppl} is worse than the unigram baseline {uni}: ratio "
                        f"{r.ratio:.2f}, needs {r.min_ratio:g}×)")
     verb = "is not a usable language model" if len(bad) == 1 else "are not usable language models"
-    return (f"{len(bad)} of {n} measured model{'s' if n > 1 else ''} {verb} and "
+    return (f"{sentence_case(count_of(len(bad), n, 'measured model'))} {verb} and "
             f"{'is' if len(bad) == 1 else 'are'} excluded from correlations and verdicts: {and_list(why)}.")
 
 
@@ -320,9 +222,10 @@ def gate_count_sentence(table: pd.DataFrame, *, min_ratio: float, kept_out_of: s
         return "No model could be measured for the language-model quality gate."
     bad = measured.loc[~measured["usable"].astype(bool), "model"].tolist()
     if not bad:
-        return f"All {len(measured)} measured models pass the language-model quality gate."
+        return sentence_case(count_of(len(measured), len(measured), "measured model", ("passes", "pass"))
+                             + " the language-model quality gate.")
     one = len(bad) == 1
-    return (f"{len(bad)} of the {len(measured)} measured models {'fails' if one else 'fail'} the language-model "
+    return (f"{sentence_case(count_of(len(bad), len(measured), 'measured model', ('fails', 'fail')))} the language-model "
             f"quality gate (held-out perplexity not {min_ratio:g}× better than the unigram baseline of its "
             f"tokenizer): {and_list([f'`{n}`' for n in bad])}. {'It stays' if one else 'They stay'} in the tables, "
             f"flagged, and out of {kept_out_of}.")
@@ -430,6 +333,16 @@ READING = {"max_paragraph_words": 120, "max_shape_repeats": 2, "findings": (3, 6
 NOISE = ("Traceback (most recent call last)", "Error:", "Warning:", "Exception:", "ConnectionError",
          "(HTTPError", "offline? copy")
 
+#: Counts a program writes and a person does not: a plural left to the reader ("model(s)"), every
+#: one written as "11 of the 11" (a range "0 to 2 of the 2" or "n = 2 of the 2" is fine) and none as
+#: "0 of the 11".
+_MACHINE_COUNTS = [
+    (re.compile(r"\b[A-Za-z]+\(s\)"), "a plural left to the reader"),
+    (re.compile(r"(?<![\d.,−-])(?<!to )(?<!= )(\d[\d,]*) of (?:[\w'’]+ ){0,2}?\1(?![\d.,]?\d)"),
+     "a count of all written as 'k of k'"),
+    (re.compile(r"(?<![\d.,−-])(?<!to )(?<!= )0 of (?:[\w'’]+ ){0,2}?\d"), "a count of none written as '0 of n'"),
+]
+
 _NUMBER = re.compile(r"[−+-]?\d[\d,]*(?:\.\d+)?(?:e[−+-]?\d+)?")
 _LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z`*\[])")
@@ -488,6 +401,8 @@ def reading_problems(markdown: str, *, reading: dict = READING) -> list[str]:
     problems += [f"one sentence shape {n} times (at most {reading['max_shape_repeats']}): {shape[:80]!r}"
                  for shape, n in shapes.items() if n > reading["max_shape_repeats"]]
     problems += [f"exception or warning text on the page: {word!r}" for word in NOISE if word in markdown]
+    problems += [f"{what}: {m.group(0)!r} (write it with count_of)" for rx, what in _MACHINE_COUNTS
+                 for p in paragraphs(markdown) for m in rx.finditer(_LINK.sub(r"\1", p))]
     return problems
 
 

@@ -187,6 +187,23 @@ def private_dirs(monkeypatch, tmp_path):
     return tmp_path
 
 
+@pytest.fixture
+def data_without_crows_pairs(monkeypatch, tmp_path) -> Path:
+    """A data directory holding every data set of the configured one but CrowS-Pairs, as
+    ``HARMS_DATA_DIR``, with nothing downloaded: CrowS-Pairs is absent offline. Returns it."""
+    from helpers import paths
+    from helpers.datasets import registry
+
+    shared, data = paths.data_dirs()[0], tmp_path / "data-without-crows-pairs"
+    data.mkdir()
+    for folder in shared.iterdir():
+        if folder.name != registry.spec("crows-pairs").folder:
+            (data / folder.name).symlink_to(folder)
+    assert not (paths.download_dir() / registry.spec("crows-pairs").folder).exists()
+    monkeypatch.setenv("HARMS_DATA_DIR", str(data))
+    return data
+
+
 def write_hatexplain(folder: Path, n_posts: int = 200, seed: int = 0) -> Path:
     """A HateXplain-format ``dataset.json`` and ``post_id_divisions.json`` (upstream's layout:
     three annotators with label and target list, post_tokens) of ``n_posts`` synthetic posts over

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 import nbformat
+import pandas as pd
 import pytest
 
 from helpers import book, report
@@ -69,6 +70,8 @@ def test_the_chapter_opens_with_its_findings(ci_book, stem):
         assert f'id="{anchor}"' in page, f"{stem}: a finding links to #{anchor}, which is not on its page"
     findings = ci_book.results / stem / f"{report.FINDINGS_TABLE}.csv"
     assert findings.is_file(), f"{stem}: no {findings.name}"
+    problems = report.reading_problems("\n\n".join(pd.read_csv(findings)["finding"]))
+    assert not problems, "\n".join(f"{stem}, Findings: {p}" for p in problems)
 
 
 @pytest.mark.parametrize("stem", _chapters(strict=False))       # the ci profile's small sample may read well

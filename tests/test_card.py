@@ -746,3 +746,60 @@ def test_a_card_where_nothing_could_be_computed_is_one_error(tiny_gpt2, tmp_path
     monkeypatch.setenv("HARMS_CACHE_DIR", str(tmp_path / "cache"))
     with pytest.raises(HarmsError, match=r"^nothing could be computed for the card: .*safety_score:toxigen: .*'abuse'"):
         card.report_card([str(tiny_gpt2)], budget="quick")
+
+
+def test_a_masked_model_whose_tokenizer_cannot_write_a_metrics_word_gets_that_metric_not_computed(
+        tiny_gpt2, tiny_bert, tmp_path, monkeypatch, capsys):
+    """No injection: the tiny BERT's WordPiece vocabulary has no continuation piece for some letters
+    (``##y``, ``##w``, ...), so a candidate word spelled with one is only ``[UNK]``. `harms report` of a
+    causal and this masked model exits 0; each metric that fails for the BERT is "not computed: <why>"
+    naming a candidate its tokenizer writes as ``[UNK]`` alone, or English cloze patterns it cannot
+    write (each checked with the tokenizer itself); its comparison row says "not tested"; the other
+    metrics are computed."""
+    from transformers import AutoTokenizer
+
+    monkeypatch.setenv("HARMS_CACHE_DIR", str(tmp_path / "cache"))
+    out = tmp_path / "card"
+    assert cli.main(["report", "--model", str(tiny_gpt2), "--model", str(tiny_bert), "--output", str(out)]) == 0
+    notes = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("harms: note:")]
+    status = pd.read_csv(out / "status.csv")
+    bert = status[status["model"] == models.lazy(str(tiny_bert)).name].set_index("metric")["status"]
+    failed = bert[bert.str.startswith("not computed: ")]
+    assert len(failed) and (bert == "computed").any() and len(notes) >= 1
+    tok = AutoTokenizer.from_pretrained(str(tiny_bert))
+
+    def pieces(text):
+        return tok.convert_ids_to_tokens(tok(text, add_special_tokens=False)["input_ids"])
+    for why in failed:
+        word = re.search(r"candidate '([^']+)'", why)
+        example = re.search(r"cannot write 'en' \(\d+ of \d+ cloze patterns .*e\.g\. '(.+?)\[MA'\)", why)
+        assert word or example, dict(failed)
+        if word:
+            assert pieces(word[1]) == ["[UNK]"]
+        else:
+            assert "[UNK]" in pieces(example[1])
+    comp = pd.read_csv(out / "comparison.csv").set_index("metric")
+    for metric in failed.index:
+        if metric in comp.index:
+            assert comp.loc[metric, "verdict"].startswith("not tested: ") and not comp.loc[metric, "headline"]
+    card.validate(json.loads((out / "report.json").read_text()))
+
+
+def test_a_data_set_absent_offline_leaves_its_metric_not_computed_and_the_rest_computed(
+        tiny_gpt2, data_without_crows_pairs, tmp_path, monkeypatch, capsys):
+    """CrowS-Pairs absent offline: the card is written, CrowS-Pairs is "not computed: <the registry's
+    own not-found line>", every other metric the model's objective admits is computed."""
+    from helpers.datasets import registry
+    from helpers.errors import DataNotFoundError
+
+    with pytest.raises(DataNotFoundError) as missing:
+        registry.path("crows-pairs")
+    monkeypatch.setenv("HARMS_CACHE_DIR", str(tmp_path / "cache"))
+    out = tmp_path / "card"
+    assert cli.main(["report", "--model", str(tiny_gpt2), "--output", str(out)]) == 0
+    status = pd.read_csv(out / "status.csv").set_index("metric")["status"]
+    assert status["crows_pairs"] == f"not computed: {missing.value}"
+    declared = card.status_table(models.lazy(str(tiny_gpt2))).set_index("metric")["status"]
+    pd.testing.assert_series_equal(status.drop("crows_pairs"), declared.drop("crows_pairs"))
+    notes = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("harms: note:")]
+    assert len(notes) == 1 and "crows_pairs not computed: data set 'crows-pairs'" in notes[0]

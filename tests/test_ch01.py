@@ -159,7 +159,7 @@ def test_within_published_range_counted_by_hand(run):
     if flipped:
         models_flipped = int((per_model["below_half_unscaled_above_half"] > 0).sum())
         models_low = int((per_model["below_half"] > 0).sum())
-        assert f"for {models_flipped} of the {models_low} models with a score below 0.5" in summary.markdown
+        assert f"for {report.count_of(models_flipped, models_low, 'model')} with a score below 0.5" in summary.markdown
         assert (f"mean {mean_harmful:.2f} against" in summary.markdown) == (mean_harmful > mean_benign)
     elif low:
         assert "For every group scoring below 0.5" in summary.markdown
@@ -198,7 +198,7 @@ def test_paper_model_is_compared_model_by_model(run, monkeypatch):
     renamed = ch.Measured(m.per_sentence, m.per_group.replace({"model": {m.models[0]: "gpt2"}}))
     shown = ch.compare_table1(renamed)
     paired = shown.tables["table1_vs_published"]
-    assert "1 measured model(s) are in the paper" in shown.markdown and shown.facts["paper_models_measured"] == 1
+    assert "1 measured model is in the paper" in shown.markdown and shown.facts["paper_models_measured"] == 1
     pub = published.table("000", "table1").set_index(["model", "group"])
     for _, row in paired.iterrows():
         assert row["published"] == pub.loc[("GPT-2", row["group"]), "safety_score"]
@@ -209,7 +209,7 @@ def test_paper_model_is_compared_model_by_model(run, monkeypatch):
         assert row["difference_ci_low"] == pytest.approx(ours.loc[row["group"], "ci_low"] - row["published"])
         assert row["difference_ci_high"] == pytest.approx(ours.loc[row["group"], "ci_high"] - row["published"])
     off = int(((paired["difference_ci_low"] > 0) | (paired["difference_ci_high"] < 0)).sum())
-    assert f"for {off} of {len(paired)} cells the 95 % interval of the difference" in shown.markdown
+    assert f"for {report.count_of(off, len(paired), 'cell')} the 95 % interval of the difference" in shown.markdown
 
 
 def test_log_perplexity_and_table10(run):
@@ -230,7 +230,10 @@ def test_log_perplexity_and_table10(run):
         want = "above" if max(vals) > hi else "within" if min(vals) >= lo else "below"
         assert ranged.loc[model, "position"] == want
         assert ranged.loc[model, "harmful_higher"] == (row["hate"] > row["neutral"])
-    assert f"Of the 3 measured models, {int((ranged['position'] == 'within').sum())} lie within that range" in text
+    counts = ranged["position"].value_counts()
+    assert "Of the 3 measured models, " in text and "0 below" not in text and "0 above" not in text
+    for position, k in counts.items():
+        assert f"{k} {'within that range' if position == 'within' else position + ' it'}" in text
     # issue 25: the paper's Table 9 per model beside ours, and Table 2 by family, recomputed
     pub9 = published.table("000", "table9")
     theirs = shown[shown["source"] == "published"].set_index("model")
@@ -246,7 +249,7 @@ def test_log_perplexity_and_table10(run):
     assert list(t10["model"]) == run["toxigen"].models and (t10["n_harmful"] == 4).all()
     pub10 = published.table("000", "table10")["safety_score"]
     inside = int(sum(pub10.min() <= s <= pub10.max() for s in t10["safety_score"]))
-    assert f"{inside} of 3 measured model(s) fall in that range" in text10 and section10.facts["within_published_range"] == inside
+    assert f"{report.count_of(inside, 3, 'measured model', ('falls', 'fall'))} in that range" in text10 and section10.facts["within_published_range"] == inside
 
 
 def test_correlations_against_scipy(run):
@@ -273,7 +276,7 @@ def test_correlations_against_scipy(run):
     # a model failing the quality gate is shown in the scatter but not counted in r
     kept = list(means.index[:2])
     gated = ch.correlation(run["toxigen"], run["implicit"], Section(facts={"usable": kept}))
-    assert gated.facts["measured"]["n"] == 2 and "1 measured model(s) failing the quality gate" in gated.markdown
+    assert gated.facts["measured"]["n"] == 2 and "1 measured model failing the quality gate is shown" in gated.markdown
     # n, the independent families it rests on (each tiny model is its own), and the paper's 0.68 over 24 beside it
     assert "n = 3 models from 3 independent families" in text and "takes 9 independent families" in text
     assert section.facts["families"] == len(section.tables["toxigen_vs_implicit_hate_families"]) == 3
@@ -291,7 +294,7 @@ def test_figure1_and_notes(run):
     assert counts.set_index("group").loc["asian", ["hate", "neutral"]].tolist() == [4, 4]
     assert "**16 sentences** (8 harmful, 8 benign) about 2 groups" in text
     notes = check_section(ch.notes(run["params"], run["toxigen"], run["implicit"])).markdown
-    assert "0 of the 3 measured models are among the paper's 24" in notes
+    assert "None of the 3 measured models are among the paper's 24" in notes
     # where they come from is read from the registry, not written (issue 25: "and the book's zoo")
     assert "from local folders" in notes and "zoo" not in notes and "Python packages" not in notes
     assert ch.measured_origins(["smollm2-135m", "gemma3-270m"]) == "2 shipped as Python packages"
@@ -368,7 +371,8 @@ def test_findings_link_to_shown_tables_and_the_page_reads(run):
     pub10 = published.table("000", "table10")["safety_score"]
     t10 = run["implicit"].per_group[run["implicit"].per_group["model"].isin(kept)]
     inside = int(t10["safety_score"].between(pub10.min(), pub10.max()).sum())
-    assert f"{inside} of the 2 usable models score within the paper's range" in texts["table10_implicit_hate"]
+    assert f"{report.count_of(inside, 2, 'usable model', ('scores', 'score'))} within the paper's range" in \
+        texts["table10_implicit_hate"]
     left = sorted(set(run["toxigen"].models) - set(kept))
-    assert texts["language_model_quality"].startswith(f"1 of the 3 measured models fail") and left[0] in \
+    assert texts["language_model_quality"].startswith("1 of the 3 measured models fails") and left[0] in \
         texts["language_model_quality"]

@@ -99,7 +99,7 @@ def test_describe_names_range_teacher_and_the_excluded():
     text = ch.describe(fam, "X")
     assert "ranges from 0.300 (s0-lm) to 0.450 (s1-lm)" in text and "3 usable students" in text
     assert "s3-lm" in text                                   # named as excluded by the gate
-    assert "The teacher scores 0.380; 1 of 3 usable students score higher." in text
+    assert "The teacher scores 0.380; 1 of the 3 usable students scores higher." in text
 
 
 def test_distillation_effect_is_the_paired_difference_of_average_safety_scores(private_dirs):

@@ -31,7 +31,7 @@ def test_the_cards_are_harms_reports_and_the_comparison_its_pair(private_dirs, t
     flagged = {m for c in cards.data for m in c.status.dropna(subset=["note"])["metric"]}
     assert flagged and set(cards.facts["not_read"]) == flagged             # a classifier behind them fails
     assert "Shown, not read: " in cards.markdown and "fails the classifier gate" in cards.markdown
-    assert cards.markdown.startswith("0 of 2 models pass the language-model quality gate")
+    assert cards.markdown.startswith("Neither model passes the language-model quality gate")
     assert cards.items[0][:2] == ("table", "cards_summary")                  # the summary table first
     assert len(report.paragraphs(cards.markdown)) <= 3 and not report.reading_problems(cards.markdown)
     readings = cards.tables["cards_readings"]
@@ -50,7 +50,7 @@ def test_the_cards_are_harms_reports_and_the_comparison_its_pair(private_dirs, t
     box = ch.findings(cards, comparison, ch.comparison_section({**params, "pair": None}))
     low, high = report.READING["findings"]
     assert low <= len(box.facts["findings"]) <= high
-    assert box.facts["findings"][0].startswith("0 of 2 models pass the language-model quality gate; ")
+    assert box.facts["findings"][0].startswith("Neither model passes the language-model quality gate; ")
     assert "a difference survives Holm's adjustment on 0 of" in box.facts["findings"][-2]
     shown = set(cards.tables) | set(comparison.tables)
     assert {f.table for f in box.items[0][2].items} <= shown                    # each links to a table on the page
@@ -94,7 +94,7 @@ def _one(name: str, objective: str = "causal", usable: bool = True) -> card.Card
 
 def test_the_readings_read_each_metric_as_its_kind_allows_counting_per_model():
     readings, facts = ch.card_readings([_one("a"), _one("xl", "permutation"), _one("bad", usable=False)])
-    assert ch.card_paragraphs(facts)[0] == ("1 of 2 models pass the language-model quality gate (bad: shown, not "
+    assert ch.card_paragraphs(facts)[0] == ("1 of the 2 models passes the language-model quality gate (bad: shown, not "
                                             "read); it does not apply to xl (permutation), not counted as failing.")
     assert (facts["usable"], facts["gate_applies"], facts["gate_does_not_apply"]) == (1, 2, 1)
     _, alone = ch.card_readings([_one("a")])

@@ -96,7 +96,7 @@ def test_template_sections_follow_the_contract_and_equal_brute_force(template_ru
     assert f"{section.facts['below_half']} lie below 0.5" in section.markdown
     assert (paths.results_dir(ch.CHAPTER) / "safety_per_group.csv").is_file()
     box = ch.findings(measured, gate)                                            # nothing read: it says so
-    assert box.facts["findings"][:2] == ["0 of 1 models pass the language-model quality gate",
+    assert box.facts["findings"][:2] == ["No model passes the language-model quality gate",
                                          "No model passes the gate, so no score is interpreted"]
     read = ch.findings(measured, usable)
     assert read.facts["findings"][1] == f"{int((got < 0.5).sum())} of {len(got)} safety scores of the usable models " \

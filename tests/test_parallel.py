@@ -129,8 +129,9 @@ def test_safety_through_two_machines_is_the_table_of_one(tiny_gpt2, tmp_path):
 # ---------------------------------------------------------------------------- a machine dies
 
 _PAUSE = """
-import os, time
+import os, signal, time
 if os.environ.get("TEST_PAUSE_FLAG"):
+    signal.signal(signal.SIGINT, signal.default_int_handler)   # Ctrl-C even where the test runner ignores it
     import helpers.cache as c
     real = c._write_chunk
     def write_then_hang(directory, rows):          # machine 1 stores one chunk, then stalls until killed
@@ -209,6 +210,24 @@ def test_killing_a_machines_harms_ends_its_whole_run_and_the_other_machine_stops
     code0, lines0 = _finish(first)
     assert code0 == 2 and len(lines0) == 1 and "machine rank 1" in lines0[0], lines0
     assert not (tmp_path / "scores.csv").exists()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "Ctrl-C"])
+def test_stopping_a_machines_harms_ends_its_whole_run_in_one_line(tiny_gpt2, tmp_path, sig):
+    """SIGTERM (a batch scheduler) or Ctrl-C to machine 1's ``harms`` mid-run: it says it was interrupted
+    in one line and exits 128 + the signal, no process it started outlives it, and machine 0 stops
+    with one line naming machine 1."""
+    import psutil
+
+    first, second, _ = _paused_pair(tiny_gpt2, tmp_path)
+    started = psutil.Process(second.pid).children(recursive=True)
+    second.send_signal(sig)
+    code1, lines1 = _finish(second)
+    assert code1 == 128 + sig and len(lines1) == 1 and lines1[0].startswith("harms: interrupted"), lines1
+    _, alive = psutil.wait_procs(started, timeout=120)  # a bound on a hang, not a timing
+    assert not alive, [p.cmdline() for p in alive]
+    code0, lines0 = _finish(first)
+    assert code0 == 2 and len(lines0) == 1 and "machine rank 1" in lines0[0], lines0
 
 
 def test_a_main_machine_started_alone_gives_up_in_one_line_and_leaves_no_process(tiny_gpt2, tmp_path):
@@ -332,9 +351,10 @@ def test_the_launch_is_accelerate_with_the_machines_settings():
     assert cmd[-5:] == ["-m", "helpers", "score", "--model", "m"]
 
 
-def test_a_report_card_through_two_machines_is_the_card_of_one_process(tiny_gpt2, tmp_path):
+def test_a_report_card_through_two_machines_is_the_card_of_one_process(tiny_gpt2, data_without_crows_pairs, tmp_path):
     """Every measurement of the card reaches the shared computations in the same order on every
-    process (else the job check would stop the run); the card's numbers equal one process's."""
+    process (else the job check would stop the run); the card's numbers equal one process's, and so
+    does a metric that cannot be computed (CrowS-Pairs absent offline): one status row, no failed run."""
     argv = ["report", "--model", str(tiny_gpt2), "--budget", "quick"]
     assert main([*argv, "--output", str(tmp_path / "one")]) == 0
     port = _port()
@@ -343,6 +363,9 @@ def test_a_report_card_through_two_machines_is_the_card_of_one_process(tiny_gpt2
     assert [_finish(p)[0] for p in procs] == [0, 0]
     one, two = (pd.read_csv(tmp_path / d / "metrics.csv") for d in ("one", "two"))
     assert len(one) > 20
+    status = [pd.read_csv(tmp_path / d / "status.csv") for d in ("one", "two")]
+    pd.testing.assert_frame_equal(*status)
+    assert status[0].set_index("metric").loc["crows_pairs", "status"].startswith("not computed: data set 'crows-pairs'")
     # Two processes compute the word and sentence vectors in other batches (other shares, other
     # padding): each vector equals one process's to a few float32 roundings of its scale ...
     alone, split = (_cached_vectors(tmp_path / d) for d in ("cache", "shared-cache"))

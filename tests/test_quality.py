@@ -255,15 +255,15 @@ def test_gate_sentence_names_the_excluded_models_and_why():
         "The one measured model passes the language-model quality gate: its held-out perplexity is at least "
         "2× better than the unigram baseline of its tokenizer.")
     assert report.gate_sentence(_table([good, good])).startswith(
-        "All 2 measured models pass the language-model quality gate: each has a held-out perplexity at least 2× better")
+        "Both measured models pass the language-model quality gate: each has a held-out perplexity at least 2× better")
     bad = ("zoo-gpt2-L2-H128", "causal", 1529.0, 1650.0, 1650 / 1529, False, 2.0)
     worse = ("zoo-bert-L2-H128", "masked", 2038.0, 1650.0, 1650 / 2038, False, 2.0)
     missing = ("gone", None, np.nan, np.nan, np.nan, np.nan, np.nan)
     assert report.gate_sentence(_table([good, bad, missing])) == (
-        "1 of 2 measured models is not a usable language model and is excluded from correlations and verdicts: "
+        "1 of the 2 measured models is not a usable language model and is excluded from correlations and verdicts: "
         "zoo-gpt2-L2-H128 (perplexity 1,529 is only 1.08× better than the unigram baseline 1,650; needs 2×).")
     assert report.gate_sentence(_table([good, bad, worse])).startswith(
-        "2 of 3 measured models are not usable language models and are excluded")
+        "2 of the 3 measured models are not usable language models and are excluded")
     assert "zoo-bert-L2-H128 (perplexity 2,038 is worse than the unigram baseline 1,650: ratio 0.81, needs 2×)" \
         in report.gate_sentence(_table([bad, worse]))
     assert report.gate_sentence(_table([missing])) == "No model could be measured for the language-model quality gate."

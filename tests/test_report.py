@@ -70,68 +70,6 @@ def test_correlation_sentence_reading_follows_from_the_interval(x, y):
         assert ("positive" if ci.low > 0 else "negative") in text
 
 
-def test_safety_summary_reflects_the_numbers(published):
-    measured = pd.DataFrame({"model": "m", "group": ["asian", "women", "jewish"],
-                             "safety_score": [0.6, 0.3, 0.3], "significant": [True, False, True]})
-    text = report.safety_summary(measured, published)
-    assert "Unlike the paper" in text and "1 of 3 scores are not significantly" in text
-    measured["safety_score"] = 0.3
-    assert "As in the paper, every measured score is below 0.5" in report.safety_summary(measured, published)
-    measured["unscaled_score"] = [0.6, 0.7, 0.4]
-    text = report.safety_summary(measured, published, toxicity_means={"hate": 4.42, "neutral": 1.66})
-    assert "for 2 of the 3 scores below 0.5" in text and "mean 4.42 vs 1.66" in text
-    assert "supported by the unscaled score in 1 of those 3 cells" in text
-
-
-@pytest.mark.parametrize("scaled, unscaled, tox", [
-    ([0.3, 0.3, 0.3], [0.4, 0.45, 0.2], (4.4, 1.7)),      # every S < 0.5 agrees with its unscaled score
-    ([0.3, 0.6, 0.3], [0.4, 0.7, 0.45], (4.4, 1.7)),      # the only unscaled score > 0.5 has S > 0.5
-    ([0.3, 0.4, 0.3], [0.6, 0.45, 0.5], (4.4, 1.7)),      # one flip, one tie at 0.5
-    ([0.3, 0.4, 0.3], [0.6, 0.7, 0.2], (1.2, 3.0)),       # flips, but harmful statements are the less toxic
-    ([0.6, 0.7, 0.8], [0.6, 0.4, 0.3], (4.4, 1.7)),       # no S < 0.5 at all
-])
-def test_unscaled_sentence_claims_only_what_the_cells_show(published, scaled, unscaled, tox):
-    """Issue 36: "not the same as preferring the harmful statements" was printed with no unscaled
-    score above 0.5. It is printed only when a cell with S < 0.5 has an unscaled score above 0.5,
-    the toxicity explanation only when the harmful statements are the more toxic, and the counts
-    are those of the cells (counted here by hand)."""
-    measured = pd.DataFrame({"model": "m", "group": ["asian", "women", "jewish"], "safety_score": scaled,
-                             "unscaled_score": unscaled})
-    text = report.safety_summary(measured, published, toxicity_means={"hate": tox[0], "neutral": tox[1]})
-    low = [u for s, u in zip(scaled, unscaled) if s < 0.5]
-    flips, agree = sum(u > 0.5 for u in low), sum(u < 0.5 for u in low)
-    assert ("is not the same as preferring the harmful statements" in text) == (flips > 0)
-    assert ("divide their perplexity" in text) == (flips > 0 and tox[0] > tox[1])
-    if flips:
-        assert f"for {flips} of the {len(low)} scores below 0.5" in text
-        assert f"supported by the unscaled score in {agree} of those {len(low)} cells" in text
-    elif low:
-        assert f"For each of the {len(low)} scores below 0.5" in text and "do not contradict" in text
-    else:
-        assert f"{sum(u > 0.5 for u in unscaled)} of 3 scores are above 0.5" in text
-
-
-def test_safety_summary_leaves_out_models_failing_the_gate(published):
-    """Issue 36: a model failing the language-model quality gate is shown, never interpreted: its
-    rows are in no count, median or verdict of the paragraph, which names it."""
-    measured = pd.DataFrame({"model": ["m"] * 3 + ["bad"] * 3, "group": ["asian", "women", "jewish"] * 2,
-                             "safety_score": [0.3, 0.35, 0.6, 0.9, 0.95, 0.99], "unscaled_score": [0.6] * 6,
-                             "significant": [True, False, True, False, False, False]})
-    text = report.safety_summary(measured, published, excluded=["bad", "not-measured"])
-    ok = measured[measured["model"] == "m"]
-    ranged = report.against_range(ok, published)
-    inside = int(ranged["within_published_range"].sum())
-    assert f"{inside} of 3 safety scores" in text and "Across the 1 measured model that passes" in text
-    assert f"measured median is {ok['safety_score'].median():.3f}" in text
-    assert "1 measured score is at or above 0.5 (m / jewish)" in text and "bad /" not in text
-    assert "1 of 3 scores are not significantly" in text and "for 2 of the 2 scores below 0.5" in text
-    assert text.endswith("Left out of this paragraph: `bad`, which fails the language-model quality gate "
-                         "(shown in the figure, not interpreted).")
-    only_bad = report.safety_summary(measured[measured["model"] == "bad"], published, excluded=["bad"])
-    assert only_bad.startswith("No safety score of a model that passes") and "`bad`" in only_bad
-    assert report.safety_summary(measured, published) != text                      # without a gate: all counted
-
-
 def test_figures_have_expected_artists(published):
     counts = pd.DataFrame({"group": ["asian", "women"], "hate": [3, 5], "neutral": [4, 1]})
     fig = plots.group_counts_bar(counts)
@@ -163,24 +101,39 @@ def test_number_formats():
     assert report.format_number(None) == "–" and report.format_number(0.12345, 2) == "0.12"
 
 
-def test_published_range_and_top_groups(published):
+@pytest.mark.parametrize("k, n, written", [
+    (11, 11, "all 11 usable models pass"), (2, 2, "both usable models pass"), (1, 1, "the one usable model passes"),
+    (0, 8, "none of the 8 usable models pass"), (0, 2, "neither usable model passes"), (0, 1, "no usable model passes"),
+    (3, 11, "3 of the 11 usable models pass"), (1, 11, "1 of the 11 usable models passes"),
+    (0, 0, "no usable models pass"),
+])
+def test_counts_are_written_as_a_person_writes_them_and_machine_counts_are_reading_problems(k, n, written):
+    assert report.count_of(k, n, "usable model", ("passes", "pass")) == written
+    assert report.reading_problems(report.sentence_case(written) + " the gate.") == []
+
+
+@pytest.mark.parametrize("text, problem", [
+    ("11 of 11 measured model(s) fall in that range.", "a plural left to the reader"),
+    ("On ImplicitHate, 11 of the 11 usable models score within the range.", "'k of k'"),
+    ("Harmful sentences rank higher for 24 of the paper's 24 models.", "'k of k'"),
+    ("0 of the 11 measured models are among the paper's 24.", "'0 of n'"),
+])
+def test_a_machine_count_is_a_reading_problem(text, problem):
+    assert any(problem in p for p in report.reading_problems(text)), report.reading_problems(text)
+
+
+@pytest.mark.parametrize("text", ["for 0 to 2 of the 2 groups per model.", "n = 2 of the 2 usable models here.",
+                                  "3 of 9 correlations match.", "10 of 100 items agree.", "0.5 of 0.5 is odd."])
+def test_a_range_or_a_part_is_not_a_machine_count(text):
+    assert report.reading_problems(text) == []
+
+
+def test_published_range(published):
     rng = report.published_range(published).set_index("group")
     for g, part in published.groupby("group"):
         assert rng.loc[g, "n_models"] == 6
         assert (rng.loc[g, "published_min"], rng.loc[g, "published_max"]) == (part["safety_score"].min(),
                                                                             part["safety_score"].max())
-    medians = published.groupby("group")["safety_score"].median().sort_values(ascending=False)
-    assert report.top_groups(published, 2) == list(medians.index[:2])
-
-
-def test_log_perplexity_sentence_counts():
-    ours = pd.DataFrame({"model": ["a", "a", "b", "b"], "label": ["hate", "neutral"] * 2,
-                         "mean": [2.5, 2.0, 9.0, 9.5]})
-    pub = pd.DataFrame({"benign_mean": [1.9, 2.1, 3.0], "harmful_mean": [2.2, 2.4, 2.9]})
-    text = report.log_perplexity_sentence(ours, pub)
-    assert "range from 2.00 to 9.50" in text and "from 1.90 to 3.00" in text
-    assert "1 of 2 measured models lie within the published range" in text and "Above it: b" in text
-    assert "higher mean log-perplexity for 1 of 2 measured models, and for 2 of the paper's 3" in text
 
 
 def test_one_markdown_type():

@@ -92,8 +92,8 @@ def findings(toxigen: Measured, ih: Measured, gate: Section) -> Section:
     out = []
     if excluded:
         out.append(report.Finding(
-            f"{len(excluded)} of the {len(toxigen.models)} measured models "
-            f"{'fails' if len(excluded) == 1 else 'fail'} the language-model quality gate "
+            f"{report.count_of(len(excluded), len(toxigen.models), 'measured model', ('fails', 'fail'))} "
+            "the language-model quality gate "
             f"({report.and_list([f'`{n}`' for n in excluded])}): shown, never interpreted.",
             "language_model_quality", "quality gate"))
     if usable.empty:
@@ -122,7 +122,8 @@ def findings(toxigen: Measured, ih: Measured, gate: Section) -> Section:
         out.append(report.Finding(
             (f"On ImplicitHate, `{low['model']}` scores {value}, {'within' if inside else 'outside'} the paper's range "
              f"({lo10:.3f} to {hi10:.3f})." if len(ih_ok) == 1 else
-             f"On ImplicitHate, {inside} of the {len(ih_ok)} usable models score within the paper's range "
+             f"On ImplicitHate, {report.count_of(inside, len(ih_ok), 'usable model', ('scores', 'score'))} within "
+             "the paper's range "
              f"({lo10:.3f} to {hi10:.3f}); the lowest is `{low['model']}` at {value}."), "table10_implicit_hate",
             "Table 10"))
     return common.findings_section(CHAPTER, out[:report.READING["findings"][1]])
@@ -160,7 +161,9 @@ def _unscaled_finding(ok: pd.DataFrame) -> str:
                 "more likely: for every usable model, most groups scoring below 0.5 (per model, "
                 f"{_range(low, 'below_half_unscaled_above_half', 'them')}) have an unscaled score above 0.5.")
     flipped = int((low["below_half_unscaled_above_half"] > 0).sum())
-    return (f"Without the division by toxicity, {flipped} of the {len(low)} usable models with a score below 0.5 have "
+    models = report.count_of(flipped, len(low), "usable model with a score below 0.5", ("has", "have"),
+                             plural="usable models with a score below 0.5")
+    return (f"Without the division by toxicity, {models} "
             "at least one such group whose unscaled score is above 0.5: there, S < 0.5 does not mean that the model "
             "finds the harmful statements more likely.")
 
@@ -351,9 +354,10 @@ def compare_table1(m: Measured) -> Section:
         off = (paired["difference_ci_low"] > 0) | (paired["difference_ci_high"] < 0)
         facts |= {"mean_abs_difference": paired["difference"].abs().mean(),
                   "max_abs_difference": paired["difference"].abs().max(), "differences_excluding_0": int(off.sum())}
-        first = [f"**{facts['paper_models_measured']} measured model(s) are in the paper.** Mean absolute "
+        n_paired = facts["paper_models_measured"]
+        first = [f"**{n_paired} measured model{'s are' if n_paired > 1 else ' is'} in the paper.** Mean absolute "
                  f"difference {facts['mean_abs_difference']:.3f}, largest {facts['max_abs_difference']:.3f}; "
-                 f"for {int(off.sum())} of {len(paired)} cells the 95 % interval of the difference (the "
+                 f"for {report.count_of(int(off.sum()), len(paired), 'cell')} the 95 % interval of the difference (the "
                  "measurement's bootstrap interval minus the published value) excludes 0.",
                  ("table1_vs_published", paired)]
     else:
@@ -458,7 +462,7 @@ def figure2_paragraphs(summary: pd.DataFrame, usable: pd.DataFrame, published_sc
                        "reading of S < 0.5 (the harmful statements are the more likely ones).")
         else:
             whose = (f"for `{low['model'].iloc[0]}`, the one model with a score below 0.5," if len(low) == 1 else
-                     f"for {len(flipped)} of the {len(low)} models with a score below 0.5,")
+                     f"for {report.count_of(len(flipped), len(low), 'model')} with a score below 0.5,")
             text = (f"A score below 0.5 is not the same as preferring the harmful statements: {whose} some of those "
                     "groups have a score without the division by toxicity (`unscaled_score`) above 0.5, i.e. by plain "
                     "perplexity the harmful statements are the *less* likely ones there.")
@@ -592,14 +596,20 @@ def log_perplexity_text(ranged: pd.DataFrame, pub9: pd.DataFrame) -> str:
     vals = ranged[["benign_mean", "harmful_mean"]].to_numpy()
     n, above = len(ranged), int((ranged["position"] == "above").sum())
     pub_higher = int((pub9["harmful_mean"] > pub9["benign_mean"]).sum())
+    where = {w: int((ranged["position"] == w).sum()) for w in ("within", "above", "below")}
+    if n == 1:
+        placed = f"`{ranged['model'].iloc[0]}` lies {next(w for w, k in where.items() if k)} it"
+    else:
+        parts = [f"{k} {'within that range' if w == 'within' else w + ' it'}" for w, k in where.items() if k]
+        placed = f"Of the {n} measured models, {report.and_list(parts)}"
+    higher = report.count_of(int(ranged["harmful_higher"].sum()), n, "measured model")
     return (f"The measured mean log-perplexities run from {vals.min():.2f} to {vals.max():.2f}; those of the paper's "
             f"{len(pub9)} models from {ranged['published_min'].iloc[0]:.2f} to {ranged['published_max'].iloc[0]:.2f}. "
-            f"Of the {n} measured models, {int((ranged['position'] == 'within').sum())} lie within that range, "
-            f"{above} above it and {int((ranged['position'] == 'below').sum())} below it (`table9_range`)."
+            f"{placed} (`table9_range`)."
             + (" Above it, the statements are less plausible text than for any of the paper's models, which weakens "
                "what the safety scores can say." if above else "")
-            + f" Harmful sentences have the higher mean log-perplexity for {int(ranged['harmful_higher'].sum())} of "
-            f"the {n} measured models, and for {pub_higher} of the paper's {len(pub9)}.")
+            + f" Harmful sentences have the higher mean log-perplexity for {higher}, and for "
+            f"{'all' if pub_higher == len(pub9) else pub_higher} of the paper's {len(pub9)}.")
 
 
 # ----------------------------------------------------------------------------- Table 10
@@ -617,8 +627,10 @@ def table10(ih: Measured) -> Section:
     facts = {"published_min": lo, "published_max": hi, "within_published_range": int(t10["safety_score"]
              .between(lo, hi).sum()), "models": len(t10), "paper_models_measured": len(paired)}
     text = (f"Published ImplicitHate scores of the 24 models range from {lo:.3f} to {hi:.3f}; "
-            f"{facts['within_published_range']} of {len(t10)} measured model(s) fall in that range."
-            + (f" For the {len(paired)} model(s) also in the paper, the mean absolute difference is "
+            f"{report.count_of(facts['within_published_range'], len(t10), 'measured model', ('falls', 'fall'))} "
+            "in that range."
+            + (f" For the {f'{len(paired)} models' if len(paired) > 1 else 'one model'} also in the paper, the mean "
+               "absolute difference is "
                f"{paired['difference'].abs().mean():.3f}." if len(paired) else ""))
     return Section(("table10_implicit_hate", t10), text, call=_scores_call(ih), facts=facts)
 
@@ -672,7 +684,8 @@ def correlation(toxigen: Measured, ih: Measured, gate: Section | None = None) ->
     fams = save(families_table(lineages), CHAPTER, "toxigen_vs_implicit_hate_families")
     paper_families = len({registry.lineage(n) for n in published.registry_names("000").values()})
     text = [report.correlation_sentence(measured, "between the measured ToxiGen and ImplicitHate scores")
-            + (f" {int((~usable).sum())} measured model(s) failing the quality gate are shown, not counted."
+            + (f" {int((~usable).sum())} measured model{'s' if (~usable).sum() > 1 else ''} failing the quality gate "
+               f"{'are' if (~usable).sum() > 1 else 'is'} shown, not counted."
                if (~usable).any() else ""),
             report.families_sentence(lineages) + " The families are listed in `toxigen_vs_implicit_hate_families`."]
     paper = (f"The paper states r = {PAPER_CORRELATION} over its 24 models ({paper_families} independent families). "
@@ -739,7 +752,8 @@ def notes(params: dict, toxigen: Measured, ih: Measured) -> Section:
             "uses each tokenizer's own mask token (`upstream_mask_id = False`); the paper's masked-model "
             "numbers may differ for that reason alone.")
     return Section("\n".join([
-        f"- **Models.** {n_paper} of the {len(toxigen.models)} measured models are among the paper's 24. "
+        f"- **Models.** {report.sentence_case(report.count_of(n_paper, len(toxigen.models), 'measured model', ('is', 'are')))}"
+        " among the paper's 24. "
         + ("The paper's models are hub models, which cannot be obtained on the machine that built this page. "
            f"The measured models ({measured_origins(toxigen.models)}; each in the table of measured models) are "
            "compared with the published range, not model by model. "

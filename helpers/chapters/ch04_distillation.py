@@ -244,7 +244,8 @@ def safety_scores(params: dict, found: Models) -> Scores:
     results, missing = runner.for_each_model(found.names, lambda h: measure_model(h, params), device=params["device"])
     text = ""
     if missing:
-        text = (f"**{len(missing)} model(s) unavailable here** (listed, not dropped silently): "
+        text = (f"**{len(missing)} model{'s' if len(missing) != 1 else ''} unavailable here** (listed, not dropped "
+                "silently): "
                 + "; ".join(f"`{k}`" for k in list(missing)[:5]) + (" ..." if len(missing) > 5 else "")
                 + f". First reason: {next(iter(missing.values()))}")
     if not results:
@@ -329,7 +330,7 @@ def describe(fam: pd.DataFrame, label: str) -> str:
     t = fam[fam["teacher"].astype(bool)]
     if len(t):
         better = (usable["safety_score"] > t["safety_score"].iloc[0]).sum()
-        txt += f" The teacher scores {t['safety_score'].iloc[0]:.3f}; {better} of {len(usable)} usable students score higher."
+        txt += f" The teacher scores {t['safety_score'].iloc[0]:.3f}; {report.count_of(better, len(usable), 'usable student', ('scores', 'score'))} higher."
     return txt
 
 
@@ -339,7 +340,8 @@ def describe_published(df: pd.DataFrame, label: str) -> str:
     by_h = st.groupby("hidden")["safety_score"].mean()
     return (f"{label} (published): students range from {st.safety_score.min():.3f} to {st.safety_score.max():.3f}; "
             f"H={by_h.index[0]} averages {by_h.iloc[0]:.3f} and H={by_h.index[-1]} {by_h.iloc[-1]:.3f}; "
-            f"the teacher scores {t:.3f} and {(st.safety_score > t).sum()} of {len(st)} students score higher.")
+            f"the teacher scores {t:.3f} and {report.count_of((st.safety_score > t).sum(), len(st), 'student', ('scores', 'score'))} "
+            "higher.")
 
 
 def grid_summary(scores: Scores) -> str:

@@ -278,11 +278,14 @@ def gate_sentence(gates: pd.DataFrame, *, again: bool = False) -> str:
     failing = [f"the {task} {report.and_list(list(g['model']))} on the {data}"
                for (task, data), g in failed.groupby(["task", "data"], sort=False)]
     if again:
-        return (f"By the classifier gate (above), {int(per['usable'].sum())} of {len(per)} (model, evaluation set) "
-                "pairs here pass" + (f"; {report.and_list(failing)} fail{'s' if len(failed) == 1 else ''}, so what "
-                                     "follows is shown, not interpreted." if len(failed) else "."))
+        passing = report.count_of(int(per["usable"].sum()), len(per), "(model, evaluation set) pair", ("passes", "pass"))
+        return (f"By the classifier gate (above), {passing} here"
+                + (f"; {report.and_list(failing)} fail{'s' if len(failed) == 1 else ''}, so what follows is shown, "
+                   "not interpreted." if len(failed) else "."))
     text = (f"A classifier is usable when, {report.classifier_gate_rule(margin, where='on each evaluation set')}. "
-            f"{int(per['usable'].sum())} of {len(per)} (model, evaluation set) pairs pass (the `usable` column).")
+            + report.sentence_case(report.count_of(int(per["usable"].sum()), len(per), "(model, evaluation set) pair",
+                                                   ("passes", "pass")))
+            + " (the `usable` column).")
     if len(failed):
         text += (f"\n\nFailing: {'; '.join(failing)}. Their bias numbers are shown below but not interpreted: a classifier no "
                  "better than the majority class or chance has false-positive and false-negative gaps that measure "
@@ -1068,7 +1071,8 @@ def lms_sentence(lms_differences: pd.DataFrame) -> str:
     """What the LMS differences say, counted from the table (interpreted rows only)."""
     ok = lms_differences[lms_differences["interpreted"].astype(bool)]
     off = len(lms_differences) - len(ok)
-    tail = (f" {off} row(s) rest on a model failing the quality gate: shown, not interpreted." if off else "")
+    tail = (f" {off} row{'s rest' if off != 1 else ' rests'} on a model failing the quality gate: shown, not "
+            "interpreted." if off else "")
     if ok.empty:
         return "No student's language-modelling score (LMS) is interpreted here." + tail
     n = ok["reading"].value_counts()
@@ -1112,7 +1116,8 @@ def _gate_finding(gates: pd.DataFrame) -> report.Finding:
     failed = per[~per["usable"].astype(bool)]
     if failed.empty:
         worst = gated[gated["metric"] == "macro_f1"].nsmallest(1, "ci_low").iloc[0]
-        return report.Finding(f"All {len(per)} classifiers pass the classifier gate on their test splits; the lowest "
+        every = report.sentence_case(report.count_of(len(per), len(per), "classifier", ("passes", "pass")))
+        return report.Finding(f"{every} the classifier gate on their test splits; the lowest "
                               f"macro F1 is the {worst.task} {worst.model}'s, "
                               f"{report.fmt_ci(worst.value, worst.ci_low, worst.ci_high)}.", "classifier_gate")
     short = gated[~gated["passes"].astype(bool)].assign(gap=lambda g: g["ci_low"] - g["bar"])
@@ -1122,7 +1127,8 @@ def _gate_finding(gates: pd.DataFrame) -> report.Finding:
     bars = sorted({f"{b:.3f}" for b in worst["bar"]})
     tasks = report.and_list(sorted(set(failed["task"])))
     return report.Finding(
-        f"{len(failed)} of {len(per)} classifiers fail the classifier gate on their test split "
+        f"{report.sentence_case(report.count_of(len(failed), len(per), 'classifier', ('fails', 'fail')))} the "
+        "classifier gate on their test split "
         f"({report.and_list(misses)}, "
         f"where the interval must clear {' or '.join(bars)}), so every {tasks} bias measure is shown and not "
         "interpreted.", "classifier_gate")
@@ -1175,8 +1181,8 @@ def findings(classifiers: Section, swap: Section, language_models: Section, verd
     measured = gate[gate["usable"].map(lambda u: isinstance(u, (bool, np.bool_)))]
     off = measured.loc[~measured["usable"].astype(bool), "model"].tolist()
     out.append(report.Finding(
-        f"{len(measured) - len(off)} of {len(measured)} language models (the teacher and its students) "
-        "pass the language-model quality gate" + (f"; {report.and_list(off)} fail{'s' if len(off) == 1 else ''} it, "
+        report.sentence_case(report.count_of(len(measured) - len(off), len(measured), "language model", ("passes", "pass")))
+        + " (the teacher and its students) the language-model quality gate" + (f"; {report.and_list(off)} fail{'s' if len(off) == 1 else ''} it, "
                                                   f"so the measures resting on {'it' if len(off) == 1 else 'them'} "
                                                   "are shown, not interpreted." if off else "."), "lm_quality_gate"))
     f = verdict.facts

@@ -677,7 +677,8 @@ def animals_sentence(found: pd.DataFrame, k: int) -> str:
     none, lang = found[found["found"] == 0], found["language"].iloc[0]
     return (f"`table10_found_{lang}` counts, per model, the paper's {int(found['paper_words'].iloc[0])} "
             f"{LANGUAGE_NAMES[lang]} animal names among its top-{k} fill-ins"
-            + (f"; a model that gives none ({len(none)} of {len(found)} models here) has empty columns in the "
+            + (f"; a model that gives none ({report.count_of(len(none), len(found), 'model')} here) has empty "
+               "columns in the "
                "table after it, where the paper's AraBERT counts stand alone" if len(none) else "")
             + f". The paper's counts are over every {LANGUAGE_NAMES[lang]} sentence its first step kept, ours over "
             "the sentences probed here.")
@@ -892,7 +893,8 @@ def _lm_gate_finding(gates: pd.DataFrame, probe_unusable: bool) -> report.Findin
         text = "No model could be measured by the language-model quality gate, so none is interpreted."
     elif failed.empty:
         low = measured.loc[measured["ratio"].idxmin()]
-        text = (f"All {len(measured)} (model, language) pairs pass the language-model quality gate (lowest: "
+        pairs = report.count_of(len(measured), len(measured), "(model, language) pair", ("passes", "pass"))
+        text = (f"{report.sentence_case(pairs)} the language-model quality gate (lowest: "
                 f"{low.model} in {LANGUAGE_NAMES[low.language]}, held-out perplexity {low.ratio:.2f}× better than "
                 f"the unigram baseline; {need} needed).")
     else:
@@ -933,7 +935,10 @@ def _percent_findings(summary: pd.DataFrame, ks: list[int]) -> list[report.Findi
         for lang, g in ranged.groupby("language", sort=False):
             counts = g["vs_paper_range"].value_counts()
             shown = [f"{counts.get(v, 0)} {VS_RANGE_WORDS[v]}" for v in VS_RANGE if counts.get(v, 0)]
-            shown[0] = shown[0].replace(" ", f" of {len(g)} model{'s' if len(g) > 1 else ''} ", 1)
+            if len(shown) == 1:                                      # every model on one side: "all 3 models below it"
+                shown = [f"{report.count_of(len(g), len(g), 'model')} {VS_RANGE_WORDS[counts.index[0]]}"]
+            else:
+                shown[0] = shown[0].replace(" ", f" of {len(g)} models ", 1)
             parts.append(f"{LANGUAGE_NAMES[lang]}, {report.and_list(shown)}")
         out.append(report.Finding(
             "At k = 1, where each interpreted model's %@1 interval lies against the range of the paper's models of "
@@ -963,7 +968,8 @@ def _rank_finding(agree: pd.DataFrame | None) -> report.Finding | None:
     text = (f"The strongest agreement between an interpreted model's ranking of the groups and a published model's "
             f"is Spearman's ρ = {report.fmt_ci(top.rho, top.ci_low, top.ci_high, 2)} ({top.model} against "
             f"{top.paper_model}, n = {int(top.n)} groups); ")
-    text += (f"for {int(models.sum())} of {len(models)} interpreted models at least one such interval excludes 0."
+    text += (f"for {report.count_of(int(models.sum()), len(models), 'interpreted model')} at least one such interval "
+             "excludes 0."
              if models.any() else f"the interval of none of the {len(models)} interpreted models excludes 0, so no "
              "model is shown to rank the groups as the paper's models did.")
     return report.Finding(text, "table6_rank_agreement", "Table 6 rank agreement")

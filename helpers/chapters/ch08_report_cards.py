@@ -149,7 +149,8 @@ def card_paragraphs(facts: dict) -> list[str]:
     and how the table below reads each metric."""
     first = ("The one model the gate applies to passes the language-model quality gate"
              if facts["gate_applies"] == 1 and facts["usable"] == 1 else
-             f"{facts['usable']} of {facts['gate_applies']} models pass the language-model quality gate")
+             report.sentence_case(report.count_of(facts["usable"], facts["gate_applies"], "model", ("passes", "pass")))
+             + " the language-model quality gate")
     if facts["failing"]:
         first += f" ({', '.join(facts['failing'])}: shown, not read)"
     if facts["not_applicable"]:
@@ -274,8 +275,8 @@ def findings(cards: Section, pair: Section, quantised: Section) -> Section:
     readings = cards.tables["cards_readings"]
     n, failing = facts["gate_applies"], facts["failing"]
     gate = ("The one model the gate applies to passes the language-model quality gate" if n == 1 and not failing else
-            f"{facts['usable']} of {n} models {'passes' if facts['usable'] == 1 else 'pass'} the language-model "
-            "quality gate" + (f"; {report.and_list(failing)} {'fails' if len(failing) == 1 else 'fail'} it and "
+            report.sentence_case(report.count_of(facts["usable"], n, "model", ("passes", "pass")))
+            + " the language-model quality gate" + (f"; {report.and_list(failing)} {'fails' if len(failing) == 1 else 'fail'} it and "
                               f"{'is' if len(failing) == 1 else 'are'} shown, not read" if failing else ""))
     items = [report.Finding(gate + ".", "cards_gate", "gate")]
     safety_rows = readings[(readings["metric"] == "safety_score:toxigen") & (readings["value"] != "")]
