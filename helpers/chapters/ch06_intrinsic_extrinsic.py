@@ -250,7 +250,8 @@ def intrinsic_section(params: dict, measured: "Measured") -> Section:
     shown = [f"CEAT's contexts: up to {params['contexts_per_word']} sentences per word from RedditBias comments "
              f"and BOLD's Wikipedia sentences ({len(found):,} in all; median "
              f"{int(counts['contexts'].median())} per word)" + (
-                 f"; {len(none)} of the {len(counts)} words are in no sentence (`contexts` 0), left out of their set."
+                 f"; {report.count_of(len(none), len(counts), 'word', ('is', 'are'))} in no sentence (`contexts` 0), "
+                 "left out of their set."
                  if none else "."),
              call(ceat.find_contexts, "corpus", "words", per_word=params["contexts_per_word"], seed=params["seed"],
                   max_chars=300),
@@ -336,8 +337,8 @@ def extrinsic_section(params: dict, measured: "Measured") -> Section:
         return Section("No language model generated here" + (f" ({why})." if why else "."),
                        data=(pd.DataFrame(), pd.DataFrame(), measured.classifier_gates))
     empty = gens["continuation"].str.strip() == ""
-    note = (f" {int(empty.sum())} of the {len(gens)} continuations (all models') came back empty: left out of the "
-            "scores (`n_missing`)." if empty.any() else "")
+    note = (f" {report.sentence_case(report.count_of(int(empty.sum()), len(gens), 'continuation'))} (all models') "
+            f"came back empty: left out of the scores (`n_missing`)." if empty.any() else "")
     sentiment = text_classifiers.vader_sentiment(0.5)(gens, text_column="continuation")
     tox = toxicity_classifier()
     toxicity = tox(gens, text_column="continuation")
@@ -433,7 +434,8 @@ def gate_sentence(gates: pd.DataFrame) -> str:
     per = gates.drop_duplicates(["extrinsic", "model"])
     text = (f"Each classifier must pass the classifier gate (chapter 05's) before the score it gives is "
             f"interpreted: {report.classifier_gate_rule(gates['margin'].dropna().iloc[0])}. "
-            f"{int(per['usable'].sum())} of the {len(per)} classifiers pass (`usable`; {_classifier_count(per)}).")
+            + report.sentence_case(report.count_of(int(per["usable"].sum()), len(per), "classifier", ("passes", "pass")))
+            + f" (`usable`; {_classifier_count(per)}).")
     failed = failed_classifiers(gates)
     if len(failed):
         text += " A score whose classifier fails is shown but left out of the correlations that rest on it."
@@ -1020,7 +1022,7 @@ PERFECT = 1 - 1e-12
 #: Why a correlation row has no r, p or interval, by the cause its ``note`` names.
 EMPTY_BECAUSE = {"few": "fewer than 3 models have both values", "constant": "one metric is the same for every model",
                  "perfect": "|r| = 1 (every model in the same order, or on one line): no Fisher-z interval",
-                 "three": "n = 3: too few models for a Fisher-z interval"}
+                 "three": "with n = 3, too few models for a Fisher-z interval"}
 
 
 def nearly_constant(values) -> bool:
@@ -1381,9 +1383,9 @@ def findings(gate: Section, extrinsic: Section, correlations: Section) -> Sectio
     if len(items) < report.READING["findings"][0]:
         lms = table[table["objective"] != "encoder"]
         ok = len(runner.usable_models(table))
-        items.append(report.Finding(f"{ok} of the {len(lms)} language models {'passes' if ok == 1 else 'pass'} the "
-                                    f"language-model quality gate and {'enters' if ok == 1 else 'enter'} the "
-                                    "correlations.", "quality_gate"))
+        passing = report.count_of(ok, len(lms), "language model", ("passes", "pass"))
+        items.append(report.Finding(f"{report.sentence_case(passing)} the language-model quality gate and "
+                                    f"{'enters' if ok == 1 else 'enter'} the correlations.", "quality_gate"))
     return common.findings_section(CHAPTER, items[:report.READING["findings"][1]])
 
 
@@ -1424,8 +1426,8 @@ def _holm_finding(pearson: pd.DataFrame) -> str:
     tested = pearson[pearson["p_value"].notna()]
     held = int(tested["significant"].astype(bool).sum())
     raw = int((tested["p_value"] < 0.05).sum())
-    return (f"After Holm's correction for the {len(tested)} tests, {held} correlation{'s' if held != 1 else ''} "
-            f"remain{'s' if held == 1 else ''} significant at 5 % ({raw} before it).")
+    held_text = "no correlation remains" if held == 0 else f"{held} correlation{'s remain' if held > 1 else ' remains'}"
+    return f"After Holm's correction for the {len(tested)} tests, {held_text} significant at 5 % ({raw} before it)."
 
 
 def _family_finding(table: pd.DataFrame, root: str) -> str:
@@ -1441,8 +1443,9 @@ def _family_finding(table: pd.DataFrame, root: str) -> str:
 
 def _classifier_finding(gates: pd.DataFrame) -> str:
     """How many classifiers pass the gate, and B-Stereo's macro F1 beside the paper's F1."""
-    text = (f"{int(gates['usable'].sum())} of the {len(gates)} classifiers behind the extrinsic scores pass the "
-            "classifier gate")
+    passing = report.count_of(int(gates["usable"].sum()), len(gates), "classifier behind the extrinsic scores",
+                              ("passes", "pass"), plural="classifiers behind the extrinsic scores")
+    text = f"{report.sentence_case(passing)} the classifier gate"
     row = gates[gates["extrinsic"] == "B-Stereo"]
     if len(row) and np.isfinite(row["paper_f1"].iloc[0]):
         r = row.iloc[0]
