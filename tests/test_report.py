@@ -107,9 +107,9 @@ def test_number_formats():
     (3, 11, "3 of the 11 usable models pass"), (1, 11, "1 of the 11 usable models passes"),
     (0, 0, "no usable models pass"),
 ])
-def test_counts_are_written_as_a_person_writes_them_and_machine_counts_are_reading_problems(k, n, written):
+def test_counts_are_written_as_a_person_writes_them_and_are_no_machine_counts(k, n, written):
     assert report.count_of(k, n, "usable model", ("passes", "pass")) == written
-    assert report.reading_problems(report.sentence_case(written) + " the gate.") == []
+    assert report.machine_counts(report.sentence_case(written) + " the gate.") == []
 
 
 @pytest.mark.parametrize("text, problem", [
@@ -119,13 +119,13 @@ def test_counts_are_written_as_a_person_writes_them_and_machine_counts_are_readi
     ("0 of the 11 measured models are among the paper's 24.", "'0 of n'"),
 ])
 def test_a_machine_count_is_a_reading_problem(text, problem):
-    assert any(problem in p for p in report.reading_problems(text)), report.reading_problems(text)
+    assert any(problem in p for p in report.machine_counts(text)), report.machine_counts(text)
 
 
 @pytest.mark.parametrize("text", ["for 0 to 2 of the 2 groups per model.", "n = 2 of the 2 usable models here.",
                                   "3 of 9 correlations match.", "10 of 100 items agree.", "0.5 of 0.5 is odd."])
 def test_a_range_or_a_part_is_not_a_machine_count(text):
-    assert report.reading_problems(text) == []
+    assert report.machine_counts(text) == []
 
 
 def test_published_range(published):
