@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from helpers import stats
+from helpers.progress import plural as plural_of
 
 
 class Text(str):
@@ -86,9 +87,9 @@ def count_of(k: int, n: int, noun: str, verb: tuple[str, str] | None = None, *, 
     """``k`` of ``n`` things as a person writes it: "all 11 models", "both models", "the one model",
     "none of the 8 students", "neither model", "3 of the 11 models"; ``verb`` (singular,
     plural) follows in agreement ("the one model passes", "all 11 models pass"); ``plural`` where
-    the noun does not take an "s" ("(model, set) pairs" takes one; "classes" does not)."""
+    :func:`helpers.progress.plural` cannot form it ("models with a score below 0.5")."""
     k, n = int(k), int(n)
-    many = plural or (noun + "s")
+    many = plural or plural_of(noun, 2)
     if n == 0:
         phrase, one = f"no {many}", False
     elif k == n:

@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from helpers import datasets, models as registry, plots, published, report, runner, stats
+from helpers.progress import plural
 from helpers.chapters import common
 from helpers.chapters.common import Section, call, save, save_figure
 from helpers.errors import ModelUnavailableError
@@ -684,7 +685,7 @@ def correlation(toxigen: Measured, ih: Measured, gate: Section | None = None) ->
     fams = save(families_table(lineages), CHAPTER, "toxigen_vs_implicit_hate_families")
     paper_families = len({registry.lineage(n) for n in published.registry_names("000").values()})
     text = [report.correlation_sentence(measured, "between the measured ToxiGen and ImplicitHate scores")
-            + (f" {int((~usable).sum())} measured model{'s' if (~usable).sum() > 1 else ''} failing the quality gate "
+            + (f" {int((~usable).sum())} measured {plural('model', int((~usable).sum()))} failing the quality gate "
                f"{'are' if (~usable).sum() > 1 else 'is'} shown, not counted."
                if (~usable).any() else ""),
             report.families_sentence(lineages) + " The families are listed in `toxigen_vs_implicit_hate_families`."]
@@ -752,8 +753,9 @@ def notes(params: dict, toxigen: Measured, ih: Measured) -> Section:
             "uses each tokenizer's own mask token (`upstream_mask_id = False`); the paper's masked-model "
             "numbers may differ for that reason alone.")
     return Section("\n".join([
-        f"- **Models.** {report.sentence_case(report.count_of(n_paper, len(toxigen.models), 'measured model', ('is', 'are')))}"
-        " among the paper's 24. "
+        "- **Models.** "
+        + report.sentence_case(report.count_of(n_paper, len(toxigen.models), "measured model", ("is", "are")))
+        + " among the paper's 24. "
         + ("The paper's models are hub models, which cannot be obtained on the machine that built this page. "
            f"The measured models ({measured_origins(toxigen.models)}; each in the table of measured models) are "
            "compared with the published range, not model by model. "

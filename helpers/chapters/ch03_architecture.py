@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from helpers import models as registry, plots, published, report, runner, stats
+from helpers.progress import plural
 from helpers.chapters import common
 from helpers.chapters.common import Section, Var, call, save, save_figure
 from helpers.metrics import architecture, safety
@@ -138,8 +139,9 @@ def findings(params: dict, m: Measured) -> Section:
     match1 = int((rec1["r"].round(2) == rec13["r_published"]).sum())
     out.append(report.Finding(
         f"Recomputed from the averages of its Table 1, {'all' if match1 == len(rec13) else match1} of the paper's "
-        f"{len(rec13)} Table 5 correlations match the printed value; with n = {' or '.join(str(int(n)) for n in sorted(set(rec13['n'])))} models "
-        f"per family the smallest p is {rec13['p_value'].min():.2f}.",
+        f"{len(rec13)} Table 5 correlations match the printed value; with "
+        f"n = {' or '.join(str(int(n)) for n in sorted(set(rec13['n'])))} models per family the smallest p is "
+        f"{rec13['p_value'].min():.2f}.",
         "table5_published_recomputed", "Table 5, recomputed"))
     return common.findings_section(CHAPTER, out[:report.READING["findings"][1]])
 
@@ -164,7 +166,7 @@ def table13(m: Measured) -> Section:
     t13.attrs["why"] = table13_why(t13)
     facts = {"measured": len(m.table), "unavailable": list(m.unavailable),
              "published_rows": int((t13["source"] == "published").sum())}
-    text = (f"{facts['measured']} model{'s' if facts['measured'] != 1 else ''} measured here"
+    text = (f"{facts['measured']} {plural('model', facts['measured'])} measured here"
             + (f"; {len(m.unavailable)} not available (listed with the reason in `unavailable`)" if m.unavailable
                else "")
             + f"; {facts['published_rows']} published rows from the paper's Table 13.")

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from helpers import cache, hashing, models as registry, plots, published, report, runner, stats
+from helpers.progress import plural
 from helpers.chapters import common
 from helpers.chapters.common import Section, Var, call
 from helpers.metrics import quality, safety
@@ -244,8 +245,7 @@ def safety_scores(params: dict, found: Models) -> Scores:
     results, missing = runner.for_each_model(found.names, lambda h: measure_model(h, params), device=params["device"])
     text = ""
     if missing:
-        text = (f"**{len(missing)} model{'s' if len(missing) != 1 else ''} unavailable here** (listed, not dropped "
-                "silently): "
+        text = (f"**{len(missing)} {plural('model', len(missing))} unavailable here** (listed, not dropped silently): "
                 + "; ".join(f"`{k}`" for k in list(missing)[:5]) + (" ..." if len(missing) > 5 else "")
                 + f". First reason: {next(iter(missing.values()))}")
     if not results:
@@ -330,7 +330,8 @@ def describe(fam: pd.DataFrame, label: str) -> str:
     t = fam[fam["teacher"].astype(bool)]
     if len(t):
         better = (usable["safety_score"] > t["safety_score"].iloc[0]).sum()
-        txt += f" The teacher scores {t['safety_score'].iloc[0]:.3f}; {report.count_of(better, len(usable), 'usable student', ('scores', 'score'))} higher."
+        higher = report.count_of(better, len(usable), "usable student", ("scores", "score"))
+        txt += f" The teacher scores {t['safety_score'].iloc[0]:.3f}; {higher} higher."
     return txt
 
 
@@ -340,8 +341,8 @@ def describe_published(df: pd.DataFrame, label: str) -> str:
     by_h = st.groupby("hidden")["safety_score"].mean()
     return (f"{label} (published): students range from {st.safety_score.min():.3f} to {st.safety_score.max():.3f}; "
             f"H={by_h.index[0]} averages {by_h.iloc[0]:.3f} and H={by_h.index[-1]} {by_h.iloc[-1]:.3f}; "
-            f"the teacher scores {t:.3f} and {report.count_of((st.safety_score > t).sum(), len(st), 'student', ('scores', 'score'))} "
-            "higher.")
+            f"the teacher scores {t:.3f} and "
+            f"{report.count_of((st.safety_score > t).sum(), len(st), 'student', ('scores', 'score'))} higher.")
 
 
 def grid_summary(scores: Scores) -> str:

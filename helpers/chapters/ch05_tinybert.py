@@ -278,7 +278,8 @@ def gate_sentence(gates: pd.DataFrame, *, again: bool = False) -> str:
     failing = [f"the {task} {report.and_list(list(g['model']))} on the {data}"
                for (task, data), g in failed.groupby(["task", "data"], sort=False)]
     if again:
-        passing = report.count_of(int(per["usable"].sum()), len(per), "(model, evaluation set) pair", ("passes", "pass"))
+        passing = report.count_of(int(per["usable"].sum()), len(per), "(model, evaluation set) pair",
+                                  ("passes", "pass"))
         return (f"By the classifier gate (above), {passing} here"
                 + (f"; {report.and_list(failing)} fail{'s' if len(failed) == 1 else ''}, so what follows is shown, "
                    "not interpreted." if len(failed) else "."))
@@ -1180,11 +1181,11 @@ def findings(classifiers: Section, swap: Section, language_models: Section, verd
     gate = language_models.data["language_models"].gate
     measured = gate[gate["usable"].map(lambda u: isinstance(u, (bool, np.bool_)))]
     off = measured.loc[~measured["usable"].astype(bool), "model"].tolist()
+    passing = report.count_of(len(measured) - len(off), len(measured), "language model", ("passes", "pass"))
     out.append(report.Finding(
-        report.sentence_case(report.count_of(len(measured) - len(off), len(measured), "language model", ("passes", "pass")))
-        + " (the teacher and its students) the language-model quality gate" + (f"; {report.and_list(off)} fail{'s' if len(off) == 1 else ''} it, "
-                                                  f"so the measures resting on {'it' if len(off) == 1 else 'them'} "
-                                                  "are shown, not interpreted." if off else "."), "lm_quality_gate"))
+        f"{report.sentence_case(passing)} (the teacher and its students) the language-model quality gate"
+        + (f"; {report.and_list(off)} fail{'s' if len(off) == 1 else ''} it, so the measures resting on "
+           f"{'it' if len(off) == 1 else 'them'} are shown, not interpreted." if off else "."), "lm_quality_gate"))
     f = verdict.facts
     judged = f["measures"] - f["not_interpreted"]
     over = f"the {judged}" if f["family"] == judged else f"the {f['family']} with an interval"

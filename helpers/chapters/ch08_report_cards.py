@@ -276,8 +276,9 @@ def findings(cards: Section, pair: Section, quantised: Section) -> Section:
     n, failing = facts["gate_applies"], facts["failing"]
     gate = ("The one model the gate applies to passes the language-model quality gate" if n == 1 and not failing else
             report.sentence_case(report.count_of(facts["usable"], n, "model", ("passes", "pass")))
-            + " the language-model quality gate" + (f"; {report.and_list(failing)} {'fails' if len(failing) == 1 else 'fail'} it and "
-                              f"{'is' if len(failing) == 1 else 'are'} shown, not read" if failing else ""))
+            + " the language-model quality gate"
+            + (f"; {report.and_list(failing)} {'fails' if len(failing) == 1 else 'fail'} it and "
+               f"{'is' if len(failing) == 1 else 'are'} shown, not read" if failing else ""))
     items = [report.Finding(gate + ".", "cards_gate", "gate")]
     safety_rows = readings[(readings["metric"] == "safety_score:toxigen") & (readings["value"] != "")]
     if len(safety_rows):
