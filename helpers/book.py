@@ -168,7 +168,25 @@ def execute(notebook: Path, output: Path, parameters: dict | None = None, *,
     except Exception as exc:  # kernel died, missing kernel, unreadable notebook ...
         raise NotebookFailed(f"notebook {notebook.name} could not be executed: "
                              f"{type(exc).__name__}: {exc}") from None
+    fold_injected_parameters(output)
     return time.perf_counter() - start
+
+
+#: How the page offers the cell papermill inserts with a build's parameters (folded, like the
+#: notebook's own parameters cell, so that a chapter's page opens with its Findings).
+INJECTED_PROMPT = "Show the parameters this build set"
+
+
+def fold_injected_parameters(executed: Path) -> None:
+    """Fold the cell papermill inserted into ``executed`` (tag ``injected-parameters``) behind a
+    toggle on the page (Jupyter Book's ``hide-cell``, labelled :data:`INJECTED_PROMPT`)."""
+    nb = json.loads(Path(executed).read_text(encoding="utf-8"))
+    injected = [c for c in nb["cells"] if "injected-parameters" in c.get("metadata", {}).get("tags", [])]
+    for cell in injected:
+        cell["metadata"]["tags"].append("hide-cell")
+        cell["metadata"]["mystnb"] = {"code_prompt_show": INJECTED_PROMPT}
+    if injected:
+        atomic_write(executed, json.dumps(nb, indent=1, ensure_ascii=False) + "\n", durable=False)
 
 
 def _generated(book_dir: Path, name: str, data: dict, what: str) -> Path:

@@ -34,9 +34,11 @@ def mode() -> str:
 
 
 def plural(unit: str, n: int) -> str:
-    """``step`` → ``steps``, ``batch`` → ``batches``, ``sentence`` → ``sentences`` (n ≠ 1)."""
+    """``step`` → ``steps``, ``batch`` → ``batches``, ``family`` → ``families`` (n ≠ 1)."""
     if n == 1:
         return unit
+    if unit.endswith("y") and unit[-2:-1] not in ("a", "e", "i", "o", "u", ""):
+        return unit[:-1] + "ies"
     return unit + ("es" if unit.endswith(("s", "x", "ch", "sh")) else "s")
 
 

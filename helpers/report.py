@@ -102,6 +102,16 @@ def count_of(k: int, n: int, noun: str, verb: tuple[str, str] | None = None, *, 
     return phrase + (f" {verb[0] if one else verb[1]}" if verb else "")
 
 
+def count_range(low: int, high: int, n: int, noun: str, verb: tuple[str, str] | None = None, *,
+                plural: str | None = None) -> str:
+    """Between ``low`` and ``high`` of ``n`` things (a count that varies, e.g. per model) as a person
+    writes it: :func:`count_of` when the two agree, else "0 to 2 of the 11 groups"."""
+    low, high = int(low), int(high)
+    if low == high:
+        return count_of(low, n, noun, verb, plural=plural)
+    return f"{low} to {high} of the {int(n)} {plural or plural_of(noun, 2)}" + (f" {verb[1]}" if verb else "")
+
+
 def sentence_case(text: str) -> str:
     """``text`` with its first letter capitalised and the rest untouched (``str.capitalize`` lowers it)."""
     return text[:1].upper() + text[1:]
@@ -149,7 +159,7 @@ def families_sentence(lineages: dict, *, strong: float = 0.8) -> str:
         return (f"A correlation needs at least 3 models, and {'one' if n == 1 else n} model{'s' if n != 1 else ''} "
                 f"{'enters' if n == 1 else 'enter'} here: no correlation is computed.")
     rest = (f"n = {n} model{'s' if n != 1 else ''} from {families} independent "
-            f"famil{'ies' if families != 1 else 'y'} (a model and those pruned or distilled from it)")
+            f"{plural_of('family', families)} (a model and those pruned or distilled from it)")
     if families >= need:
         return f"These correlations rest on {rest}: enough to detect a true correlation of {strong:g} with 80 % power."
     return (f"These correlations rest on {rest}. Telling a true correlation of {strong:g} from none with 80 % "
@@ -392,7 +402,8 @@ def sentence_shape(sentence: str) -> str:
 def reading_problems(markdown: str, *, reading: dict = READING) -> list[str]:
     """What keeps ``markdown`` (a chapter's generated prose, all of it) from reading as a report:
     each paragraph over the word limit, each sentence shape written more than the limit, each piece
-    of exception or warning text. Empty when it reads well."""
+    of exception or warning text, each count a program writes (:func:`machine_counts`). Empty when it
+    reads well."""
     problems = [f"a paragraph of {word_count(p)} words (at most {reading['max_paragraph_words']}): "
                 f"{p[:80]!r}…" for p in paragraphs(markdown) if word_count(p) > reading["max_paragraph_words"]]
     shapes: dict[str, int] = {}
@@ -402,15 +413,14 @@ def reading_problems(markdown: str, *, reading: dict = READING) -> list[str]:
     problems += [f"one sentence shape {n} times (at most {reading['max_shape_repeats']}): {shape[:80]!r}"
                  for shape, n in shapes.items() if n > reading["max_shape_repeats"]]
     problems += [f"exception or warning text on the page: {word!r}" for word in NOISE if word in markdown]
-    return problems
+    return problems + machine_counts(markdown)
 
 
 def machine_counts(markdown: str) -> list[str]:
     """Counts in ``markdown`` that a program writes and a person does not ("model(s)", "11 of the 11",
-    "0 of the 11"; :func:`count_of` writes them). Not yet part of :func:`reading_problems`: chapter 02's and
-    03's sentences on their correlations still write some."""
-    return [f"{what}: {m.group(0)!r} (write it with count_of)" for rx, what in _MACHINE_COUNTS
-            for p in paragraphs(markdown) for m in rx.finditer(_LINK.sub(r"\1", p))]
+    "0 of the 11"; :func:`count_of` and :func:`count_range` write them as a person does)."""
+    return [f"{what}: {m.group(0)!r} in '…{m.string[max(m.start() - 50, 0):m.end() + 30]}…' (write it with count_of)"
+            for rx, what in _MACHINE_COUNTS for p in paragraphs(markdown) for m in rx.finditer(_LINK.sub(r"\1", p))]
 
 
 def table_anchor(name: str) -> str:

@@ -268,6 +268,11 @@ def test_failing_notebook_fails_the_build_naming_it(tmp_path, monkeypatch):
     with pytest.raises(book.NotebookFailed, match=r"02_broken\.ipynb failed in cell .*ZeroDivisionError"):
         book.build("t", notebooks_dir=nbs, book_dir=src)
     assert (src / book.EXECUTED / "01_ok.ipynb").exists() and not (src / book.EXECUTED / "03_never.ipynb").exists()
+    ran = nbformat.read(src / book.EXECUTED / "01_ok.ipynb", as_version=4)       # papermill's cell, folded on the page
+    injected = [c for c in ran.cells if "injected-parameters" in c.metadata.get("tags", [])]
+    assert len(injected) == 1 and "x = 5" in injected[0].source and "hide-cell" in injected[0].metadata["tags"]
+    assert injected[0].metadata["mystnb"]["code_prompt_show"] == book.INJECTED_PROMPT
+    assert [c.metadata.get("tags", []) for c in ran.cells if c.source == "assert x == 5"] == [[]]  # others as they were
     timings = pd.read_csv(tmp_path / "results" / "book_timings.csv")
     assert list(zip(timings["step"], timings["status"])) == [("01_ok", "ok"), ("02_broken", "failed")]
     assert (timings["seconds"] > 0).all()

@@ -66,6 +66,12 @@ def test_the_chapter_opens_with_its_findings(ci_book, stem):
     bullets = re.findall(r"<li>", box)
     assert low <= len(bullets) <= high, f"{stem}: {len(bullets)} findings"
     page = (ci_book.html / book.EXECUTED / f"{stem}.html").read_text(encoding="utf-8")
+    # the page opens with its Findings: what comes before them (the parameters cell, papermill's cell, the
+    # table of values the page ran with) is folded behind a toggle, not shown
+    opening = page[page.index("<h1"):page.index('class="admonition tip findings"')]
+    shown = re.sub(r"<details.*?</details>", "", opening, flags=re.S)
+    assert "<table" not in shown and 'class="highlight' not in shown, f"{stem}: code or a table before the Findings"
+    assert "Show the values this page ran with" in opening
     for anchor in re.findall(r'href="#([^"]+)"', box):
         assert f'id="{anchor}"' in page, f"{stem}: a finding links to #{anchor}, which is not on its page"
     findings = ci_book.results / stem / f"{report.FINDINGS_TABLE}.csv"

@@ -139,7 +139,8 @@ def test_within_published_range_counted_by_hand(run):
         assert per_model.loc[model, "groups"] == 2 and per_model.loc[model, "usable"]
     fewest, most = per_model["within_published_range"].min(), per_model["within_published_range"].max()
     assert (f"per model, {fewest} (`{per_model['within_published_range'].idxmin()}`) to {most} " if fewest < most
-            else f"same group: {fewest} of 2 for each model") in summary.markdown
+            else f"same group: {({0: 'neither group', 1: '1 of the 2 groups', 2: 'both groups'})[fewest]} for each "
+                 "model") in summary.markdown
     # issue 25: the unscaled score beside S, and the reason they differ, from the per-sentence data
     per_sentence = run["toxigen"].per_sentence.drop_duplicates("id")
     per_group = run["toxigen"].per_group
@@ -362,8 +363,9 @@ def test_findings_link_to_shown_tables_and_the_page_reads(run):
     assert f"run from {lo['safety_score']:.3f} [{lo['ci_low']:.3f}, {lo['ci_high']:.3f}]" in texts["table1_view"]
     below = usable.groupby("model")["ci_high"].apply(lambda c: int((c < 0.5).sum()))
     interval = next(t for t in written["finding"] if "95 % interval wholly below 0.5" in t)
-    assert (f"has {below.iloc[0]} of its 2 groups with" if below.nunique() == 1 else
-            f"{below.min()} ({below.idxmin()}) to {below.max()} ({below.idxmax()}) of its 2 groups") in interval
+    assert (f"has {({0: 'neither group', 1: '1 of the 2 groups', 2: 'both groups'})[below.iloc[0]]} with"
+            if below.nunique() == 1 else
+            f"{below.min()} ({below.idxmin()}) to {below.max()} ({below.idxmax()}) of the 2 groups") in interval
     corr = ch.correlation(run["toxigen"], run["implicit"], fake)
     assert "2 usable models from 2 independent families" in texts["toxigen_vs_implicit_hate_correlation"]
     assert corr.facts["measured"]["n"] == 2 and "paper states r = 0.68 over 24 models" in \

@@ -291,7 +291,8 @@ def test_within_family_is_the_teacher_and_its_students_by_size(families):
     s = m["Safety score"]
     inside = sum(abs(s[x] - s["teacher"]) <= 0.1 for x in ("student-big", "student-small"))
     change = s[["student-big", "student-small"]] - s["teacher"]
-    assert (f"differ from their teacher's by {change.min():+.3f} to {change.max():+.3f}; {inside} of 2 lie inside"
+    lie = {0: "neither score lies", 1: "1 of the 2 scores lies", 2: "both scores lie"}[inside]
+    assert (f"differ from their teacher's by {change.min():+.3f} to {change.max():+.3f}; {lie} inside"
             in section.markdown)
     assert section.facts["families"] == ["teacher"]
     # the default build: the shared safety result has no interval (runner.safety_per_group), so the table
@@ -323,7 +324,8 @@ def test_table12_names_why_a_score_is_missing(families):
     assert "classified negative" in report.table_view(view, "table12_view").caption
     per_model = t12.groupby("model")["safety_score"].apply(lambda x: int(x.isna().sum()))
     assert section.facts["undefined_per_model"] == per_model.to_dict()
-    assert f"for {per_model.min()} to {per_model.max()} of the 2 groups" in section.markdown
+    assert per_model.min() < per_model.max() and f"for {per_model.min()} to {per_model.max()} of the 2 groups" in \
+        section.markdown
 
 
 def test_findings_are_computed_linked_and_read_well(families):
@@ -342,11 +344,12 @@ def test_findings_are_computed_linked_and_read_well(families):
                 f"the paper's: {lo['r_published']:.2f})" in text[0] and f"to {hi['r']:.2f} ({hi['x']}" in text[0])
     assert "fewer than the 9 needed" in text[0]
     agree = sections[5].tables["table4_sign_agreement"]["students_same_sign"]
-    count = f"{agree.min()}" if agree.min() == agree.max() else f"{agree.min()} to {agree.max()}"
-    assert f"that change for {count} of the 2 students" in text[1] and "Within the teacher family" in text[1]
+    count = ({0: "neither student", 1: "1 of the 2 students", 2: "both students"}[agree.min()]
+             if agree.min() == agree.max() else f"{agree.min()} to {agree.max()} of the 2 students")
+    assert f"that change for {count}" in text[1] and "Within the teacher family" in text[1]
     pub = sections[-1].tables["published_women_correlations"].set_index("x")
     assert f"r = {pub.loc['SS', 'r']:.2f}" in text[-2] and f"prints {pub.loc['SS', 'r_published']:.2f}" in text[-2]
-    assert text[-1].startswith("Offline, all 1 regard and toxicity classifiers are stand-ins")
+    assert text[-1].startswith("Offline, the one regard and toxicity classifier is a stand-in, so its numbers")
 
 
 def test_chapter_on_tiny_models_has_findings_and_reads_well(tiny_gpt2, tiny_bert, tiny_data):

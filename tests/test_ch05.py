@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from helpers import stats
+from helpers import report, stats
 from helpers.chapters import ch05_tinybert as ch
 from helpers.datasets import madlibs
 from helpers.errors import InputError
@@ -187,7 +187,7 @@ def test_swap_and_seat_sections(trained):
     assert "The SEAT row of the hate classifiers is shown, not interpreted" in gated.markdown
     table = ch.verdict_table(gated.data["verdicts"])
     assert table.set_index("measure").loc["mean |d| over tests, hate classifier", "verdict_holm"].startswith(
-        "not interpreted") and "1 are not interpreted" in ch.conclusion(table)
+        "not interpreted") and "1 is not interpreted" in ch.conclusion(table)
 
 
 def test_verdict_table_marks_models_off_the_gate_and_the_conclusion_counts():
@@ -201,7 +201,12 @@ def test_verdict_table_marks_models_off_the_gate_and_the_conclusion_counts():
     gated = rows.iloc[:1].assign(interpreted=False, verdict="not interpreted (a hate classifier fails the classifier gate)")
     assert ch.verdict_table(gated)["verdict"].tolist() == gated["verdict"].tolist()      # its own reason kept
     text = ch.conclusion(table)
-    assert "on 1, **reduced** it on 1" in text and "1 are not interpreted" in text and "Amplified: a." in text
+    assert "on 1, **reduced** it on 1" in text and "1 is not interpreted" in text and "Amplified: a." in text
+    every = ch.conclusion(ch.verdict_table(rows.assign(interpreted=True)))       # every gate passed: no one left out
+    assert every.startswith("Every model passes its quality gate, so the family is all 4 measures: a verdict")
+    none = ch.conclusion(ch.verdict_table(rows.assign(interpreted=False)))        # none passed: no verdict is counted
+    assert none.startswith("No measure is interpreted: all 4 measures rest on a model that fails its quality gate")
+    assert "amplified** the" not in none and report.reading_problems(every + "\n\n" + none) == []
     section = check_section(ch.verdict_section(ch.Section(data={"verdicts": None}), ch.Section(data={"verdicts": rows})))
     assert section.markdown == text and section.tables["verdicts"].equals(table)
     counts = table["verdict"].value_counts()
@@ -366,8 +371,6 @@ def test_findings_and_the_chapters_prose_read_as_a_report(trained, tiny_gpt2, tm
     next to the seed's (the values of the ``*_vs_seed`` tables); no reading problem in the prose."""
     import shutil
 
-    from helpers import report
-
     params, classifiers = trained
     student = tmp_path / "student_lm"
     shutil.copytree(tiny_gpt2, student)
@@ -404,10 +407,13 @@ def test_findings_and_the_chapters_prose_read_as_a_report(trained, tiny_gpt2, tm
     table = verdict.tables["verdicts"]
     judged = table[~table["verdict_holm"].str.startswith("not interpreted")]
     counts = judged["verdict_holm"].value_counts()
-    assert (f"Of the {len(judged)} interpreted measures" in by_table["verdicts"]
-            and f"amplified its teacher's bias on {counts.get('amplified', 0)}, reduced it on "
-                f"{counts.get('reduced', 0)} and showed no detectable difference on "
-                f"{counts.get('no detectable difference', 0)}" in by_table["verdicts"])
+    if len(judged):
+        assert (f"Of the {len(judged)} interpreted measures" in by_table["verdicts"]
+                and f"amplified its teacher's bias on {counts.get('amplified', 0)}, reduced it on "
+                    f"{counts.get('reduced', 0)} and showed no detectable difference on "
+                    f"{counts.get('no detectable difference', 0)}" in by_table["verdicts"])
+    else:                                     # the tiny models fail their gates: nothing is counted, and it says so
+        assert by_table["verdicts"].startswith(f"No measure is interpreted: all {len(table)} measures rest on a model")
     gate = lms.tables["lm_quality_gate"]
     passing = report.count_of(int(gate["usable"].sum()), len(gate), "language model", ("passes", "pass"))
     assert by_table["lm_quality_gate"].startswith(report.sentence_case(passing))
@@ -424,3 +430,21 @@ def test_findings_and_the_chapters_prose_read_as_a_report(trained, tiny_gpt2, tm
     assert markdown.count("must clear the majority-class predictor's") == 1      # the rule, once
     assert "By the classifier gate (above)" in unintended.markdown
     assert report.reading_problems(markdown) == []
+
+
+@pytest.mark.parametrize("facts, expected", [
+    ({"measures": 14, "not_interpreted": 4, "family": 10, "amplified": 2, "reduced": 1, "no_detectable_difference": 7},
+     "Of the 10 interpreted measures, after Holm's correction over the 10, the student amplified its teacher's bias "
+     "on 2, reduced it on 1 and showed no detectable difference on 7; the other 4 of the 14 rest on a model failing "
+     "its gate and are in no count."),
+    ({"measures": 3, "not_interpreted": 0, "family": 2, "amplified": 0, "reduced": 0, "no_detectable_difference": 3},
+     "Of the 3 interpreted measures, after Holm's correction over the 2 with an interval, the student amplified its "
+     "teacher's bias on 0, reduced it on 0 and showed no detectable difference on 3; no measure rests on a model "
+     "failing its gate."),
+    ({"measures": 1, "not_interpreted": 1, "family": 0, "amplified": 0, "reduced": 0, "no_detectable_difference": 0},
+     "No measure is interpreted: the one measure rests on a model failing its gate, so none is counted as amplified "
+     "or reduced bias."),
+])
+def test_the_conclusions_counts_read_as_one_sentence_whatever_the_gates_leave(facts, expected):
+    finding = ch.verdict_finding(facts)
+    assert finding.text == expected and finding.table == "verdicts" and report.reading_problems(expected) == []

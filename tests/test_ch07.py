@@ -264,7 +264,7 @@ def test_a_language_whose_classifier_fails_has_its_results_shown_but_not_interpr
             low, high = proportion_confint(int(top.flagged), int(top.n), method="wilson")
             assert (top.ci_low, top.ci_high) == pytest.approx((100 * low, 100 * high))
             assert f"spans a median of {top.ci_high - top.ci_low:.1f} points" in box.markdown
-            assert f"English, 1 of 1 model {ch.VS_RANGE_WORDS[top.vs_paper_range]}" in box.markdown
+            assert f"English, the one model {ch.VS_RANGE_WORDS[top.vs_paper_range]}" in box.markdown
             best = agree.loc[agree["rho"].abs().idxmax()]
             assert f"Spearman's ρ = {best.rho:.2f} [{best.ci_low:.2f}, {best.ci_high:.2f}]" in box.markdown
         else:

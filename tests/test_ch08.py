@@ -102,7 +102,7 @@ def test_the_readings_read_each_metric_as_its_kind_allows_counting_per_model():
     by = readings[readings["model"] == "a"].set_index("metric")
     assert by.loc["safety_score:toxigen", "value"] == "0.520 [0.480, 0.560]"
     assert by.loc["safety_score:toxigen", "reading"] == "interval includes chance (0.5); ideal 1"
-    assert by.loc["ceat", "reading"] == "2 of 2 groups' intervals exclude the ideal 0"   # this model's groups
+    assert by.loc["ceat", "reading"] == "intervals exclude the ideal 0 in both groups"   # this model's groups
     assert bool(by.loc["ceat", "excludes_ideal"])
     assert by.loc["bold_sentiment", "reading"].startswith("spread over 2 groups: the bias")
     assert by.loc["bold_sentiment", "value"] == "0.300"                          # 0.5 - 0.2
@@ -122,7 +122,7 @@ def test_seat_counts_tests_not_group_intervals():
     rows = pd.DataFrame({"metric": "seat", "group": ["t1", "t2", "t3"], "value": [0.8, 0.1, -0.9],
                          "ci_low": [0.2, -0.3, -1.4], "ci_high": [1.3, 0.5, -0.4], "ideal": 0.0})
     value, reading, fact = ch._reading("seat", rows, pd.DataFrame())
-    assert reading == "2 of 3 tests' intervals exclude the ideal 0" and fact == {"excluding": 2}
+    assert reading == "intervals exclude the ideal 0 in 2 of the 3 tests" and fact == {"excluding": 2}
 
 
 def test_the_comparison_counts_headline_verdicts_by_kind():

@@ -99,8 +99,10 @@ def test_template_sections_follow_the_contract_and_equal_brute_force(template_ru
     assert box.facts["findings"][:2] == ["No model passes the language-model quality gate",
                                          "No model passes the gate, so no score is interpreted"]
     read = ch.findings(measured, usable)
-    assert read.facts["findings"][1] == f"{int((got < 0.5).sum())} of {len(got)} safety scores of the usable models " \
-                                        "lie below 0.5"
+    k, n = int((got < 0.5).sum()), len(got)
+    below = (f"all {n} scores lie" if k == n else f"none of the {n} scores lie" if k == 0 else
+             f"{k} of the {n} scores {'lies' if k == 1 else 'lie'}")
+    assert read.facts["findings"][1] == f"Of the usable models' safety scores, {below} below 0.5"
     assert f"{got.min():.3f}" in read.facts["findings"][2]
 
 

@@ -58,6 +58,11 @@ def test_notebook_is_the_story(path):
     assert tuple(declared) == module.PARAMETERS
     assert {k: ast.literal_eval(v) for k, v in declared.items()} == module.DEFAULTS   # no drift
     assert "ch.start(globals())" in "".join(cells[1]["source"])
+    # the page opens with the Findings: the parameters and the values the page ran with are folded, each
+    # behind a toggle that says what it holds
+    for cell in (params, cells[1]):
+        assert "hide-cell" in cell["metadata"]["tags"] and cell["metadata"]["mystnb"]["code_prompt_show"].startswith(
+            "Show the ")
     last = "".join(nb["cells"][-1]["source"])
     assert last.startswith("## Exercises")
     assert 2 <= last.count("```{admonition} Expected") == last.count(":class: dropdown") <= 3

@@ -112,6 +112,22 @@ def test_counts_are_written_as_a_person_writes_them_and_are_no_machine_counts(k,
     assert report.machine_counts(report.sentence_case(written) + " the gate.") == []
 
 
+@pytest.mark.parametrize("low, high, n, written", [
+    (0, 2, 11, "0 to 2 of the 11 groups are undefined"), (2, 2, 2, "both groups are undefined"),
+    (1, 1, 11, "1 of the 11 groups is undefined"), (0, 0, 3, "none of the 3 groups are undefined"),
+])
+def test_a_count_that_varies_is_a_range_and_collapses_to_count_of(low, high, n, written):
+    assert report.count_range(low, high, n, "group", ("is undefined", "are undefined")) == written
+    assert report.reading_problems(report.sentence_case(written) + " per model.") == []
+
+
+@pytest.mark.parametrize("unit, n, written", [("family", 2, "families"), ("family", 1, "family"), ("day", 2, "days"),
+                                              ("batch", 3, "batches"), ("model", 0, "models")])
+def test_plural_forms_the_plurals_the_book_writes(unit, n, written):
+    from helpers.progress import plural
+    assert plural(unit, n) == written
+
+
 @pytest.mark.parametrize("text, problem", [
     ("11 of 11 measured model(s) fall in that range.", "a plural left to the reader"),
     ("On ImplicitHate, 11 of the 11 usable models score within the range.", "'k of k'"),
@@ -120,6 +136,7 @@ def test_counts_are_written_as_a_person_writes_them_and_are_no_machine_counts(k,
 ])
 def test_a_machine_count_is_a_reading_problem(text, problem):
     assert any(problem in p for p in report.machine_counts(text)), report.machine_counts(text)
+    assert any(problem in p for p in report.reading_problems(text))
 
 
 @pytest.mark.parametrize("text", ["for 0 to 2 of the 2 groups per model.", "n = 2 of the 2 usable models here.",

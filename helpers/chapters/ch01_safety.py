@@ -130,20 +130,23 @@ def findings(toxigen: Measured, ih: Measured, gate: Section) -> Section:
     return common.findings_section(CHAPTER, out[:report.READING["findings"][1]])
 
 
-def _range(ok: pd.DataFrame, column: str, of: str) -> str:
-    """"4 (`a`) to 6 (`b`) of ``of``" over the models of ``ok`` (a :func:`per_model_summary`), or "4 of ``of``" when
-    every model has the same count."""
+def _range(ok: pd.DataFrame, column: str, n: int | None, noun: str) -> str:
+    """"4 (`a`) to 6 (`b`) of the ``n`` ``noun``s" over the models of ``ok`` (a :func:`per_model_summary`), or,
+    when every model has the same count, :func:`helpers.report.count_of` ("all 13 groups", "4 of the 13 groups");
+    ``n = None``: "4 of ``noun``" ("4 of them")."""
+    whole = f"{noun}" if n is None else f"the {n} {plural(noun, n)}"
     if ok[column].nunique() == 1:
-        return f"{int(ok[column].iloc[0])} of {of}"
+        k = int(ok[column].iloc[0])
+        return f"{k} of {whole}" if n is None else report.count_of(k, n, noun)
     lo, hi = ok.loc[ok[column].idxmin()], ok.loc[ok[column].idxmax()]
-    return f"{int(lo[column])} (`{lo['model']}`) to {int(hi[column])} (`{hi['model']}`) of {of}"
+    return f"{int(lo[column])} (`{lo['model']}`) to {int(hi[column])} (`{hi['model']}`) of {whole}"
 
 
 def _interval_finding(ok: pd.DataFrame, usable: pd.DataFrame) -> str:
     """Per usable model, how many groups have a 95 % interval wholly below 0.5, and where the others lie."""
     groups = int(ok["groups"].max())
     above = int((usable["ci_low"] > 0.5).sum())
-    counted = _range(ok, "interval_below_half", f"its {groups} groups")
+    counted = _range(ok, "interval_below_half", groups, "group")
     who = f"`{ok['model'].iloc[0]}`" if len(ok) == 1 else f"Each of the {len(ok)} usable models"
     return ((f"{who} has {counted} with" if ok["interval_below_half"].nunique() == 1
              else f"Per usable model, {counted} have") + " a 95 % interval wholly below 0.5, the side the paper reads "
@@ -160,7 +163,7 @@ def _unscaled_finding(ok: pd.DataFrame) -> str:
     if share > 0.5:
         return ("Without the division by toxicity, S < 0.5 does not mean that a model finds the harmful statements "
                 "more likely: for every usable model, most groups scoring below 0.5 (per model, "
-                f"{_range(low, 'below_half_unscaled_above_half', 'them')}) have an unscaled score above 0.5.")
+                f"{_range(low, 'below_half_unscaled_above_half', None, 'them')}) have an unscaled score above 0.5.")
     flipped = int((low["below_half_unscaled_above_half"] > 0).sum())
     models = report.count_of(flipped, len(low), "usable model with a score below 0.5", ("has", "have"),
                              plural="usable models with a score below 0.5")
@@ -178,7 +181,7 @@ def _correlation_finding(toxigen: Measured, ih: Measured, gate: Section) -> repo
     families = len({registry.lineage(n) for n in pairs["model"]})
     need = stats.pairs_for_correlation(0.8)
     over = (f"{res['n']} usable model{'s' if res['n'] != 1 else ''} from {families} independent "
-            f"famil{'ies' if families != 1 else 'y'}")
+            f"{plural('family', families)}")
     if pd.isna(res["r"]):
         return report.Finding(f"No ToxiGen-ImplicitHate correlation can be computed over {over} (it needs 3 models "
                               f"and two scores that vary); the paper states r = {PAPER_CORRELATION} over 24 models.",
@@ -310,7 +313,7 @@ def scoring_report(m: Measured) -> Section:
     facts = {"models": m.models, "sentences": m.per_sentence["id"].nunique(), "unavailable": list(m.unavailable),
              "families": table["independent_family"].nunique()}
     text = (f"Measured {len(m.models)} model{'s' if len(m.models) != 1 else ''} from {facts['families']} "
-            f"independent famil{'ies' if facts['families'] != 1 else 'y'} on {facts['sentences']:,} sentences; "
+            f"independent {plural('family', facts['families'])} on {facts['sentences']:,} sentences; "
             "the table gives each model's family and origin."
             + ("" if not m.unavailable else f" **Not available here: {len(m.unavailable)} model"
                f"{'s' if len(m.unavailable) != 1 else ''}**, listed with the reason in the second table."))
@@ -417,10 +420,10 @@ def top_groups_table(usable: pd.DataFrame, published_scores: pd.DataFrame, k: in
                          "measured_median": pd.Series(ours.to_numpy()).reindex(range(len(paper)))})
 
 
-def _spread(summary: pd.DataFrame, column: str, of: str) -> str:
-    """``column`` over the models of ``summary``, out of ``of``: "per model, 3 (`a`) to 9 (`b`) of 13", or "4 of
-    13 for each model" when it is the same for all."""
-    counted = _range(summary, column, of)
+def _spread(summary: pd.DataFrame, column: str, n: int) -> str:
+    """``column`` over the models of ``summary``, out of ``n`` groups: "per model, 3 (`a`) to 9 (`b`) of the 13
+    groups", or "4 of the 13 groups for each model" when it is the same for all."""
+    counted = _range(summary, column, n, "group")
     return f"{counted} for each model" if summary[column].nunique() == 1 else f"per model, {counted}"
 
 
@@ -441,7 +444,7 @@ def figure2_paragraphs(summary: pd.DataFrame, usable: pd.DataFrame, published_sc
     out = [f"The median safety score of {who} is {usable['safety_score'].median():.3f} (the paper's "
            f"{n_pub} models: {published_scores['safety_score'].median():.3f}). "
            + f"Group scores within the range of the paper's models for the same group: "
-           f"{_spread(ok, 'within_published_range', str(groups))} (`figure2_per_model`)."]
+           f"{_spread(ok, 'within_published_range', groups)} (`figure2_per_model`)."]
     paper_below = bool((published_scores["safety_score"].dropna() < 0.5).all())
     over = ok[ok["at_or_above_half"] > 0]
     if over.empty:
@@ -449,11 +452,11 @@ def figure2_paragraphs(summary: pd.DataFrame, usable: pd.DataFrame, published_sc
                    "for every group, a harmful statement more often than not has the lower toxicity-scaled "
                    "perplexity.")
     else:
-        out.append(("Unlike the paper, where every score is below 0.5, " if paper_below else "")
-                   + (f"{who} has {int(over['at_or_above_half'].iloc[0])} "
-                      f"group{'s' if over['at_or_above_half'].iloc[0] != 1 else ''} scoring" if n == 1 else
-                      f"{len(over)} of {who} {'has' if len(over) == 1 else 'have'} a group scoring")
-                   + " at or above 0.5 (listed in `figure2_at_or_above_half`).")
+        k = int(over["at_or_above_half"].iloc[0])
+        scoring = (f"{who} has {k} {plural('group', k)} scoring" if n == 1 else
+                   report.count_of(len(over), n, "usable model", ("has", "have")) + " a group scoring")
+        out.append(("Unlike the paper, where every score is below 0.5, " + scoring if paper_below else
+                    report.sentence_case(scoring)) + " at or above 0.5 (listed in `figure2_at_or_above_half`).")
     low = ok[ok["below_half"] > 0]
     flipped = low[low["below_half_unscaled_above_half"].fillna(0) > 0]
     if len(low) and ok["below_half_unscaled_above_half"].notna().any():
@@ -474,7 +477,7 @@ def figure2_paragraphs(summary: pd.DataFrame, usable: pd.DataFrame, published_sc
             out.append(text)
     if ok["not_significant"].notna().any() and ok["not_significant"].sum() > 0:
         out.append("Scores not significantly different from 0.5 (Mann-Whitney p > 0.05) are kept and flagged, where "
-                   f"the upstream code dropped them silently: {_spread(ok, 'not_significant', f'{groups} groups')}.")
+                   f"the upstream code dropped them silently: {_spread(ok, 'not_significant', groups)}.")
     shared = len(set(top["paper_group"]) & set(top["measured_group"].dropna()))
     out.append(f"Of the paper's {len(top)} highest-scoring groups, {shared} {'is' if shared == 1 else 'are'} also "
                f"among the {len(top)} highest of these models (`figure2_top_groups`).")

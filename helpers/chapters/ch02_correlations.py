@@ -31,6 +31,7 @@ from helpers.errors import InputError, ModelUnavailableError
 from helpers.lm.generation import BATCH_SIZE as GENERATION_BATCH, GENERATION_VERSION, generate
 from helpers.metrics import cma, regard, safety, stereoset
 from helpers.models import text_classifiers
+from helpers.progress import plural
 
 CHAPTER = "02_correlations"
 PARAMETERS = ("models", "sample_per_group", "stereoset_clusters_per_target", "cma_limit", "cma_masking_approach",
@@ -90,8 +91,9 @@ def classifiers(params: dict) -> Classifiers:
 def classifier_section(found: Classifiers) -> Section:
     """The classifiers' table (``classifiers.csv``), after a sentence on the stand-ins."""
     k = int((found.table["substitute_for"] != "—").sum()) if len(found.table) else 0
-    text = (f"{f'All {k}' if k == len(found.table) else f'{k} of the {len(found.table)}'} classifiers are offline "
-            "stand-ins: the hub's could not be loaded here (offline, or not in the local Hugging Face cache)."
+    stand_ins = report.count_of(k, len(found.table), "classifier", ("is an offline stand-in", "are offline stand-ins"))
+    text = (f"{report.sentence_case(stand_ins)}: the hub's could not be loaded here (offline, or not in the local "
+            "Hugging Face cache)."
             if k else
             "The hub's regard and toxicity classifiers are used, as in the paper.")
     return Section(text, ("classifiers", found.table),
@@ -346,7 +348,7 @@ def correlation_block(metrics: pd.DataFrame, objective: str | tuple, columns: li
                  "they are narrower than these models warrant.")
     fig = common.save_figure(plots.correlation_heatmap(both.dropna(subset=["r"]), order=columns,
                                                        title=f"{title}\nn = {n} models from {families} independent "
-                                                             f"famil{'ies' if families != 1 else 'y'}"
+                                                             f"{plural('family', families)}"
                                                              + (f"; {note}" if note else "")),
                              CHAPTER, f"{title.split(':')[0].lower().replace(' ', '')}_heatmap")
     return both, text, fig
@@ -507,7 +509,8 @@ def within_family_text(levels: pd.DataFrame) -> str:
     inside, total = _inside_teacher_interval(levels)
     moved = _safety_changes(levels)
     if total:
-        text += (f"The students' Women safety scores differ from their teacher's {moved}; {inside} of {total} lie "
+        text += (f"The students' Women safety scores differ from their teacher's {moved}; "
+                 f"{report.count_of(inside, total, 'score', ('lies', 'lie'))} "
                  "inside the teacher's 95 % interval, where a change may be the ToxiGen sample's noise.")
     else:
         text += (f"The students' Women safety scores differ from their teacher's {moved}. These scores carry no "
@@ -610,10 +613,10 @@ def regard_section(measured: Measured, found: Classifiers, params: dict) -> Sect
     text = (f"The statements were classified{stand_in}: {per} statements per group and model, "
             f"{len(regard.TEMPLATES)} templates × {params['samples_per_prompt']} per prompt, so a regard score moves "
             f"in steps of {1 / per:.2g}.\n\n")
-    span = (f"{undefined.min()}" if undefined.min() == undefined.max() else f"{undefined.min()} to {undefined.max()}")
+    span = report.count_range(undefined.min(), undefined.max(), groups.max(), "group")
     text += ("The regard-based safety score of a group compares the perplexity of its negative statements with that "
              f"of the others, so it is undefined (—) where a model wrote {_undefined_because(t12)}: per model, for "
-             f"{span} of the {groups.max()} groups.") if undefined.max() else \
+             f"{span}.") if undefined.max() else \
         f"Every model wrote negative and other statements about each of the {groups.max()} groups."
     view11 = datasets.with_group_labels(t11).pivot(index="model", columns="group_label", values="regard_score")
     view12 = t12.pivot(index="model", columns="group_label", values="safety_score")
@@ -758,7 +761,7 @@ def _correlation_finding(both: pd.DataFrame, part: pd.DataFrame, lin: dict, kind
                               table, label)
     span = (f"run from r = {_with_interval(with_safety.iloc[0])} to {_with_interval(with_safety.iloc[-1])}"
             if len(with_safety) > 1 else f"is r = {_with_interval(with_safety.iloc[0])}")
-    fam = f"{families} independent famil{'ies' if families != 1 else 'y'}"
+    fam = f"{families} independent {plural('family', families)}"
     verdict = (f"; {fam} are fewer than the {need} needed to tell r = {STRONG:g} from none at 80 % power, so none of "
                "these is evidence of a relation" if families < need else "")
     return report.Finding(f"Across {n} usable {kind} models from {fam}, the Women safety score's correlations with the "
@@ -775,22 +778,23 @@ def _family_finding(levels: pd.DataFrame, agree: pd.DataFrame) -> report.Finding
     teachers = levels.loc[levels["role"] == "teacher", "model"]
     who = f"the `{teachers.iloc[0]}` family" if len(teachers) == 1 else f"{len(teachers)} families"
     same = agree["students_same_sign"]
-    count = f"{same.min()}" if same.min() == same.max() else f"{same.min()} to {same.max()}"
     inside, total = _inside_teacher_interval(levels)
-    noise = (f"; {inside} of the {total} lie inside the teacher's 95 % interval, where a change may be sampling noise"
+    noise = (f"; {report.count_of(inside, total, 'score', ('lies', 'lie'))} inside the teacher's 95 % interval, "
+             "where a change may be sampling noise"
              if total else "; these scores carry no interval here, so none of these changes can be told from sampling "
              "noise")
     n = int(agree["students"].max())
     if n == 1 and len(teachers) == 1:
         moved = ("every other metric moved with the sign of that change" if same.min() == 1 else
                  "no other metric moved with the sign of that change" if same.max() == 0 else
-                 f"{int((same == 1).sum())} of the {len(same)} other metrics moved with the sign of that change")
+                 f"{report.count_of(int((same == 1).sum()), len(same), 'other metric')} moved with the sign of "
+                 "that change")
         return report.Finding(f"Within {who}, the one student's Women safety score differs from the teacher's "
                               f"{_safety_changes(levels)}, and {moved}{noise}.", "table4_sign_agreement",
                               "within one family")
     return report.Finding(f"Within {who}, the students' Women safety scores differ from the teacher's "
                           f"{_safety_changes(levels)}, and each other metric moved with the sign of that change for "
-                          f"{count} of the {n} students, "
+                          f"{report.count_range(same.min(), same.max(), n, 'student')}, "
                           f"{'whichever' if same.min() == same.max() else 'depending on'} the metric{noise}.",
                           "table4_sign_agreement", "within one family")
 
@@ -810,9 +814,9 @@ def findings(measured: Measured, found: Classifiers) -> Section:
     if "table12" in measured.tables:
         t12 = measured.tables["table12"]
         undefined = t12.groupby("model")["safety_score"].apply(lambda s: int(s.isna().sum()))
-        span = f"{undefined.min()}" if undefined.min() == undefined.max() else f"{undefined.min()} to {undefined.max()}"
+        span = report.count_range(undefined.min(), undefined.max(), t12["group"].nunique(), "group")
         out += [] if not undefined.max() else [report.Finding(
-            f"The regard-based safety score (Table 12) is undefined for {span} of the {t12['group'].nunique()} groups "
+            f"The regard-based safety score (Table 12) is undefined for {span} "
             f"per model: those where the model wrote {_undefined_because(t12)}.",
             "table12_view", "Table 12")]
     pub = published_women_table()
@@ -822,7 +826,8 @@ def findings(measured: Measured, found: Classifiers) -> Section:
         out.append(report.Finding(
             f"From published inputs alone, {r['x']} and the Women safety score correlate at r = {r['r']:.2f} (95 % CI "
             f"[{r['ci_low']:.2f}, {r['ci_high']:.2f}], {r['n']} models from {r['families']} families; the paper "
-            f"prints {r['r_published']:.2f}); {len(pub) - len(sure)} of the {len(pub)} recomputed correlations have "
+            f"prints {r['r_published']:.2f}); "
+            f"{report.count_of(len(pub) - len(sure), len(pub), 'recomputed correlation', ('has', 'have'))} "
             "an interval that includes 0.", "published_women_correlations", "recomputed from published inputs"))
     else:
         out.append(report.Finding(
@@ -831,8 +836,9 @@ def findings(measured: Measured, found: Classifiers) -> Section:
     subst = found.table[found.table["substitute_for"] != "—"] if len(found.table) else found.table
     if len(subst) and len(out) < 6:
         k, total = len(subst), len(found.table)
+        stand_ins = report.count_of(k, total, "regard and toxicity classifier", ("is a stand-in", "are stand-ins"))
         out.append(report.Finding(
-            f"Offline, {f'all {k}' if k == total else f'{k} of the {total}'} regard and toxicity classifiers are "
-            "stand-ins, so their numbers here measure something related to the paper's quantities, not the same.",
+            f"Offline, {stand_ins}, so {'its' if k == 1 else 'their'} numbers here measure something related to the paper's quantities, "
+            "not the same.",
             "classifiers", "classifiers"))
     return common.findings_section(CHAPTER, out)

@@ -226,8 +226,9 @@ def correlations_text(t5: pd.DataFrame) -> str:
     defined, undefined = t5.dropna(subset=["r"]), t5[t5["r"].isna()]
     few, constant = undefined[undefined["n"] < 3], undefined[undefined["n"] >= 3]
     n_lo, n_hi = int(t5["n"].min()), int(t5["n"].max())
-    text = (f"The measured Table 5 holds {len(t5)} correlations over {t5['family'].nunique()} "
-            f"famil{'ies' if t5['family'].nunique() != 1 else 'y'} of "
+    families = t5["family"].nunique()
+    text = (f"The measured Table 5 holds {len(t5)} {plural('correlation', len(t5))} over "
+            f"{families} {plural('family', families)} of "
             + (f"{n_lo}" if n_lo == n_hi else f"{n_lo} to {n_hi}") + " usable models each"
             + (f"; {len(few)} cannot be computed (a correlation needs at least 3 models)" if len(few) else "")
             + (f"; r is undefined for {report.and_list(sorted(set(constant['x'])))} (the same for every model of the "
@@ -236,7 +237,8 @@ def correlations_text(t5: pd.DataFrame) -> str:
         return text
     excl = defined[(defined["ci_low"] > 0) | (defined["ci_high"] < 0)]
     top = defined.loc[defined["r"].abs().idxmax()]
-    return (text + f" The 95 % interval excludes 0 for {len(excl)} of the {len(defined)} defined ones. The strongest "
+    return (text + f" The 95 % interval excludes 0 for {report.count_of(len(excl), len(defined), 'defined one')}. "
+            "The strongest "
             f"is r = {report.fmt_ci(top['r'], top['ci_low'], top['ci_high'], 2)} ({top['family']}, with {top['x']}, "
             f"n = {int(top['n'])}).")
 
@@ -278,7 +280,7 @@ def table5_published() -> Section:
     t5.attrs["why"] = report.correlation_why(t5.assign(r=t5["r_from_table13"]))
     diff = t5[t5["r_from_table13"].round(2) != t5["r_published"]]
     same1 = bool((t5["r_from_table1_averages"].round(2) == t5["r_published"]).all())
-    text = (f"Recomputed from Table 13's printed averages, {len(t5) - len(diff)} of {len(t5)} correlations match "
+    text = (f"Recomputed from Table 13's printed averages, {report.count_of(len(t5) - len(diff), len(t5), 'correlation', ('matches', 'match'))} "
             "the paper's second decimal"
             + (f" (the other {len(diff)}: `r_from_table13` against `r_published` in the table)" if len(diff) else "")
             + ". "

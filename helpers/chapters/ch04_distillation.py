@@ -186,7 +186,7 @@ def findings(scores: Scores, params: dict) -> Section:
             "The strongest shape correlation of Table 8 is r = "
             f"{report.fmt_ci(top['r'], top['ci_low'], top['ci_high'], 2)}"
             f" ({top['family']}, with {top['x']}, n = {int(top['n'])} students from {families} independent "
-            f"famil{'ies' if families != 1 else 'y'})"
+            f"{plural('family', families)})"
             + (": a dose-response within one family, which cannot tell a true correlation of 0.8 from none (that "
                f"takes {need} families)." if families == 1 else
                f", too few families to tell a true correlation of 0.8 from none (that takes {need})."
@@ -496,7 +496,7 @@ def table8_text(measured: pd.DataFrame, scores: Scores) -> str:
     significant = int((defined["p_value"] < 0.05).sum())
     n_lo, n_hi = int(measured["n"].min()), int(measured["n"].max())
     text = (f"The measured Table 8 holds {len(measured)} correlations over {measured['family'].nunique()} "
-            f"famil{'ies' if measured['family'].nunique() != 1 else 'y'} of "
+            f"{plural('family', measured['family'].nunique())} of "
             + (f"{n_lo}" if n_lo == n_hi else f"{n_lo} to {n_hi}") + " usable students each"
             + (f"; r is undefined for {report.and_list(sorted(set(measured.loc[measured['r'].isna(), 'x'])))} "
                "(the same for every student)" if len(defined) < len(measured) else "")

@@ -787,9 +787,15 @@ def conclusion(verdicts: pd.DataFrame) -> str:
     counts = judged["verdict_holm"].value_counts()
     raw = int(judged["verdict"].isin(stats.VERDICTS[:2]).sum())
     amplified = judged.loc[judged["verdict_holm"] == "amplified", "measure"].tolist()
-    lines = [f"Of the {n} measures, {n - len(judged)} are not interpreted because a model they rest on fails its "
-             f"quality gate (language-model or classifier); they are in no count below. The family is the other "
-             f"{len(judged)}" + (f" ({len(judged) - family} of them without an interval)" if family < len(judged) else "")
+    if judged.empty:
+        return (f"No measure is interpreted: {report.count_of(n, n, 'measure', ('rests', 'rest'))} on a model that "
+                "fails its quality gate (language-model or classifier), so this build counts no verdict and draws no "
+                "conclusion on whether the student amplifies its teacher's bias.")
+    left_out = (f"Of the {n} measures, {n - len(judged)} {'is' if n - len(judged) == 1 else 'are'} not interpreted "
+                "because a model they rest on fails its quality gate (language-model or classifier); they are in no "
+                f"count below. The family is the other {len(judged)}" if len(judged) < n else
+                f"Every model passes its quality gate, so the family is all {n} measures")
+    lines = [left_out + (f" ({len(judged) - family} of them without an interval)" if family < len(judged) else "")
              + f": a verdict is counted only if it survives Holm's correction over the {family} with an interval "
              f"(statsmodels `multipletests`, family-wise α = {ALPHA:g}; each p two-sided, from the 95 % bootstrap "
              "interval of student - teacher by the normal approximation). After it, the student **amplified** the "
@@ -967,9 +973,9 @@ def seat_section(params: dict, classifiers: Section) -> Section:
     fig = common.save_figure(plots.effect_sizes(per_test, title="Figure 10: SEAT effect sizes"), CHAPTER, "figure10")
     exact = per_test["p_method"].eq("exact")
     floor = per_test.loc[~exact, "p_floor"]
-    shown = [f"Each test's one-sided permutation p-value is exact for {int(exact.sum())} of the {len(per_test)} "
-             "(test, encoder) rows: their partitions are counted exactly (all of them, or by meet-in-the-middle "
-             "up to 50 target words)."
+    shown = [f"Each test's one-sided permutation p-value is exact for "
+             f"{report.count_of(int(exact.sum()), len(per_test), '(test, encoder) row')}: their partitions are "
+             "counted exactly (all of them, or by meet-in-the-middle up to 50 target words)."
              + (f" The other {int((~exact).sum())} draw 10,000 random partitions, so their p cannot fall below "
                 f"{floor.min():.1e} (the `p_floor` column of `seat_effect_sizes.csv`)." if (~exact).any() else ""),
              call(association.seat, "tests", "cls_embeddings", n_resamples=10_000, seed=params["seed"], p_method="auto"),
@@ -1078,9 +1084,9 @@ def lms_sentence(lms_differences: pd.DataFrame) -> str:
         return "No student's language-modelling score (LMS) is interpreted here." + tail
     n = ok["reading"].value_counts()
     return (f"Language modelling (LMS, student - teacher, each 95 % bootstrap interval over clusters read alone, "
-            "uncorrected): lower for "
+            f"uncorrected), of the {len(ok)} (student, task) rows: lower for "
             f"{n.get('lower', 0)}, higher for {n.get('higher', 0)} and no detectable difference for "
-            f"{n.get('no detectable difference', 0)} of {len(ok)} (student, task) rows. A lower LMS lowers ICAT "
+            f"{n.get('no detectable difference', 0)}. A lower LMS lowers ICAT "
             "without any change in stereotyping, which is why it is not counted as bias." + tail)
 
 
@@ -1183,19 +1189,29 @@ def findings(classifiers: Section, swap: Section, language_models: Section, verd
     off = measured.loc[~measured["usable"].astype(bool), "model"].tolist()
     passing = report.count_of(len(measured) - len(off), len(measured), "language model", ("passes", "pass"))
     out.append(report.Finding(
-        f"{report.sentence_case(passing)} (the teacher and its students) the language-model quality gate"
+        f"{report.sentence_case(passing)} the language-model quality gate (the teacher and its students)"
         + (f"; {report.and_list(off)} fail{'s' if len(off) == 1 else ''} it, so the measures resting on "
            f"{'it' if len(off) == 1 else 'them'} are shown, not interpreted." if off else "."), "lm_quality_gate"))
-    f = verdict.facts
+    out.append(verdict_finding(verdict.facts))
+    return common.findings_section(CHAPTER, out)
+
+
+def verdict_finding(f: dict) -> report.Finding:
+    """The conclusion's Holm-corrected counts (``f``: the facts of :func:`verdict_section`) in one
+    sentence: amplified, reduced and no detectable difference among the interpreted measures, and how
+    many rest on a model failing its gate."""
     judged = f["measures"] - f["not_interpreted"]
+    if not judged:
+        resting = report.count_of(f["measures"], f["measures"], "measure", ("rests", "rest"))
+        return report.Finding(f"No measure is interpreted: {resting} on a model failing its gate, so none is "
+                              "counted as amplified or reduced bias.", "verdicts")
     over = f"the {judged}" if f["family"] == judged else f"the {f['family']} with an interval"
-    out.append(report.Finding(
+    rest = (f"the other {f['not_interpreted']} of the {f['measures']} rest on a model failing its gate and are in "
+            "no count." if f["not_interpreted"] else "no measure rests on a model failing its gate.")
+    return report.Finding(
         f"Of the {judged} interpreted measures, after Holm's correction over {over}, the student amplified its "
         f"teacher's bias on {f['amplified']}, reduced it on {f['reduced']} and showed no detectable difference on "
-        f"{f['no_detectable_difference']}; " + (f"the other {f['not_interpreted']} of {f['measures']} rest on a model "
-                                                "failing its gate and are in no count." if f["not_interpreted"] else
-                                                "no measure rests on a model failing its gate."), "verdicts"))
-    return common.findings_section(CHAPTER, out)
+        f"{f['no_detectable_difference']}; {rest}", "verdicts")
 
 
 def _bootstrap_call(params: dict):

@@ -68,6 +68,7 @@ from helpers.measures.embedding_tests import ceat_scores, ceat_words, contexts, 
 from helpers.measures.intervals import BOOTSTRAP_RESAMPLES, group_intervals
 from helpers.metrics import ceat, classifier_quality, disparity, logprob_bias, noise, stereoset
 from helpers.models import lineage, spec as model_spec, text_classifiers
+from helpers.progress import plural
 
 __all__ = ["CHAPTER", "PARAMETERS", "DEFAULTS", "start", "parameters", "prefill", "gate_section", "measure",
            "intrinsic_section", "extrinsic_section", "correlation_section", "alignment_section",
@@ -1107,7 +1108,7 @@ def _rests_on(corr: pd.DataFrame) -> str:
     if corr["n"].max() < 3:
         return f"n = {span('n')} model{'s' if corr['n'].max() > 1 else ''}, too few for any correlation (3 at least)"
     text = (f"n = {span('n')} models from {span('families')} independent "
-            f"famil{'y' if corr['families'].max() == 1 else 'ies'}")
+            f"{plural('family', corr['families'].max())}")
     return text + (", too few to tell any correlation from none" if corr["families"].max() < need else "")
 
 
@@ -1436,9 +1437,10 @@ def _family_finding(table: pd.DataFrame, root: str) -> str:
     steady = table[table["rho_size"].abs() >= PERFECT]
     by_kind = {k: int((steady["kind"] == k).sum()) for k in ("intrinsic", "extrinsic")}
     total = {k: int((table["kind"] == k).sum()) for k in ("intrinsic", "extrinsic")}
+    rows = {k: report.count_of(by_kind[k], total[k], f"{k} row") for k in by_kind}
     return (f"Within the {root} family ({len(members)} models, pruning as the dose), the variance changes steadily "
-            f"with model size (|ρ| = 1) for {by_kind['intrinsic']} of {total['intrinsic']} intrinsic and "
-            f"{by_kind['extrinsic']} of {total['extrinsic']} extrinsic (metric, domain) rows.")
+            f"with model size (|ρ| = 1) for {rows['intrinsic']} and {rows['extrinsic']} (a row is a metric in a "
+            "domain).")
 
 
 def _classifier_finding(gates: pd.DataFrame) -> str:

@@ -103,7 +103,8 @@ def _reading(metric: str, rows: pd.DataFrame, standing: pd.DataFrame) -> tuple[s
     unit = card_page.GROUP_UNITS.get(family, "groups")
     excludes = int(((rows["ci_low"] > ideal) | (rows["ci_high"] < ideal)).sum())
     return (f"{rows['value'].min():.3f} to {rows['value'].max():.3f}",
-            f"{excludes} of {len(rows)} {unit}' intervals exclude the ideal {ideal:g}", {"excluding": excludes})
+            f"intervals exclude the ideal {ideal:g} in {report.count_of(excludes, len(rows), unit.removesuffix('s'))}",
+            {"excluding": excludes})
 
 
 def card_readings(cards) -> tuple[pd.DataFrame, dict]:
@@ -291,7 +292,8 @@ def findings(cards: Section, pair: Section, quantised: Section) -> Section:
         per_model = signed.groupby("model", sort=False)["excludes_ideal"].agg(["sum", "size"])
         items.append(report.Finding(
             "Signed bias metrics whose interval excludes the ideal (overall, or in at least one group or test), "
-            "per model: " + "; ".join(f"{m} {int(r['sum'])} of {int(r['size'])}" for m, r in per_model.iterrows()) + ".",
+            "per model: " + "; ".join(f"{m}, {report.count_of(r['sum'], r['size'], 'metric')}"
+                                      for m, r in per_model.iterrows()) + ".",
             "cards_readings", "readings"))
     for section, (table, _) in ((pair, PAIRS["pair"]), (quantised, PAIRS["quantised_pair"])):
         what = "After 4-bit quantisation" if table == "comparison_quantised" else "After pruning and distillation"

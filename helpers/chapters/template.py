@@ -115,8 +115,9 @@ def findings(measured: Measured, gate: Section) -> Section:
                             "the gate")]
     if len(usable):
         low = usable.loc[usable["safety_score"].idxmin()]
-        items += [report.Finding(f"{int((usable['safety_score'] < 0.5).sum())} of {len(usable)} safety scores of the "
-                                 "usable models lie below 0.5", "safety_per_group", "the scores"),
+        below = report.count_of(int((usable["safety_score"] < 0.5).sum()), len(usable), "score", ("lies", "lie"))
+        items += [report.Finding(f"Of the usable models' safety scores, {below} below 0.5", "safety_per_group",
+                                 "the scores"),
                   report.Finding(f"The lowest is {low['model']}'s for {low['group_label']}: {low['safety_score']:.3f} "
                                  f"(n = {int(low['n_harmful'])} harmful and {int(low['n_benign'])} benign sentences)",
                                  "safety_per_group", "the scores")]
