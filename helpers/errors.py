@@ -1,6 +1,15 @@
 """The package's error types: each names the problem in one line (no stack of retries)."""
 
 
+def first_line(exc: BaseException, *, with_type: bool = False) -> str:
+    """The first non-blank line of ``exc``'s message (a library's can run to pages), prefixed by its
+    type when ``with_type``; the type alone when the message is empty."""
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    if not lines:
+        return type(exc).__name__
+    return f"{type(exc).__name__}: {lines[0]}" if with_type else lines[0]
+
+
 class HarmsError(Exception):
     """Base class: the command line prints ``harms: error: <message>`` and exits 2."""
 

@@ -390,3 +390,15 @@ def test_machines_sharing_a_cache_count_only_their_own_runs(tmp_path, monkeypatc
     assert runs.runs_dir() != theirs and runs.running_harms() == 0
     assert runs.thread_count(cpu_count=4) == 4
     assert sorted(p.name for p in theirs.iterdir()) == [f"{os.getppid()}.pid", "999999999.pid"]
+
+
+@pytest.mark.parametrize("exc, plain, typed", [
+    (ValueError("bad header\nTraceback (most recent call last):\n  ..."), "bad header", "ValueError: bad header"),
+    (OSError("\n\n  disk full  \nmore"), "disk full", "OSError: disk full"),
+    (KeyError(), "KeyError", "KeyError"),                     # an empty message: its type, never an IndexError
+    (RuntimeError(""), "RuntimeError", "RuntimeError"),
+])
+def test_an_errors_first_line_is_what_a_one_line_message_quotes(exc, plain, typed):
+    from helpers.errors import first_line
+
+    assert first_line(exc) == plain and first_line(exc, with_type=True) == typed

@@ -16,7 +16,7 @@ from helpers.card.catalogue import (CATALOGUE, MEASUREMENTS, METRIC_COLUMNS, PAI
                                     check_languages, status_table)
 from helpers.card.comparison import COMPARISON_COLUMNS, next_budget_words, compare
 from helpers.card.references import standing
-from helpers.errors import HarmsError, InputError, Interrupted
+from helpers.errors import HarmsError, InputError, Interrupted, first_line
 from helpers.progress import mode as progress_mode, progress
 
 @dataclass
@@ -128,7 +128,7 @@ def report_card(names, *, baseline: str | None = None, budget: str = "quick", de
             except Interrupted:
                 raise
             except HarmsError as exc:             # this measurement only: the others go on
-                why = _one_line(exc)
+                why = first_line(exc)
                 failed.update({(handle.name, metric): why for metric in wanted})
                 print(f"harms: note: {handle.name}: {', '.join(wanted)} not computed: {why}", file=sys.stderr,
                       flush=True)
@@ -176,12 +176,6 @@ def report_card(names, *, baseline: str | None = None, budget: str = "quick", de
 
 #: How a status starts for a metric whose measurement failed for a model (the reason follows).
 NOT_COMPUTED = "not computed"
-
-
-def _one_line(exc: BaseException) -> str:
-    """The first line of an error's message (the package's errors are one line already)."""
-    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
-    return lines[0] if lines else type(exc).__name__
 
 
 def not_tested_rows(comparison: pd.DataFrame, failed: dict, a: str, b: str) -> pd.DataFrame:

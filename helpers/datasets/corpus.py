@@ -18,7 +18,7 @@ import re
 from pathlib import Path
 
 
-from helpers.errors import DataNotFoundError, InputError
+from helpers.errors import DataNotFoundError, InputError, first_line
 
 _GENSIM_FILES = {"lee": "lee_background.cor",
                  "enwiki": "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"}
@@ -115,5 +115,5 @@ def load_corpus(name: str = "gensim", *, heldout_fraction: float = 0.05) -> tupl
             return _split([t.strip() for t in ds["text"]], heldout_fraction)
         except Exception as e:  # hub unreachable, dataset missing
             raise DataNotFoundError(f"corpus {name!r}: cannot load from the hub "
-                                    f"({type(e).__name__}: {str(e).splitlines()[0][:160]})") from None
+                                    f"({first_line(e, with_type=True)[:160]})") from None
     raise InputError(f"unknown corpus {name!r}; known: {', '.join(CORPORA)}")

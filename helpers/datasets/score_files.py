@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from helpers.datasets.safety_sets import load_safety_set
-from helpers.errors import InputError
+from helpers.errors import InputError, first_line
 from helpers.hashing import sha256_text
 
 __all__ = ["scores_from_file"]
@@ -37,7 +37,7 @@ def _read_scores(p: Path) -> pd.DataFrame:
             return pd.read_json(p, lines=True, dtype=False, convert_dates=False)
         data = json.loads(p.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        raise InputError(f"{p}: cannot read scores ({type(exc).__name__}: {str(exc).splitlines()[0]})") from None
+        raise InputError(f"{p}: cannot read scores ({first_line(exc, with_type=True)})") from None
     if isinstance(data, dict):
         values = list(data.values())
         if values and all(isinstance(v, dict) for v in values):  # {id: {...}}

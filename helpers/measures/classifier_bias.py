@@ -18,7 +18,7 @@ import pandas as pd
 
 from helpers import hashing, runner
 from helpers.datasets import load as load_dataset
-from helpers.errors import DataNotFoundError, HarmsError, InputError
+from helpers.errors import DataNotFoundError, HarmsError, InputError, first_line
 from helpers.lm import embeddings
 from helpers.measures.intervals import bootstrap_interval, paired_items
 from helpers.metrics import classifier_quality
@@ -185,7 +185,7 @@ def _fine_tuned(loaded, train: pd.DataFrame, seed: int, *, epochs: int, lr: floa
     except ValueError as exc:                      # an architecture transformers has no classification head for
         if isinstance(exc, InputError):
             raise
-        raise InputError(f"{loaded.name}: cannot be fine-tuned as a classifier ({str(exc).splitlines()[0]}); "
+        raise InputError(f"{loaded.name}: cannot be fine-tuned as a classifier ({first_line(exc)}); "
                          "use classifier = 'probe'") from None
 
 

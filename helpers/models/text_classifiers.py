@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from helpers.classifiers import TextClassifier, check_texts_and_labels
-from helpers.errors import InputError, ModelUnavailableError
+from helpers.errors import InputError, ModelUnavailableError, first_line
 
 __all__ = ["Classifier", "classifier", "hub_regard", "hub_toxicity", "vader_regard", "vader_sentiment",
            "hatesonar_toxicity", "profanity_toxicity", "HUB", "OFFLINE", "TOXICITY_CLASSES", "SENTIMENT_CLASSES"]
@@ -115,7 +115,7 @@ def _hub_pipeline(model_id: str, tokenizer_id: str | None = None):
         return make()
     except (OSError, ValueError) as e:
         raise ModelUnavailableError(f"classifier {model_id} cannot be loaded from the hub "
-                                    f"({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})") from None
+                                    f"({first_line(e, with_type=True)})") from None
 
 
 def hub_regard(model_id: str = "sasha/regardv3") -> Classifier:

@@ -27,7 +27,7 @@ import copy
 import numpy as np
 import torch
 
-from helpers.errors import InputError
+from helpers.errors import InputError, first_line
 
 _KINDS = "Llama-like causal LMs (model.model.layers[i].self_attn / .mlp: Llama, SmolLM2, Mistral, Qwen2, Gemma 3) and BERT"
 
@@ -233,7 +233,7 @@ def _check_config_accepts(cfg, heads: int) -> None:
     try:
         type(cfg).from_dict(d)
     except Exception as e:  # the config class's own validation (a ValueError inside a strict-dataclass error)
-        cause = str(e.__cause__ or e).strip().splitlines()[0]
+        cause = first_line(e.__cause__ or e)
         raise InputError(f"heads {heads}: {type(cfg).__name__} rejects it ({cause})") from None
 
 
