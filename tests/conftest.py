@@ -17,6 +17,23 @@ from pathlib import Path
 import pytest
 import torch
 
+
+@pytest.fixture(autouse=True, scope="session")
+def _results_never_in_the_users_folder(tmp_path_factory):
+    """Every chapter function writes its tables to HARMS_RESULTS_DIR: for the whole test session that is a
+    temporary folder, so that a test which sets none of its own cannot overwrite a reader's results/
+    (a test's own setting, by monkeypatch or a book fixture, still wins)."""
+    import os
+
+    before = os.environ.get("HARMS_RESULTS_DIR")
+    os.environ["HARMS_RESULTS_DIR"] = str(tmp_path_factory.mktemp("session_results"))
+    yield
+    if before is None:
+        os.environ.pop("HARMS_RESULTS_DIR", None)
+    else:
+        os.environ["HARMS_RESULTS_DIR"] = before
+
+
 SENTENCES = [
     "the unhappiness of some people is not a reason to hate them .",
     "women are just as capable as men in every profession !",
