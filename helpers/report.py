@@ -258,20 +258,25 @@ WHY_MISSING = {
 }
 
 
-def correlation_why(table: pd.DataFrame, *, unit: str = "models",
-                    same_for: str = "every model of the family") -> dict:
-    """Why r, p or the interval of a correlation table (n, r, p_value, ci_low, ci_high) is empty, per
-    column, from the rows it is empty in: fewer than 3 ``unit``, a column the same for ``same_for``, or
-    (the interval) only 3 ``unit``, which give no Fisher-z interval (for a table's ``attrs["why"]``)."""
-    causes = [(table["n"] < 3, f"fewer than 3 {unit}"),
-              (table["r"].isna() & (table["n"] >= 3), f"the column is the same for {same_for}"),
-              (table["r"].notna() & (table["n"] == 3), f"3 {unit} give no Fisher-z interval")]
+def correlation_why(table: pd.DataFrame, *, unit: str = "models", same_for: str = "every model of the family",
+                    constant: str | None = None, unmeasured: str = "nothing was measured for this row",
+                    columns=None) -> dict:
+    """Why a cell of a correlation table (columns n, r and, when computed, p_value, ci_low, ci_high) is
+    empty, per column, from the rows it is empty in: no n (``unmeasured``), fewer than 3 ``unit``, a
+    column the same for ``same_for`` (r undefined; ``constant`` says it otherwise), only 3 ``unit`` or |r| = 1 (no Fisher-z interval:
+    its standard error needs n > 3 and its z is infinite at |r| = 1). ``columns``: those explained
+    (default r, p_value, ci_low and ci_high); for a table's ``attrs["why"]``."""
+    measured, n, r = table["n"].notna(), table["n"].fillna(0), table["r"]
+    causes = [(~measured, unmeasured), (measured & (n < 3), f"fewer than 3 {unit}"),
+              (measured & (n >= 3) & r.isna(), constant or f"the column is the same for {same_for}"),
+              (measured & (n == 3) & r.notna(), f"3 {unit} give no Fisher-z interval"),
+              (measured & (n > 3) & (r.abs() >= 1 - 1e-12), "|r| = 1 has no Fisher-z interval")]
     why = {}
-    for column in ("r", "p_value", "ci_low", "ci_high"):
+    for column in columns or [c for c in ("r", "p_value", "ci_low", "ci_high") if c in table]:
         empty = table[column].isna()
         reasons = [text for mask, text in causes if (mask & empty).any()]
         if reasons:
-            why[column] = "; ".join(reasons)
+            why[column] = "; or ".join(reasons)
     return why
 
 

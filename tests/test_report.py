@@ -278,3 +278,25 @@ def test_families_sentence_with_fewer_than_three_models_computes_no_correlation(
     one = report.families_sentence({"smollm2": "smollm2"})
     assert one == "A correlation needs at least 3 models, and one model enters here: no correlation is computed."
     assert "2 models enter" in report.families_sentence({"a": "a", "b": "b"})
+
+
+def test_an_empty_correlation_cell_says_its_true_cause():
+    """Each row's own data through stats.correlation; the caption names the causes of the rows whose cell is
+    empty, and only theirs (issue 46: |r| = 1 and n = 3 have no Fisher-z interval, for different reasons)."""
+    from helpers import stats
+
+    x = np.arange(5.0)
+    data = {"two": (x[:2], x[:2] + [0.1, -0.1]), "constant": (x, np.ones(5)), "three": (x[:3], [1.0, 3.0, 2.0]),
+            "perfect": (x, 2 * x + 1), "plain": (x, [1.0, 3.0, 2.0, 5.0, 4.0])}
+    rows = [{"x": k, **stats.correlation(a, b)} for k, (a, b) in data.items()]
+    table = pd.DataFrame([*rows, {"x": "unmeasured", "n": np.nan, "r": np.nan}])
+    assert table.set_index("x")["ci_low"].isna().to_dict() == {"two": True, "constant": True, "three": True,
+                                                              "perfect": True, "plain": False, "unmeasured": True}
+    why = report.correlation_why(table, unit="models", constant="one score is the same for every model",
+                                 unmeasured="not measured")
+    assert why["ci_low"].split("; or ") == ["not measured", "fewer than 3 models", "one score is the same for every "
+                                            "model", "3 models give no Fisher-z interval",
+                                            "|r| = 1 has no Fisher-z interval"]
+    assert why["r"].split("; or ") == ["not measured", "fewer than 3 models", "one score is the same for every model"]
+    only_perfect = report.correlation_why(table[table["x"].isin(["perfect", "plain"])])
+    assert only_perfect == {"ci_low": "|r| = 1 has no Fisher-z interval", "ci_high": "|r| = 1 has no Fisher-z interval"}

@@ -304,25 +304,13 @@ def correlations(metrics: pd.DataFrame, objective: str | tuple, columns: list[st
 
 
 def correlation_why(both: pd.DataFrame) -> dict:
-    """Why each column of a correlation table (:func:`correlations`) has an empty cell, from the
-    rows' own n and r: not measured here, too few models, a constant metric, no interval."""
-    measured = both["n"].notna()
-    n = both["n"].fillna(0)
-    causes = {"unmeasured": (~measured, "no usable model of this kind was measured here: the paper's row alone"),
-              "few": (measured & (n < 3), "fewer than 3 usable models have both values"),
-              "constant": (measured & (n >= 3) & both["r"].isna(),
-                           "one of the two metrics is the same for every model"),
-              "three": (measured & (n == 3) & both["r"].notna(), "no interval with 3 models"),
-              "perfect": (measured & (n > 3) & (both["r"].abs() >= 1 - 1e-12), "|r| = 1 has no interval")}
-    why = {}
-    for column in both.columns:
-        empty = both[column].isna()
-        if column == "r_published" or not empty.any():
-            continue
-        found = [text for mask, text in causes.values() if (mask & empty).any()]
-        if found:
-            why[column] = "; or ".join(found)
-    return why
+    """Why each column of a correlation table (:func:`correlations`) has an empty cell
+    (:func:`helpers.report.correlation_why`: not measured here, too few models, a constant metric,
+    no interval)."""
+    return report.correlation_why(
+        both, unit="usable models with both values", constant="one of the two metrics is the same for every model",
+        unmeasured="no usable model of this kind was measured here: the paper's row alone",
+        columns=[c for c in both.columns if c != "r_published"])
 
 
 def correlation_block(metrics: pd.DataFrame, objective: str | tuple, columns: list[str], published_table: pd.DataFrame,
