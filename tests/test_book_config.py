@@ -171,7 +171,11 @@ def test_papermill_bar_follows_the_progress_mode(monkeypatch, tmp_path, mode, ba
     import papermill
 
     seen = {}
-    monkeypatch.setattr(papermill, "execute_notebook", lambda *a, **kw: seen.update(kw))
+    def execute_notebook(notebook, output, **kw):              # papermill writes the executed copy
+        seen.update(kw)
+        nbformat.write(nbformat.v4.new_notebook(), output)
+
+    monkeypatch.setattr(papermill, "execute_notebook", execute_notebook)
     monkeypatch.setenv("HARMS_PROGRESS", mode)
     monkeypatch.delenv("TQDM_DISABLE", raising=False)
     book.execute(tmp_path / "01_a.ipynb", tmp_path / "out.ipynb")
@@ -461,8 +465,9 @@ def test_no_launch_buttons_without_a_repository_url(tmp_path):
 # ----------------------------------------------------------------------------- make lab
 
 
-def test_lab_command_serves_the_notebooks_locally_with_the_book_kernel_environment(monkeypatch):
+def test_lab_command_serves_the_notebooks_locally_with_the_book_kernel_environment(monkeypatch, tmp_path):
     monkeypatch.delenv("TQDM_DISABLE", raising=False)
+    monkeypatch.setenv("HARMS_CACHE_DIR", str(tmp_path / "cache"))                # inherited, as in make book
     argv, env = book.lab_command(display=None)
     assert Path(argv[0]) == Path(sys.executable).with_name("jupyter-lab")
     assert f"--ServerApp.root_dir={book.NOTEBOOKS_DIR}" in argv    # kernels start in notebooks/, as papermill's
