@@ -212,9 +212,12 @@ def test_findings_link_to_shown_tables_and_the_page_reads(private_dirs):
     assert len(ok) == 4
     assert f"{big['difference']:+.3f} [{big['ci_low']:+.3f}, {big['ci_high']:+.3f}] ({big['shape']})" in \
         texts["distillation_effect"]
-    up = int((ok["ci_low"] > 0).sum())
+    def of_four(k):                                   # as a person counts 4 shapes already named
+        return {0: "none", 4: "all 4"}.get(k, str(k))
+
+    up, down = int((ok["ci_low"] > 0).sum()), int((ok["ci_high"] < 0).sum())
     assert f"Of the 4 shapes healed both ways with both students usable" in texts["distillation_effect"]
-    assert f"higher average safety score for {up} and a lower one for {int((ok['ci_high'] < 0).sum())}" in \
+    assert f"higher average safety score for {of_four(up)} and a lower one for {of_four(down)}" in \
         texts["distillation_effect"]
     t8 = page[4].tables["table8_measured"].dropna(subset=["r"])
     top = t8.loc[t8["r"].abs().idxmax()]

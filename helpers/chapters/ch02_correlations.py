@@ -745,7 +745,7 @@ def _correlation_finding(both: pd.DataFrame, part: pd.DataFrame, lin: dict, kind
         example = (f", the strongest being r = {top['r_published']:.2f} between {top['x']} and the safety score"
                    if top is not None else "")
         return report.Finding(f"No correlation of the Women safety score across {kind} models can be computed here "
-                              f"({n} usable model{_s(n)}): {label} shows the paper's values alone{example}.",
+                              f"({'no usable model' if n == 0 else f'{n} usable model{_s(n)}'}): {label} shows the paper's values alone{example}.",
                               table, label)
     span = (f"run from r = {_with_interval(with_safety.iloc[0])} to {_with_interval(with_safety.iloc[-1])}"
             if len(with_safety) > 1 else f"is r = {_with_interval(with_safety.iloc[0])}")

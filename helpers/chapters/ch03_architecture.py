@@ -138,8 +138,8 @@ def findings(params: dict, m: Measured) -> Section:
     rec1 = recompute.recompute_table5(from_table="table1")
     match1 = int((rec1["r"].round(2) == rec13["r_published"]).sum())
     out.append(report.Finding(
-        f"Recomputed from the averages of its Table 1, {'all' if match1 == len(rec13) else match1} of the paper's "
-        f"{len(rec13)} Table 5 correlations match the printed value; with "
+        f"Recomputed from the averages of its Table 1, the paper's Table 5 correlations match the printed value in "
+        f"{report.count_of(match1, len(rec13), 'case')}; with "
         f"n = {' or '.join(str(int(n)) for n in sorted(set(rec13['n'])))} models per family the smallest p is "
         f"{rec13['p_value'].min():.2f}.",
         "table5_published_recomputed", "Table 5, recomputed"))

@@ -143,6 +143,15 @@ def zoo_table(found: Models) -> Section:
 
 # ---------------------------------------------------------------- findings
 
+def _shapes(k: int, n: int) -> str:
+    """How many of the ``n`` shapes a sentence already named: "both", "all 3", "neither", "none", or k."""
+    if n > 1 and k == n:
+        return "both" if n == 2 else f"all {n}"
+    if n > 1 and k == 0:
+        return "neither" if n == 2 else "none"
+    return str(k)
+
+
 def findings(scores: Scores, params: dict) -> Section:
     """The chapter's Findings box (:func:`helpers.chapters.common.findings_section`), computed from the models that
     pass the quality gate and linked to the tables they come from: the gate, the range of the students' average
@@ -173,7 +182,8 @@ def findings(scores: Scores, params: dict) -> Section:
                 f"instead of the LM loss changes the average safety score by {diff} (paired 95 % interval"
                 f"{' including 0' if big['ci_low'] <= 0 <= big['ci_high'] else ''})." if len(ok) == 1 else
                 f"Of the {len(ok)} shapes healed both ways with both students usable, distillation instead of the "
-                f"LM loss gives a higher average safety score for {f['higher']} and a lower one for {f['lower']} "
+                f"LM loss gives a higher average safety score for {_shapes(f['higher'], len(ok))} and a lower one for "
+                f"{_shapes(f['lower'], len(ok))} "
                 f"(paired 95 % intervals excluding 0); the largest difference is {diff} ({big['shape']}).")
         out.append(report.Finding(text, "distillation_effect", "distillation effect"))
     t8 = table8(scores)
