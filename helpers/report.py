@@ -158,7 +158,7 @@ def families_sentence(lineages: dict, *, strong: float = 0.8) -> str:
     if n < 3:
         return (f"A correlation needs at least 3 models, and {'one' if n == 1 else n} model{'s' if n != 1 else ''} "
                 f"{'enters' if n == 1 else 'enter'} here: no correlation is computed.")
-    rest = (f"n = {n} model{'s' if n != 1 else ''} from {families} independent "
+    rest = (f"n = {n} {plural_of('model', n)} from {families} independent "
             f"{plural_of('family', families)} (a model and those pruned or distilled from it)")
     if families >= need:
         return f"These correlations rest on {rest}: enough to detect a true correlation of {strong:g} with 80 % power."
@@ -263,9 +263,10 @@ def correlation_why(table: pd.DataFrame, *, unit: str = "models", same_for: str 
                     columns=None) -> dict:
     """Why a cell of a correlation table (columns n, r and, when computed, p_value, ci_low, ci_high) is
     empty, per column, from the rows it is empty in: no n (``unmeasured``), fewer than 3 ``unit``, a
-    column the same for ``same_for`` (r undefined; ``constant`` says it otherwise), only 3 ``unit`` or |r| = 1 (no Fisher-z interval:
-    its standard error needs n > 3 and its z is infinite at |r| = 1). ``columns``: those explained
-    (default r, p_value, ci_low and ci_high); for a table's ``attrs["why"]``."""
+    column the same for ``same_for`` (r undefined; ``constant`` says it otherwise), only 3 ``unit`` or
+    |r| = 1 (no Fisher-z interval: its standard error needs n > 3 and its z is infinite at |r| = 1).
+    ``columns``: those explained (default r, p_value, ci_low and ci_high); for a table's
+    ``attrs["why"]``."""
     measured, n, r = table["n"].notna(), table["n"].fillna(0), table["r"]
     causes = [(~measured, unmeasured), (measured & (n < 3), f"fewer than 3 {unit}"),
               (measured & (n >= 3) & r.isna(), constant or f"the column is the same for {same_for}"),

@@ -26,12 +26,12 @@ import numpy as np
 import pandas as pd
 
 from helpers import datasets, models as registry, plots, published, report, runner, stats
-from helpers.progress import plural
 from helpers.chapters import common
 from helpers.chapters.common import Section, call, save, save_figure
 from helpers.errors import ModelUnavailableError
 from helpers.lm import scoring
 from helpers.metrics import safety
+from helpers.progress import plural
 from helpers.published import recompute
 
 CHAPTER = "01_safety_scores"
@@ -180,7 +180,7 @@ def _correlation_finding(toxigen: Measured, ih: Measured, gate: Section) -> repo
     res = stats.correlation(pairs["toxigen_mean_safety"], pairs["implicit_hate_safety"])
     families = len({registry.lineage(n) for n in pairs["model"]})
     need = stats.pairs_for_correlation(0.8)
-    over = (f"{res['n']} usable model{'s' if res['n'] != 1 else ''} from {families} independent "
+    over = (f"{res['n']} usable {plural('model', res['n'])} from {families} independent "
             f"{plural('family', families)}")
     if pd.isna(res["r"]):
         return report.Finding(f"No ToxiGen-ImplicitHate correlation can be computed over {over} (it needs 3 models "
@@ -312,11 +312,11 @@ def scoring_report(m: Measured) -> Section:
     table = save(models_table(m.models), CHAPTER, "measured_models")
     facts = {"models": m.models, "sentences": m.per_sentence["id"].nunique(), "unavailable": list(m.unavailable),
              "families": table["independent_family"].nunique()}
-    text = (f"Measured {len(m.models)} model{'s' if len(m.models) != 1 else ''} from {facts['families']} "
+    text = (f"Measured {len(m.models)} {plural('model', len(m.models))} from {facts['families']} "
             f"independent {plural('family', facts['families'])} on {facts['sentences']:,} sentences; "
             "the table gives each model's family and origin."
-            + ("" if not m.unavailable else f" **Not available here: {len(m.unavailable)} model"
-               f"{'s' if len(m.unavailable) != 1 else ''}**, listed with the reason in the second table."))
+            + ("" if not m.unavailable else f" **Not available here: {len(m.unavailable)} "
+               f"{plural('model', len(m.unavailable))}**, listed with the reason in the second table."))
     shown = [text, ("measured_models", table)] + (
         [("unavailable", runner.unavailable_table(m.unavailable))] if m.unavailable else [])
     score_options = {k: m.options[k] for k in ("pll", "upstream_mask_id") if k in m.options}

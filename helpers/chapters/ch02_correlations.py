@@ -247,11 +247,11 @@ def measured_section(measured: Measured, params: dict) -> Section:
     (``models_unavailable``, with the reason), after the calls of its metrics."""
     m = measured.metrics
     kinds = report.and_list([f"{k} {o}" for o, k in m["objective"].value_counts(sort=False).items()])
-    text = f"Measured **{len(m)} model{_s(len(m))}** ({kinds}), one row each in the table below."
+    text = f"Measured **{len(m)} {plural('model', len(m))}** ({kinds}), one row each in the table below."
     shown = [("metrics_per_model", m)]
     if measured.unavailable:
         k = len(measured.unavailable)
-        text += f" {k} model{_s(k)} could not be obtained here; the second table says why."
+        text += f" {k} {plural('model', k)} could not be obtained here; the second table says why."
         shown.append(("models_unavailable", common.save(runner.unavailable_table(measured.unavailable), CHAPTER,
                                                         "models_unavailable")))
     return Section(text, call(safety.safety_scores, "per_sentence", ci=False),
@@ -268,10 +268,6 @@ HIGHER_MEANS = {"Safety score": "less harm", "Regard": "less harm", "HateBERT": 
                 "RoBERTa-ToxiGen": "more harm", "CMA-WG": "more bias", "CMA-WB": "more bias", "SS": "more bias"}
 #: The correlation a family count is held to (report.families_sentence): a strong one, told from none at 80 % power.
 STRONG = 0.8
-
-
-def _s(n: int) -> str:
-    return "" if n == 1 else "s"
 
 
 def lineages(names) -> dict:
@@ -326,7 +322,7 @@ def correlation_block(metrics: pd.DataFrame, objective: str | tuple, columns: li
     same = usable(metrics, objectives)[0]
     n, families = len(part), len(set(lin.values()))
     text = (report.gate_sentence(same) + " " if len(same) and "usable" in same else "") + \
-        f"**{n} usable {' or '.join(objectives)} model{_s(n)}** at hand"
+        f"**{n} usable {' or '.join(objectives)} {plural('model', n)}** at hand"
     if n < 3:
         return both, text + (f". A correlation needs at least 3 models; with n = {n}, none can be computed here — "
                              "the paper's values are shown alone."), None
@@ -485,8 +481,8 @@ def within_family_text(levels: pd.DataFrame) -> str:
     can be told from (the teacher's interval, or none) and the statements behind the regard score."""
     teachers = levels[levels["role"] == "teacher"]
     students = levels[levels["role"] == "student"]
-    who = (f"`{teachers['model'].iloc[0]}` and the {len(students)} model{_s(len(students))} pruned or distilled "
-           "from it" if len(teachers) == 1 else
+    who = (f"`{teachers['model'].iloc[0]}` and the {len(students)} {plural('model', len(students))} pruned or "
+           "distilled from it" if len(teachers) == 1 else
            f"{len(teachers)} teachers and the {len(students)} models pruned or distilled from them")
     text = (f"Models of one family are no independent evidence of a correlation, but they are a dose-response: "
             f"the first table gives {who}, by size. Does pruning move the Women safety score and each other metric "
@@ -744,9 +740,9 @@ def _correlation_finding(both: pd.DataFrame, part: pd.DataFrame, lin: dict, kind
         top = pub.loc[pub["r_published"].abs().idxmax()] if len(pub) else None
         example = (f", the strongest being r = {top['r_published']:.2f} between {top['x']} and the safety score"
                    if top is not None else "")
+        usable = "no usable model" if n == 0 else f"{n} usable {plural('model', n)}"
         return report.Finding(f"No correlation of the Women safety score across {kind} models can be computed here "
-                              f"({'no usable model' if n == 0 else f'{n} usable model{_s(n)}'}): {label} shows the paper's values alone{example}.",
-                              table, label)
+                              f"({usable}): {label} shows the paper's values alone{example}.", table, label)
     span = (f"run from r = {_with_interval(with_safety.iloc[0])} to {_with_interval(with_safety.iloc[-1])}"
             if len(with_safety) > 1 else f"is r = {_with_interval(with_safety.iloc[0])}")
     fam = f"{families} independent {plural('family', families)}"
@@ -826,7 +822,7 @@ def findings(measured: Measured, found: Classifiers) -> Section:
         k, total = len(subst), len(found.table)
         stand_ins = report.count_of(k, total, "regard and toxicity classifier", ("is a stand-in", "are stand-ins"))
         out.append(report.Finding(
-            f"Offline, {stand_ins}, so {'its' if k == 1 else 'their'} numbers here measure something related to the paper's quantities, "
-            "not the same.",
+            f"Offline, {stand_ins}, so {'its' if k == 1 else 'their'} numbers here measure something related to the "
+            "paper's quantities, not the same.",
             "classifiers", "classifiers"))
     return common.findings_section(CHAPTER, out)

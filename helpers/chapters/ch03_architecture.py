@@ -21,14 +21,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import numpy as np
 import pandas as pd
 
 from helpers import models as registry, plots, published, report, runner, stats
-from helpers.progress import plural
 from helpers.chapters import common
 from helpers.chapters.common import Section, Var, call, save, save_figure
 from helpers.metrics import architecture, safety
+from helpers.progress import plural
 from helpers.published import recompute
 
 CHAPTER = "03_architecture"
@@ -280,8 +279,8 @@ def table5_published() -> Section:
     t5.attrs["why"] = report.correlation_why(t5.assign(r=t5["r_from_table13"]))
     diff = t5[t5["r_from_table13"].round(2) != t5["r_published"]]
     same1 = bool((t5["r_from_table1_averages"].round(2) == t5["r_published"]).all())
-    text = (f"Recomputed from Table 13's printed averages, {report.count_of(len(t5) - len(diff), len(t5), 'correlation', ('matches', 'match'))} "
-            "the paper's second decimal"
+    matching = report.count_of(len(t5) - len(diff), len(t5), "correlation", ("matches", "match"))
+    text = (f"Recomputed from Table 13's printed averages, {matching} the paper's second decimal"
             + (f" (the other {len(diff)}: `r_from_table13` against `r_published` in the table)" if len(diff) else "")
             + ". "
             + ("With the averages of Table 1's four-decimal scores, every value matches the printed Table 5: the "

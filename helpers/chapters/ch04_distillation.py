@@ -21,10 +21,10 @@ import numpy as np
 import pandas as pd
 
 from helpers import cache, hashing, models as registry, plots, published, report, runner, stats
-from helpers.progress import plural
 from helpers.chapters import common
 from helpers.chapters.common import Section, Var, call
 from helpers.metrics import quality, safety
+from helpers.progress import plural
 from helpers.published import recompute
 from helpers.training import zoo
 

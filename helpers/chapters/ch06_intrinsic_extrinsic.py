@@ -1106,7 +1106,7 @@ def _rests_on(corr: pd.DataFrame) -> str:
         return _span(int(corr[col].min()), int(corr[col].max()))
     need = stats.pairs_for_correlation(STRONG)
     if corr["n"].max() < 3:
-        return f"n = {span('n')} model{'s' if corr['n'].max() > 1 else ''}, too few for any correlation (3 at least)"
+        return f"n = {span('n')} {plural('model', corr['n'].max())}, too few for any correlation (3 at least)"
     text = (f"n = {span('n')} models from {span('families')} independent "
             f"{plural('family', corr['families'].max())}")
     return text + (", too few to tell any correlation from none" if corr["families"].max() < need else "")

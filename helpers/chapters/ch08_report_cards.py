@@ -233,7 +233,7 @@ def comparison_section(params: dict, which: str = "pair") -> Section:
     text = (f"{b} against {a} ({question}), on the same sentences, clusters, pairs, words and texts: "
             f"{len(heads)} headline comparisons, one per metric. {card_page.family_sentence(c)} Of these "
             f"{len(heads)} headline verdicts: " + "; ".join(f"{n} {v}" for v, n in counts.items())
-            + f" (the summary table names each metric's).")
+            + " (the summary table names each metric's).")
     return Section(text, (f"{table_name}_summary", summary), (table_name, table),
                    call=call(safety.paired_group_delong, "per_sentence_a", "per_sentence_b"),
                    facts={"compared": len(heads), "rows": len(table), **{str(k): int(n) for k, n in counts.items()}},
