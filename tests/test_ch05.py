@@ -448,3 +448,41 @@ def test_findings_and_the_chapters_prose_read_as_a_report(trained, tiny_gpt2, tm
 def test_the_conclusions_counts_read_as_one_sentence_whatever_the_gates_leave(facts, expected):
     finding = ch.verdict_finding(facts)
     assert finding.text == expected and finding.table == "verdicts" and report.reading_problems(expected) == []
+
+
+def test_a_swap_without_a_detected_difference_says_what_change_it_could_have_detected():
+    """The detectable change is Card et al.'s minimum detectable effect at Holm's strictest level:
+    a true difference of that size is rejected by the two-sided z test at 0.05 / m with
+    probability 0.8 (computed here from the normal distribution, ignoring nothing but the far tail)."""
+    from scipy.stats import norm
+
+    se, m = 0.0015, 12
+    row = pd.Series({"n": 200, "teacher": 0.0107, "difference": -0.0006, "ci_low": -0.0006 - 1.959964 * se,
+                     "ci_high": -0.0006 + 1.959964 * se, "verdict_holm": "no detectable difference"})
+    change = ch.detectable_change(row, m)
+    q = norm.ppf(1 - 0.05 / m / 2)
+    power = norm.sf(q - change / se) + norm.cdf(-q - change / se)
+    assert power == pytest.approx(0.8, abs=1e-4) and ch.interval_se(row["ci_low"], row["ci_high"]) == pytest.approx(se)
+    text = ch.swap_finding(row, m).text
+    assert text == (f"On gender-swapped IMDB reviews (all terms, n = 200), the student's mean absolute bias minus the "
+                    f"teacher's is -0.0006 [-0.0035, 0.0023]: no detectable difference after Holm's correction; a "
+                    f"change of {change:.2g} or more, {change / 0.0107:.0%} of the teacher's 0.011, would have been "
+                    f"detected (80% power at Holm's strictest level).")
+    assert report.reading_problems(text) == []
+    reduced = ch.swap_finding(row.replace({"no detectable difference": "reduced"}), m).text
+    assert reduced.endswith("reduced after Holm's correction.")
+
+
+def test_the_clearest_difference_names_its_test_and_row_once():
+    """The interpreted row with the smallest Holm-corrected p, read from the verdict table; the
+    gender-swap row the box already states is skipped, not repeated."""
+    table = pd.DataFrame({"test": ["categorical bias (CB)", "categorical bias (CB)", "gender swap (IMDB)"],
+                          "measure": ["CB, s1", "CB, s2", "absolute bias, all terms"],
+                          "teacher": [2.305, 2.305, 0.01], "difference": [-0.772, -0.825, 0.0],
+                          "ci_low": [-1.203, -1.229, -0.01], "ci_high": [-0.356, -0.414, 0.01],
+                          "p_holm": [0.0039, 0.00087, np.nan], "verdict_holm": ["reduced", "reduced", "not interpreted"]})
+    text = ch._clearest_finding(table, skip=2).text
+    assert text == ("The clearest difference is in the categorical bias (CB), row `CB, s2` (Holm-corrected p = "
+                    "0.00087): student − teacher -0.825 [-1.229, -0.414] against the teacher's 2.305, so the verdict "
+                    "after Holm's correction is reduced.")
+    assert ch._clearest_finding(table, skip=1) is None and report.reading_problems(text) == []

@@ -712,16 +712,24 @@ def verdict_table(*parts: pd.DataFrame, unintended_table: pd.DataFrame | None = 
 CORRECTION, ALPHA = "holm", 0.05
 
 
+def interval_se(ci_low: float, ci_high: float, confidence_level: float = 0.95) -> float:
+    """The standard error a ``confidence_level`` interval implies by the normal approximation
+    (Altman & Bland 2011, BMJ 343:d2090): (high - low) / (2 z), z the normal quantile of (1 + level) / 2."""
+    from scipy.stats import norm
+
+    return (ci_high - ci_low) / (2 * norm.ppf((1 + confidence_level) / 2))
+
+
 def interval_p_value(difference: float, ci_low: float, ci_high: float, confidence_level: float = 0.95) -> float:
     """Two-sided p-value of "student - teacher = 0" recovered from the difference and its
     ``confidence_level`` interval by the normal approximation (Altman & Bland 2011, BMJ 343:d2090):
-    SE = (high - low) / (2 z), z the normal quantile of (1 + level) / 2; p = 2 P(Z > |difference| / SE).
+    SE by :func:`interval_se`; p = 2 P(Z > |difference| / SE).
     NaN without an interval; 0 or 1 for an interval of width 0."""
     from scipy.stats import norm
 
     if not np.isfinite([difference, ci_low, ci_high]).all():
         return np.nan
-    se = (ci_high - ci_low) / (2 * norm.ppf((1 + confidence_level) / 2))
+    se = interval_se(ci_low, ci_high, confidence_level)
     if se <= 0:
         return 1.0 if difference == 0 else 0.0
     return float(2 * norm.sf(abs(difference) / se))
@@ -1149,10 +1157,34 @@ def _clearest_finding(table: pd.DataFrame, skip=None) -> report.Finding | None:
     r = judged.loc[judged["p_holm"].idxmin()]
     d = _digits(r["difference"])
     return report.Finding(
-        f"The smallest Holm-corrected p of the interpreted measures, {r['p_holm']:.2g}, is the {r['test']} row "
-        f"`{r['measure']}`: student - teacher {report.fmt_ci(r['difference'], r['ci_low'], r['ci_high'], digits=d)} "
-        f"against a teacher at {r['teacher']:.{d}f}, so the verdict after Holm's correction is {r['verdict_holm']}.",
-        "verdicts")
+        f"The clearest difference is in the {r['test']}, row `{r['measure']}` (Holm-corrected p = "
+        f"{r['p_holm']:.2g}): student − teacher {report.fmt_ci(r['difference'], r['ci_low'], r['ci_high'], digits=d)}"
+        f" against the teacher's {r['teacher']:.{d}f}, so the verdict after Holm's correction is "
+        f"{r['verdict_holm']}.", "verdicts")
+
+
+def detectable_change(row: pd.Series, family_size: int, *, alpha: float = ALPHA,
+                      confidence_level: float = 0.95) -> float:
+    """The smallest student - teacher difference a row's test detects with 80 % power at Holm's
+    strictest level, ``alpha / family_size`` (Card et al. 2020's minimum detectable effect,
+    :func:`helpers.stats.detectable_difference`), with the standard error its bootstrap interval
+    implies (:func:`interval_se`)."""
+    se = interval_se(row["ci_low"], row["ci_high"], confidence_level)
+    return stats.detectable_difference(se, alpha=alpha / max(int(family_size), 1))
+
+
+def swap_finding(r: pd.Series, family_size: int) -> report.Finding:
+    """The gender-swap verdict on all terms (a row of the verdict table) in one sentence, with the
+    change the test could have detected (:func:`detectable_change`) when it detected none."""
+    text = (f"On gender-swapped IMDB reviews (all terms, n = {int(r['n'])}), the student's mean absolute bias "
+            f"minus the teacher's is "
+            f"{report.fmt_ci(r['difference'], r['ci_low'], r['ci_high'], digits=_digits(r['difference']))}: "
+            f"{r['verdict_holm']} after Holm's correction")
+    if r["verdict_holm"] == "no detectable difference":
+        change = detectable_change(r, family_size)
+        text += (f"; a change of {change:.2g} or more, {change / r['teacher']:.0%} of the teacher's "
+                 f"{r['teacher']:.2g}, would have been detected (80% power at Holm's strictest level)")
+    return report.Finding(text + ".", "gender_swap_verdicts")
 
 
 def findings(classifiers: Section, swap: Section, language_models: Section, verdict: Section) -> Section:
@@ -1176,11 +1208,8 @@ def findings(classifiers: Section, swap: Section, language_models: Section, verd
     row = table[(table["test"] == "gender swap (IMDB)") & table["measure"].str.endswith("all terms")]
     swapped = None
     if len(row) and swap.facts["sentiment_classifiers_usable"]:
-        r, swapped = row.iloc[0], row.index[0]
-        out.append(report.Finding(
-            f"On gender-swapped IMDB reviews (all terms, n = {int(r.n)}), the student's mean absolute bias minus "
-            f"the teacher's is {report.fmt_ci(r.difference, r.ci_low, r.ci_high, digits=_digits(r.difference))}: "
-            f"{r.verdict_holm} after Holm's correction.", "gender_swap_verdicts"))
+        swapped = row.index[0]
+        out.append(swap_finding(row.iloc[0], verdict.facts["family"]))
     clearest = _clearest_finding(table, skip=swapped)
     if clearest is not None:
         out.append(clearest)
