@@ -30,6 +30,7 @@ import importlib
 import importlib.util
 import json
 import os
+import pkgutil
 import re
 import shutil
 import subprocess
@@ -413,6 +414,91 @@ def chapter01_parameters(cfg: dict, notebooks_dir: Path = NOTEBOOKS_DIR) -> dict
     """Chapter 01's parameters under a profile, as its notebook sees them: the chapter's defaults,
     the notebook's parameters cell, the profile's overrides; models resolved to registry names."""
     return chapter_parameters(cfg, "ch01_safety", notebooks_dir)
+
+
+def chapter_modules(notebooks_dir: Path = NOTEBOOKS_DIR) -> list:
+    """The modules of :mod:`helpers.chapters` behind the book's notebooks (each with ``CHAPTER``
+    and ``DEFAULTS``), in the notebooks' order."""
+    from helpers import chapters
+
+    found = [_chapter_module(m.name) for m in pkgutil.iter_modules(chapters.__path__)]
+    by_chapter = {m.CHAPTER: m for m in found if hasattr(m, "CHAPTER") and hasattr(m, "DEFAULTS")}
+    return [by_chapter[nb.stem] for nb in notebooks(notebooks_dir) if nb.stem in by_chapter]
+
+
+def _strings(value):
+    """Every string inside a parameter value (lists, tuples and dict values, nested)."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _strings(v)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _strings(v)
+
+
+def _hub_id(name: str) -> str | None:
+    """The hub id a model name means (a registry name with a hub id, or a hub id), else None."""
+    from helpers.models import registry
+    from helpers.models.loading import HUB_ID
+
+    spec = registry.REGISTRY.get(name)
+    if spec is not None:
+        return spec.hub_id
+    if name in registry.BY_HUB_ID or (HUB_ID.fullmatch(name) and not Path(name).exists()):
+        return name
+    return None
+
+
+#: The chapters that load :mod:`helpers.models.text_classifiers`' hub classifiers.
+CLASSIFIER_CHAPTERS = ("02", "06")
+
+
+def profile_hub_ids(profile: str = "paper"):
+    """Every hub checkpoint a profile's chapters load: ``hub_id``, ``chapters`` and ``parameters``
+    naming it (``;``-joined), and ``role`` (model, classifier, tokenizer). Read from the profile's
+    resolved parameters (a model keyword such as ``"paper"`` expanded by the chapter's own
+    ``paper_models`` or by :func:`helpers.runner.resolve_models`) and from the hub classifiers of
+    :mod:`helpers.models.text_classifiers`, so a model added to the profile is listed here."""
+    import pandas as pd
+
+    from helpers import runner
+    from helpers.models import text_classifiers
+
+    cfg = load_profile(profile)
+    found: dict[str, dict] = {}
+
+    def add(hub_id, chapter, parameter, role):
+        row = found.setdefault(hub_id, {"hub_id": hub_id, "chapters": [], "parameters": [], "role": role})
+        for key, value in (("chapters", chapter), ("parameters", parameter)):
+            if value not in row[key]:
+                row[key].append(value)
+
+    keywords = {"paper", "core", "offline", "packages", "core-packages", "zoo", "encoders", "miniature"}
+    for module in chapter_modules():
+        params = chapter_namespace(cfg, module.CHAPTER, module.DEFAULTS)
+        for key, value in params.items():
+            for text in _strings(value):
+                if key == "models" and text == "paper" and hasattr(module, "paper_models"):
+                    names = module.paper_models()
+                elif key == "models" and text.split("+")[0].strip() in keywords:
+                    names = runner.resolve_models(text)
+                else:
+                    names = [text]
+                for name in names:
+                    hub_id = _hub_id(name)
+                    if hub_id:
+                        add(hub_id, module.CHAPTER[:2], key, "model")
+    for which, (model_id, tokenizer_id) in text_classifiers.HUB_IDS.items():
+        for chapter in CLASSIFIER_CHAPTERS:
+            add(model_id, chapter, f"classifier {which}", "classifier")
+            if tokenizer_id:
+                add(tokenizer_id, chapter, f"classifier {which}", "tokenizer")
+    rows = [{**r, "chapters": ";".join(sorted(r["chapters"])), "parameters": ";".join(r["parameters"])}
+            for r in found.values()]
+    return pd.DataFrame(rows, columns=["hub_id", "role", "chapters", "parameters"])
+
 
 
 def prefilled_models(cfg: dict, notebooks_dir: Path = NOTEBOOKS_DIR) -> list[str]:

@@ -5,6 +5,7 @@
     harms fill        the top-k fill-ins of a template's blank, or given candidates' log-probabilities
     harms stereoset   StereoSet SS / LMS / ICAT of a predictions file (official evaluation)
     harms fetch-data  download and verify a data set from its upstream URL
+    harms stand-ins   a Hugging Face hub cache of random-weight stand-ins (a profile's rehearsal)
     harms book        execute the notebooks with papermill and build the book
     harms --version   the package version
 
@@ -236,6 +237,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("name", nargs="+", help="data set name(s), or 'all'")
     p.set_defaults(func=_cmd_fetch_data)
 
+    p = sub.add_parser("stand-ins", help="write a Hugging Face hub cache of random-weight stand-ins for every hub "
+                                         "checkpoint a profile loads (a rehearsal of it offline)")
+    p.add_argument("hf_home", help="the Hugging Face home to write (its hub/ folder); read it with "
+                                              "HF_HOME=<this> HF_HUB_OFFLINE=1")
+    p.add_argument("--profile", default="paper", help="the profile whose hub checkpoints are built (default: paper)")
+    p.set_defaults(func=_cmd_stand_ins)
+
     p = sub.add_parser("book", help="execute the notebooks (papermill) and build the book")
     p.add_argument("--profile", default="default", help="parameter profile: default, ci or paper")
     p.add_argument("--no-build", action="store_true", help="execute notebooks only")
@@ -448,6 +456,15 @@ def _cmd_fetch_data(args: argparse.Namespace) -> None:
     for name in (datasets.names() if args.name == ["all"] else args.name):
         path = datasets.fetch(name)
         print(f"{name}: {path}")
+
+
+def _cmd_stand_ins(args: argparse.Namespace) -> None:
+    from helpers import rehearsal
+
+    home = tables.check_writable_folder(args.hf_home, option="the Hugging Face home")
+    built = rehearsal.build_cache(home, profile=args.profile)
+    print(f"{len(built)} stand-ins ({built['megabytes'].sum():.0f} MB) in {Path(args.hf_home) / 'hub'}; random "
+          f"weights: no number computed from them is a result. Use: HF_HOME={args.hf_home} HF_HUB_OFFLINE=1")
 
 
 def _device_of(args: argparse.Namespace) -> str:

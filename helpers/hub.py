@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["hub_offline_reason"]
+__all__ = ["cached_hub_file", "hub_offline_reason", "hub_unusable_reason"]
 
 
 def hub_offline_reason() -> str | None:
@@ -25,3 +25,20 @@ def hub_offline_reason() -> str | None:
     except (OSError, ValueError):
         return "the Hugging Face hub is unreachable"
     return None
+
+
+def cached_hub_file(repo_id: str, filename: str = "config.json", *, repo_type: str = "model",
+                    revision: str | None = None) -> str | None:
+    """The path of ``filename`` of hub repository ``repo_id`` in the local Hugging Face cache
+    (``HF_HUB_CACHE``, the layout ``hf_hub_download`` writes), or None: read without the network,
+    so a cache filled once, or built by :mod:`helpers.rehearsal`, serves ``HF_HUB_OFFLINE=1``."""
+    from huggingface_hub import try_to_load_from_cache
+
+    found = try_to_load_from_cache(repo_id, filename, revision=revision, repo_type=repo_type)
+    return found if isinstance(found, str) else None
+
+
+def hub_unusable_reason(repo_id: str, filename: str = "config.json", **kwargs) -> str | None:
+    """Why ``repo_id`` cannot be read here: None when its ``filename`` is in the local cache or
+    the hub answers, else :func:`hub_offline_reason`'s reason."""
+    return None if cached_hub_file(repo_id, filename, **kwargs) else hub_offline_reason()

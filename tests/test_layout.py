@@ -29,7 +29,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("helpers.measures", "helpers.plots", "helpers.report"),
     ("helpers.card",),
     ("helpers.chapters",),
-    ("helpers.book", "helpers.cli", "helpers.docs", "helpers.__main__"),
+    ("helpers.book", "helpers.cli", "helpers.docs", "helpers.__main__", "helpers.rehearsal"),
 ]
 
 

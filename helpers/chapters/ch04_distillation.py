@@ -66,6 +66,12 @@ class Models:
     shapes: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
+def paper_models() -> list[str]:
+    """The models of ``models: "paper"`` here: Turc et al.'s 24 miniature BERTs and their teacher
+    BERT-large-uncased (seed 000 section 4.7)."""
+    return registry.miniature_berts() + ["bert-large-uncased"]
+
+
 def model_names(params: dict) -> tuple[list, pd.DataFrame, dict]:
     """``(names, manifests, teacher_of)`` for ``models``: "zoo" (trained if missing, the causal
     teacher added off the grid), "paper" (the 24 miniature BERTs and their teacher
@@ -80,7 +86,7 @@ def model_names(params: dict) -> tuple[list, pd.DataFrame, dict]:
             return [cfg["causal_teacher"]] + names, manifest, {cfg["causal_teacher"]: "teacher of zoo-pruned"}
         return names, manifest, {}
     if isinstance(spec, str) and spec == "paper":
-        return registry.miniature_berts() + ["bert-large-uncased"], pd.DataFrame(), {}
+        return paper_models(), pd.DataFrame(), {}
     names = runner.resolve_models(spec)
     return names, zoo.manifests([m for m in names if zoo.manifest(m)]), {}
 

@@ -478,8 +478,11 @@ def hub_file(name: str, filename: str) -> Path:
     except DataNotFoundError:
         pass
     s = spec(name)
-    from helpers.hub import hub_offline_reason
+    from helpers.hub import cached_hub_file, hub_offline_reason
 
+    cached = cached_hub_file(s.extra["hub"], filename, repo_type="dataset", revision=s.commit)
+    if cached:
+        return Path(cached)
     reason = hub_offline_reason()
     if reason:
         raise DataNotFoundError(f"{s.extra['hub']}: {filename} is not in {s.folder}/ of the data directory and the "

@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 from helpers import hashing, paths, tables
-from helpers.hub import hub_offline_reason  # noqa: F401  (re-exported: models.hub_offline_reason)
+from helpers.hub import hub_offline_reason, hub_unusable_reason  # noqa: F401  (hub_offline_reason re-exported: models.hub_offline_reason)
 from helpers.errors import HarmsError, InputError, ModelUnavailableError, first_line
-from helpers.progress import progress_bars_of_libraries
+from helpers.progress import plural, progress_bars_of_libraries, transformers_errors_only
 from helpers.models.registry import (BY_HUB_ID, OBJECTIVES, REGISTRY, ModelSpec, Objective, encoder_models, manifest_spec,
                                      unknown_message, zoo_spec)
 
@@ -370,7 +370,8 @@ def check_weights(directory: Path) -> None:
 
 # --------------------------------------------------------------------------- loading
 
-_HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
+#: A Hugging Face hub id, "org/name" (a legacy id without an org is a registry name).
+HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
 
 
 def _device_kwargs(device: str) -> tuple[dict, str | None]:
@@ -415,6 +416,23 @@ def _requested_dtype(dtype: Any):
     return _dtype(dtype)
 
 
+def from_pretrained_whole(model_class, loc, **kw):
+    """``model_class.from_pretrained(loc, **kw)`` when the checkpoint holds every weight of
+    ``model_class``; a weight it lacks would be random (a scoring head, a classifier's head), so
+    that is one :class:`ModelUnavailableError` line naming them. Weights it holds beyond the class
+    (a pooler, a next-sentence head) are harmless, and transformers' load report is not printed;
+    its "Loading weights" bar is drawn on a terminal only."""
+    with progress_bars_of_libraries(), transformers_errors_only():
+        model, info = model_class.from_pretrained(loc, output_loading_info=True, **kw)
+    missing = sorted(info.get("missing_keys") or [])
+    if missing:
+        raise ModelUnavailableError(
+            f"{loc}: its checkpoint lacks {len(missing)} {plural('weight', len(missing))} of {type(model).__name__} "
+            f"({', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''}), which would be random: its scores "
+            "would mean nothing")
+    return model
+
+
 def _from_pretrained(loc: str, objective: str | None, dtype, dev_kw: dict, tokenizer=None, **kw):
     """(objective, model, tokenizer) from a hub id / directory; ``kw`` goes to every call;
     ``tokenizer``: one already loaded from ``loc`` (not loaded again)."""
@@ -426,8 +444,7 @@ def _from_pretrained(loc: str, objective: str | None, dtype, dev_kw: dict, token
     if obj in (None, "permutation"):
         config = AutoConfig.from_pretrained(loc, **kw)
         obj = obj or infer_objective(config)
-    with progress_bars_of_libraries():       # "Loading weights" bars only on a terminal
-        model = _model_class(obj, config).from_pretrained(loc, dtype=dtype, **dev_kw, **kw)
+    model = from_pretrained_whole(_model_class(obj, config), loc, dtype=dtype, **dev_kw, **kw)
     if tokenizer is None:
         tokenizer = AutoTokenizer.from_pretrained(loc, **kw)
     return obj, model, tokenizer
@@ -527,9 +544,10 @@ def encoder_source(name: str) -> str:
         return name
     if name in REGISTRY and REGISTRY[name].source == "package":
         raise ModelUnavailableError(f"encoder {name!r}: its package is not installed (offline-models.txt)")
-    reason = hub_offline_reason()
+    reason = hub_unusable_reason(name)
     if reason:
-        raise ModelUnavailableError(f"encoder {name!r} needs the Hugging Face hub: {reason}")
+        raise ModelUnavailableError(f"encoder {name!r} is not in the local Hugging Face cache and needs the hub: "
+                                    f"{reason}")
     return name
 
 
@@ -820,7 +838,7 @@ def _resolve(name_or_path: str | Path) -> tuple[ModelSpec | None, str, Any]:
     if isinstance(name_or_path, Path) or s.startswith(("/", ".", "~")) or p.exists():
         raise ModelUnavailableError(f"cannot load {s!r}: no such model directory (an HF save_pretrained "
                                     "directory or a .gguf file)")
-    if _HUB_ID.fullmatch(s):
+    if HUB_ID.fullmatch(s):
         return None, "hub", s
     raise ModelUnavailableError(unknown_message(s))
 

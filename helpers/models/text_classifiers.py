@@ -26,6 +26,7 @@ import pandas as pd
 
 from helpers.classifiers import TextClassifier, check_texts_and_labels
 from helpers.errors import InputError, ModelUnavailableError, first_line
+from helpers.models.loading import from_pretrained_whole
 
 __all__ = ["Classifier", "classifier", "hub_regard", "hub_toxicity", "vader_regard", "vader_sentiment",
            "hatesonar_toxicity", "profanity_toxicity", "HUB", "OFFLINE", "TOXICITY_CLASSES", "SENTIMENT_CLASSES"]
@@ -103,7 +104,7 @@ def _hub_pipeline(model_id: str, tokenizer_id: str | None = None):
     from transformers import AutoModelForSequenceClassification, AutoTokenizer, pipeline
 
     def make(**kw):
-        model = AutoModelForSequenceClassification.from_pretrained(model_id, **kw)
+        model = from_pretrained_whole(AutoModelForSequenceClassification, model_id, **kw)
         tok = AutoTokenizer.from_pretrained(tokenizer_id or model_id, **kw)
         return pipeline("text-classification", model=model, tokenizer=tok, top_k=None)
     try:
@@ -118,10 +119,23 @@ def _hub_pipeline(model_id: str, tokenizer_id: str | None = None):
                                     f"({first_line(e, with_type=True)})") from None
 
 
+def _check_labels(pipe, model_id: str, wanted, *, fold_case: bool = False) -> None:
+    """One :class:`ModelUnavailableError` line when the classifier's ``id2label`` lacks a label
+    the caller reads (a renamed label would otherwise read as probability 0 or NaN)."""
+    labels = [str(v) for v in pipe.model.config.id2label.values()]
+    have = {v.lower() for v in labels} if fold_case else set(labels)
+    missing = [w for w in wanted if w not in have]
+    if missing:
+        raise ModelUnavailableError(f"classifier {model_id} has no label {' or '.join(missing)}, which its "
+                                    f"scores are read by (its labels: {', '.join(labels)})")
+
+
 def hub_regard(model_id: str = "sasha/regardv3") -> Classifier:
-    """The regard classifier of Hugging Face evaluate's ``regard`` measurement."""
+    """The regard classifier of Hugging Face evaluate's ``regard`` measurement (labels negative,
+    neutral, other and positive, in any case)."""
     pipe = _hub_pipeline(model_id)
     classes = ["negative", "neutral", "other", "positive"]
+    _check_labels(pipe, model_id, classes, fold_case=True)
 
     def proba(texts):
         res = pipe(texts, truncation=True)
@@ -132,6 +146,7 @@ def hub_regard(model_id: str = "sasha/regardv3") -> Classifier:
 def hub_toxicity(model_id: str, tokenizer_id: str | None = None, toxic_label: str = "LABEL_1") -> Classifier:
     """ToxiGen classifiers: tomh/toxigen_roberta; tomh/toxigen_hatebert (tokenizer bert-base-uncased)."""
     pipe = _hub_pipeline(model_id, tokenizer_id)
+    _check_labels(pipe, model_id, [toxic_label])
 
     def proba(texts):
         res = pipe(texts, truncation=True)
@@ -198,9 +213,12 @@ def profanity_toxicity() -> Classifier:
     return Classifier("alt-profanity-check", "toxicity", TOXICITY_CLASSES, proba, substitute_for="tomh/toxigen_roberta")
 
 
-HUB = {"regard": lambda: hub_regard(),
-       "hatebert": lambda: hub_toxicity("tomh/toxigen_hatebert", "bert-base-uncased"),
-       "roberta-toxigen": lambda: hub_toxicity("tomh/toxigen_roberta")}
+#: The hub classifiers: (model id, the id of the tokenizer it needs when it ships none).
+HUB_IDS = {"regard": ("sasha/regardv3", None), "hatebert": ("tomh/toxigen_hatebert", "bert-base-uncased"),
+           "roberta-toxigen": ("tomh/toxigen_roberta", None)}
+HUB = {"regard": lambda: hub_regard(*HUB_IDS["regard"][:1]),
+       "hatebert": lambda: hub_toxicity(*HUB_IDS["hatebert"]),
+       "roberta-toxigen": lambda: hub_toxicity(*HUB_IDS["roberta-toxigen"])}
 OFFLINE = {"regard": vader_regard, "hatebert": hatesonar_toxicity, "roberta-toxigen": profanity_toxicity}
 
 

@@ -55,6 +55,7 @@ import pandas as pd
 
 from helpers import hashing
 from helpers.errors import InputError
+from helpers.hub import hub_unusable_reason
 from helpers.lm.batching import check_texts
 from helpers.training import adamw, adamw_name
 from helpers.training import augment as augmentation
@@ -194,12 +195,11 @@ def _general_student(init: str, cfg):
     classification head; its shape must be the student's and its vocabulary the teacher's."""
     from transformers import BertForSequenceClassification
 
-    from helpers import models
-
     if not Path(init).is_dir():
-        reason = models.hub_offline_reason()
+        reason = hub_unusable_reason(init)
         if reason:
-            raise InputError(f"student init {init!r} needs the Hugging Face hub: {reason}")
+            raise InputError(f"student init {init!r} is not in the local Hugging Face cache and needs the hub: "
+                             f"{reason}")
     try:
         student = BertForSequenceClassification.from_pretrained(
             init, num_labels=cfg.num_labels, id2label=cfg.id2label, label2id=cfg.label2id)
