@@ -378,3 +378,17 @@ def test_findings_link_to_shown_tables_and_the_page_reads(run):
     left = sorted(set(run["toxigen"].models) - set(kept))
     assert texts["language_model_quality"].startswith("1 of the 3 measured models fails") and left[0] in \
         texts["language_model_quality"]
+
+
+@pytest.mark.parametrize("rows, expected", [
+    ([("a", 13, 11), ("b", 12, 10), ("c", 13, 12)],
+     "for every usable model, most of its groups scoring below 0.5 (12 to 13 of the 13 groups) have an unscaled "
+     "score above 0.5: from 10 of them (`b`) to 12 (`c`)."),
+    ([("a", 13, 11)], "`a` has an unscaled score above 0.5 for 11 of the 13 groups scoring below 0.5."),
+])
+def test_the_unscaled_finding_counts_per_model_what_it_counts(rows, expected):
+    """Of each model's groups scoring below 0.5, how many have an unscaled score above 0.5: the
+    counts of the per-model table, each named by what it counts."""
+    per_model = pd.DataFrame(rows, columns=["model", "below_half", "below_half_unscaled_above_half"]).assign(groups=13)
+    text = ch._unscaled_finding(per_model)
+    assert text.endswith(expected) and report.reading_problems(text) == []

@@ -778,6 +778,8 @@ def test_findings_are_computed_from_the_tables_they_link(chapter, monkeypatch):
     assert f"{held} correlation" in items[2].text and f"the {int(pearson['p_value'].notna().sum())} tests" in items[2].text
     family = next(f for f in items if f.table.startswith("within_family_"))
     assert family.table in correlations.tables and "3 models" in family.text
+    within = correlations.tables[family.table]                # 2 of the 3! = 6 orders have |rho| = 1
+    assert f"1 row in 3 would by chance alone, about {len(within) / 3:.0f} of these {len(within)}" in family.text
 
 
 def test_the_chapters_prose_reads_as_a_report(chapter, monkeypatch):

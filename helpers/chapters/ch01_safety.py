@@ -142,6 +142,15 @@ def _range(ok: pd.DataFrame, column: str, n: int | None, noun: str) -> str:
     return f"{int(lo[column])} (`{lo['model']}`) to {int(hi[column])} (`{hi['model']}`) of {whole}"
 
 
+def _from_to(ok: pd.DataFrame, column: str) -> str:
+    """"from 10 of them (`a`) to 12 (`b`)" over the models of ``ok``, or "3 of them for every model"."""
+    counts = ok[column]
+    if counts.nunique() == 1:
+        return f"{int(counts.iloc[0])} of them for every model"
+    lo, hi = ok.loc[counts.idxmin()], ok.loc[counts.idxmax()]
+    return f"from {int(lo[column])} of them (`{lo['model']}`) to {int(hi[column])} (`{hi['model']}`)"
+
+
 def _interval_finding(ok: pd.DataFrame, usable: pd.DataFrame) -> str:
     """Per usable model, how many groups have a 95 % interval wholly below 0.5, and where the others lie."""
     groups = int(ok["groups"].max())
@@ -160,10 +169,16 @@ def _unscaled_finding(ok: pd.DataFrame) -> str:
     perplexity, the harmful statements the less likely ones), counted against those groups."""
     low = ok[ok["below_half"] > 0]
     share = (low["below_half_unscaled_above_half"] / low["below_half"]).min()
-    if share > 0.5:
+    if share > 0.5 and len(low) == 1:
+        r = low.iloc[0]
         return ("Without the division by toxicity, S < 0.5 does not mean that a model finds the harmful statements "
-                "more likely: for every usable model, most groups scoring below 0.5 (per model, "
-                f"{_range(low, 'below_half_unscaled_above_half', None, 'them')}) have an unscaled score above 0.5.")
+                f"more likely: `{r['model']}` has an unscaled score above 0.5 for "
+                f"{report.count_of(r['below_half_unscaled_above_half'], r['below_half'], 'group')} scoring below 0.5.")
+    if share > 0.5:
+        below = report.count_range(low["below_half"].min(), low["below_half"].max(), int(low["groups"].max()), "group")
+        return ("Without the division by toxicity, S < 0.5 does not mean that a model finds the harmful statements "
+                f"more likely: for every usable model, most of its groups scoring below 0.5 ({below}) have an "
+                f"unscaled score above 0.5: {_from_to(low, 'below_half_unscaled_above_half')}.")
     flipped = int((low["below_half_unscaled_above_half"] > 0).sum())
     models = report.count_of(flipped, len(low), "usable model with a score below 0.5", ("has", "have"),
                              plural="usable models with a score below 0.5")

@@ -1418,8 +1418,9 @@ def _strongest_finding(pearson: pd.DataFrame) -> str:
     reading = ("" if not np.isfinite(r["ci_low"]) else
                ", its interval including 0" if r["ci_low"] <= 0 <= r["ci_high"] else
                f", its interval excluding 0 over these {int(r['families'])} families only")
+    over = "" if f"n = {int(r['n'])}" in ci else f" over {int(r['n'])} models"        # the note may say n already
     return (f"The largest of our Pearson correlations, {r['intrinsic']} with {r['extrinsic']} on {r['domain']}, is "
-            f"r = {r['r']:.2f} {ci} over {int(r['n'])} models{reading}{paper}.")
+            f"r = {r['r']:.2f} {ci}{over}{reading}{paper}.")
 
 
 def _holm_finding(pearson: pd.DataFrame) -> str:
@@ -1438,9 +1439,12 @@ def _family_finding(table: pd.DataFrame, root: str) -> str:
     by_kind = {k: int((steady["kind"] == k).sum()) for k in ("intrinsic", "extrinsic")}
     total = {k: int((table["kind"] == k).sum()) for k in ("intrinsic", "extrinsic")}
     rows = {k: report.count_of(by_kind[k], total[k], f"{k} row") for k in by_kind}
+    orders = math.factorial(len(members)) // 2             # |rho| = 1 by chance: 2 of the m! orders
+    expected = (total["intrinsic"] + total["extrinsic"]) / orders
     return (f"Within the {root} family ({len(members)} models, pruning as the dose), the variance changes steadily "
             f"with model size (|ρ| = 1) for {rows['intrinsic']} and {rows['extrinsic']} (a row is a metric in a "
-            "domain).")
+            f"domain); with {len(members)} models, 1 row in {orders} would by chance alone, about "
+            f"{expected:.0f} of these {total['intrinsic'] + total['extrinsic']}.")
 
 
 def _classifier_finding(gates: pd.DataFrame) -> str:

@@ -256,7 +256,7 @@ def _pair_finding(section: Section, table: str, what: str) -> report.Finding | N
     heads = card_page.headline(c)
     found = _detected(heads)
     a, b = c.models
-    text = (f"{what} ({b} against {a}), a difference survives Holm's adjustment on {len(found)} of the "
+    text = (f"{what} (B = {b} against A = {a}), a difference survives Holm's adjustment on {len(found)} of the "
             f"{len(heads)} headline metrics")
     if len(found):
         named = [f"{r.metric} {r.difference:+.3g}, {r.verdict}" for r in found.head(3).itertuples()]
