@@ -88,7 +88,8 @@ def load_profile(profile: str, path: Path = BOOK_DIR / "profiles.yml") -> dict:
     elif cfg.get("settings") is not None:
         raise InputError(f"{path}: profile {profile!r} has settings: {cfg['settings']!r}; the only "
                          "value is 'papers' (helpers/published/paper_settings.csv)")
-    return {"zoo": bool(cfg.get("zoo", False)), "zoo_dir": cfg.get("zoo_dir"), "parameters": parameters}
+    return {"zoo": bool(cfg.get("zoo", False)), "zoo_dir": cfg.get("zoo_dir"), "parameters": parameters,
+            "needs_hub": cfg.get("settings") == "papers"}
 
 
 def declared_parameters(notebook: Path) -> dict:
@@ -674,6 +675,10 @@ def build(profile: str = "default", execute_only: bool = False, *, prefill_only:
     from helpers.distributed import worker
 
     cfg = load_profile(profile, Path(book_dir) / "profiles.yml")
+    if cfg["needs_hub"]:                 # every hub checkpoint there, of its class, before any chapter runs
+        from helpers import rehearsal
+
+        rehearsal.check_checkpoints(profile_hub_ids(profile)["hub_id"].tolist(), profile)
     started = dt.datetime.now().isoformat(timespec="seconds")
     writer = worker.is_main()
 

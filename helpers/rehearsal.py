@@ -30,6 +30,7 @@ import pandas as pd
 
 from helpers import tables
 from helpers.errors import InputError
+from helpers.progress import plural
 from helpers.models import registry
 
 CHECKPOINTS_CSV = Path(__file__).parent / "models" / "hub_checkpoints.csv"
@@ -275,15 +276,50 @@ def build_stand_in(hub_cache: Path, hub_id: str, table: pd.DataFrame | None = No
             round(sum(f.stat().st_size for f in snapshot.rglob("*") if f.is_file()) / 2**20, 2)}
 
 
-def build_cache(hf_home: Path, profile: str = "paper", hub_ids: list[str] | None = None) -> pd.DataFrame:
-    """Stand-ins of every hub id of ``profile`` (or of ``hub_ids``) under ``hf_home/hub``; one
-    row per stand-in (hub id, architecture, tokenizer class, vocabulary, commit, size)."""
+def build_cache(hf_home: Path, hub_ids: list[str]) -> pd.DataFrame:
+    """Stand-ins of ``hub_ids`` (a profile's: :func:`helpers.book.profile_hub_ids`) under
+    ``hf_home/hub``; one row per stand-in (hub id, architecture, tokenizer class, vocabulary,
+    commit, size)."""
     from helpers.progress import progress_bars_of_libraries
 
-    from helpers import book
-
-    ids = book.profile_hub_ids(profile)["hub_id"].tolist() if hub_ids is None else list(hub_ids)
+    ids = list(hub_ids)
     table = checkpoints()
     hub_cache = Path(hf_home) / "hub"
     with progress_bars_of_libraries(False):
         return pd.DataFrame([build_stand_in(hub_cache, h, table) for h in ids])
+
+
+def check_checkpoints(hub_ids: list[str], profile: str) -> None:
+    """Before a profile that needs the hub runs: every checkpoint of ``hub_ids`` in the local
+    Hugging Face cache (or the hub reachable), and every cached one of the architecture and
+    tokenizer class its facts name; else one :class:`InputError` line naming them."""
+    import transformers
+
+    from helpers.hub import cached_hub_file, hub_offline_reason
+
+    table, missing, wrong = checkpoints(), [], []
+    for hub_id in hub_ids:
+        config = cached_hub_file(hub_id)
+        if config is None:
+            missing.append(hub_id)
+            continue
+        facts = checkpoint(hub_id, table)
+        found = (json.loads(Path(config).read_text()).get("architectures") or ["none"])[0]
+        if found != facts["architecture"]:
+            wrong.append(f"{hub_id} is {found}, not {facts['architecture']}")
+        tok = cached_hub_file(hub_id, "tokenizer_config.json")
+        named = json.loads(Path(tok).read_text()).get("tokenizer_class") if tok and facts["tokenizer_class"] else None
+        if named:
+            have = getattr(transformers, named, None)
+            if have is None or have.__name__ != getattr(transformers, facts["tokenizer_class"]).__name__:
+                wrong.append(f"{hub_id}'s tokenizer is {named}, not {facts['tokenizer_class']}")
+    if wrong:
+        few = "; ".join(wrong[:3]) + ("; ..." if len(wrong) > 3 else "")
+        raise InputError(f"profile {profile!r}: {len(wrong)} cached {plural('checkpoint', len(wrong))} not the "
+                         f"model its facts name ({few}; helpers/models/{CHECKPOINTS_CSV.name})")
+    reason = hub_offline_reason() if missing else None
+    if reason:
+        few = ", ".join(missing[:3]) + (", ..." if len(missing) > 3 else "")
+        raise InputError(f"profile {profile!r} loads {len(missing)} hub {plural('checkpoint', len(missing))} not in "
+                         f"the local Hugging Face cache ({few}) and {reason}: run it where the hub answers, or "
+                         "rehearse it with `harms stand-ins`")

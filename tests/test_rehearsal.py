@@ -121,7 +121,7 @@ def _probe(hf_home: Path, ids: list[str], tmp_path: Path) -> dict:
 @pytest.fixture(scope="module")
 def stand_ins(tmp_path_factory):
     home = tmp_path_factory.mktemp("hf_home")
-    built = rehearsal.build_cache(home, hub_ids=SAMPLE)
+    built = rehearsal.build_cache(home, SAMPLE)
     return home, built
 
 
@@ -162,8 +162,8 @@ def test_a_stand_in_missing_from_the_cache_is_one_line(stand_ins, tmp_path):
 
 def test_the_same_stand_in_twice_is_the_same_snapshot(tmp_path):
     """Deterministic: the same facts give the same files, so the same commit."""
-    a = rehearsal.build_cache(tmp_path / "a", hub_ids=["google/bert_uncased_L-2_H-128_A-2"])
-    b = rehearsal.build_cache(tmp_path / "b", hub_ids=["google/bert_uncased_L-2_H-128_A-2"])
+    a = rehearsal.build_cache(tmp_path / "a", ["google/bert_uncased_L-2_H-128_A-2"])
+    b = rehearsal.build_cache(tmp_path / "b", ["google/bert_uncased_L-2_H-128_A-2"])
     assert a["commit"].tolist() == b["commit"].tolist()
     repo = rehearsal.repo_folder(tmp_path / "a" / "hub", "google/bert_uncased_L-2_H-128_A-2")
     assert (repo / "refs" / "main").read_text() == a["commit"].iloc[0]
@@ -208,3 +208,43 @@ def test_the_stand_ins_command_checks_its_arguments_first(argv, message, capsys)
     code = cli.main(argv)
     err = capsys.readouterr().err.strip()
     assert code == 2 and len(err.splitlines()) == 1 and message in err
+
+
+def test_a_paper_run_without_its_checkpoints_stops_before_any_chapter_in_one_line(tmp_path, monkeypatch, capsys):
+    """`harms book --profile paper` offline with an empty hub cache: one line naming how many
+    checkpoints are missing and which, exit 2, before the zoo or any chapter."""
+    import huggingface_hub.constants
+
+    from helpers import cli
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "empty"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(book, "_build", lambda *a, **k: pytest.fail("a chapter step ran"))
+    code = cli.main(["book", "--profile", "paper", "--book-dir", str(book.BOOK_DIR)])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and err == (
+        "harms: error: profile 'paper' loads 58 hub checkpoints not in the local Hugging Face cache "
+        "(bert-large-uncased, bert-base-uncased, distilbert-base-uncased, ...) and HF_HUB_OFFLINE=1: run it where "
+        "the hub answers, or rehearse it with `harms stand-ins`")
+
+
+def test_a_cached_checkpoint_of_another_class_is_one_line(stand_ins, tmp_path, monkeypatch):
+    """The stand-ins pass the check; one written as another class (a classifier under a masked
+    LM's id) is named, with the class it is and the class its facts name."""
+    import huggingface_hub.constants
+
+    home, _ = stand_ins
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(home / "hub"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    rehearsal.check_checkpoints(SAMPLE, "paper")                              # every one there, as named
+    facts = rehearsal.checkpoints()
+    facts.loc[facts["hub_id"] == "bert-base-uncased", ["architecture", "labels"]] = ["BertForSequenceClassification",
+                                                                                       "LABEL_0;LABEL_1"]
+    wrong = tmp_path / "hub"
+    rehearsal.build_stand_in(wrong, "bert-base-uncased", facts)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(wrong))
+    with pytest.raises(InputError) as err:
+        rehearsal.check_checkpoints(["bert-base-uncased"], "paper")
+    assert str(err.value) == ("profile 'paper': 1 cached checkpoint not the model its facts name (bert-base-uncased "
+                              "is BertForSequenceClassification, not BertForMaskedLM; "
+                              "helpers/models/hub_checkpoints.csv)")
