@@ -30,8 +30,8 @@ import pandas as pd
 
 from helpers import tables
 from helpers.errors import InputError
-from helpers.progress import plural
 from helpers.models import registry
+from helpers.progress import plural
 
 CHECKPOINTS_CSV = Path(__file__).parent / "models" / "hub_checkpoints.csv"
 #: Hidden sizes of a stand-in are the real checkpoint's divided by this (layers and heads kept).
