@@ -456,18 +456,19 @@ def _hub_id(name: str) -> str | None:
 CLASSIFIER_CHAPTERS = ("02", "06")
 
 
-def profile_hub_ids(profile: str = "paper"):
-    """Every hub checkpoint a profile's chapters load: ``hub_id``, ``chapters`` and ``parameters``
-    naming it (``;``-joined), and ``role`` (model, classifier, tokenizer). Read from the profile's
-    resolved parameters (a model keyword such as ``"paper"`` expanded by the chapter's own
-    ``paper_models`` or by :func:`helpers.runner.resolve_models`) and from the hub classifiers of
+def profile_hub_ids(profile: str | dict = "paper", notebooks_dir: Path = NOTEBOOKS_DIR):
+    """Every hub checkpoint a profile (its name, or :func:`load_profile`'s dict) loads: ``hub_id``,
+    ``chapters`` and ``parameters`` naming it (``;``-joined), and ``role`` (model, classifier,
+    tokenizer). Read from the profile's resolved parameters (a ``models`` keyword such as
+    ``"paper"`` expanded by the chapter's own ``paper_models`` or by
+    :func:`helpers.runner.resolve_models`) and from the hub classifiers of
     :mod:`helpers.models.text_classifiers`, so a model added to the profile is listed here."""
     import pandas as pd
 
     from helpers import runner
     from helpers.models import text_classifiers
 
-    cfg = load_profile(profile)
+    cfg = load_profile(profile) if isinstance(profile, str) else profile
     found: dict[str, dict] = {}
 
     def add(hub_id, chapter, parameter, role):
@@ -476,14 +477,13 @@ def profile_hub_ids(profile: str = "paper"):
             if value not in row[key]:
                 row[key].append(value)
 
-    keywords = {"paper", "core", "offline", "packages", "core-packages", "zoo", "encoders", "miniature"}
-    for module in chapter_modules():
-        params = chapter_namespace(cfg, module.CHAPTER, module.DEFAULTS)
+    for module in chapter_modules(notebooks_dir):
+        params = chapter_namespace(cfg, module.CHAPTER, module.DEFAULTS, notebooks_dir)
         for key, value in params.items():
             for text in _strings(value):
                 if key == "models" and text == "paper" and hasattr(module, "paper_models"):
                     names = module.paper_models()
-                elif key == "models" and text.split("+")[0].strip() in keywords:
+                elif key == "models":                 # a keyword's models, else the one name
                     names = runner.resolve_models(text)
                 else:
                     names = [text]
@@ -499,7 +499,6 @@ def profile_hub_ids(profile: str = "paper"):
     rows = [{**r, "chapters": ";".join(sorted(r["chapters"])), "parameters": ";".join(r["parameters"])}
             for r in found.values()]
     return pd.DataFrame(rows, columns=["hub_id", "role", "chapters", "parameters"])
-
 
 
 def prefilled_models(cfg: dict, notebooks_dir: Path = NOTEBOOKS_DIR) -> list[str]:
@@ -678,7 +677,7 @@ def build(profile: str = "default", execute_only: bool = False, *, prefill_only:
     if cfg["needs_hub"]:                 # every hub checkpoint there, of its class, before any chapter runs
         from helpers import rehearsal
 
-        rehearsal.check_checkpoints(profile_hub_ids(profile)["hub_id"].tolist(), profile)
+        rehearsal.check_checkpoints(profile_hub_ids(cfg, notebooks_dir)["hub_id"].tolist(), profile)
     started = dt.datetime.now().isoformat(timespec="seconds")
     writer = worker.is_main()
 

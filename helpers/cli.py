@@ -463,8 +463,8 @@ def _cmd_stand_ins(args: argparse.Namespace) -> None:
 
     home = tables.check_writable_folder(args.hf_home, option="the Hugging Face home")
     built = rehearsal.build_cache(home, book.profile_hub_ids(args.profile)["hub_id"])
-    print(f"{len(built)} stand-ins ({built['megabytes'].sum():.0f} MB) in {Path(args.hf_home) / 'hub'}; random "
-          f"weights: no number computed from them is a result. Use: HF_HOME={args.hf_home} HF_HUB_OFFLINE=1")
+    print(f"{len(built)} stand-ins ({built['megabytes'].sum():.0f} MB) in {Path(home) / 'hub'}; random "
+          f"weights: no number computed from them is a result. Use: HF_HOME={home} HF_HUB_OFFLINE=1")
 
 
 def _device_of(args: argparse.Namespace) -> str:

@@ -156,7 +156,7 @@ def families_sentence(lineages: dict, *, strong: float = 0.8) -> str:
     n, families = len(lineages), len(set(lineages.values()))
     need = stats.pairs_for_correlation(strong)
     if n < 3:
-        return (f"A correlation needs at least 3 models, and {'one' if n == 1 else n} model{'s' if n != 1 else ''} "
+        return (f"A correlation needs at least 3 models, and {'one' if n == 1 else n} {plural_of('model', n)} "
                 f"{'enters' if n == 1 else 'enter'} here: no correlation is computed.")
     rest = (f"n = {n} {plural_of('model', n)} from {families} independent "
             f"{plural_of('family', families)} (a model and those pruned or distilled from it)")

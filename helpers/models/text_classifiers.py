@@ -92,14 +92,12 @@ def _hub_pipeline(model_id: str, tokenizer_id: str | None = None):
     """A text-classification pipeline: the local HF cache first, the hub only if it answers
     (helpers.hub's quick probe); otherwise one ModelUnavailableError line, decided before
     transformers' pipeline machinery is imported (3 s of a warm report card)."""
-    from huggingface_hub import try_to_load_from_cache
-
-    from helpers.hub import hub_offline_reason
+    from helpers.hub import hub_offline_reason, hub_unusable_reason
 
     def unavailable(reason):
         return ModelUnavailableError(f"classifier {model_id} cannot be loaded: {reason} and it is not in "
                                      "the local Hugging Face cache")
-    if not isinstance(try_to_load_from_cache(model_id, "config.json"), str) and (reason := hub_offline_reason()):
+    if reason := hub_unusable_reason(model_id):
         raise unavailable(reason)
     from transformers import AutoModelForSequenceClassification, AutoTokenizer, pipeline
 
@@ -216,7 +214,7 @@ def profanity_toxicity() -> Classifier:
 #: The hub classifiers: (model id, the id of the tokenizer it needs when it ships none).
 HUB_IDS = {"regard": ("sasha/regardv3", None), "hatebert": ("tomh/toxigen_hatebert", "bert-base-uncased"),
            "roberta-toxigen": ("tomh/toxigen_roberta", None)}
-HUB = {"regard": lambda: hub_regard(*HUB_IDS["regard"][:1]),
+HUB = {"regard": lambda: hub_regard(HUB_IDS["regard"][0]),
        "hatebert": lambda: hub_toxicity(*HUB_IDS["hatebert"]),
        "roberta-toxigen": lambda: hub_toxicity(*HUB_IDS["roberta-toxigen"])}
 OFFLINE = {"regard": vader_regard, "hatebert": hatesonar_toxicity, "roberta-toxigen": profanity_toxicity}
